@@ -89,6 +89,25 @@ def direct_routing(blocks: Sequence[str]) -> dict[Pair, dict[tuple[str, str], fl
     return {(a, b): {(a, b): 1.0} for a in blocks for b in blocks if a != b}
 
 
+def aggregate_link_loads(
+    port_rates: Mapping[Hashable, float], port_links: Mapping[Hashable, Hashable]
+) -> dict[Hashable, float]:
+    """Per-link loads from per-port rates: ``port_links`` maps each port key to its link id.
+
+    A link is measured only when every one of its ports has a rate; a partly measured link
+    would understate its load, so it is left out (tomogravity then fits without it).
+    """
+    loads: dict[Hashable, float] = {}
+    incomplete: set[Hashable] = set()
+    for port, link in port_links.items():
+        rate = port_rates.get(port)
+        if rate is None:
+            incomplete.add(link)
+            continue
+        loads[link] = loads.get(link, 0.0) + float(rate)
+    return {link: load for link, load in loads.items() if link not in incomplete}
+
+
 def gravity_prior(
     blocks: Sequence[str],
     egress: Mapping[str, float],

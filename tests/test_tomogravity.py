@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from controller.estimation import EstimationError
 from controller.tomogravity import (
+    aggregate_link_loads,
     direct_routing,
     gravity_prior,
     routing_from_paths,
@@ -167,3 +168,9 @@ def test_bad_inputs_are_named() -> None:
         tomogravity(names, routing, {}, egress={"zz": 1.0})
     with pytest.raises(EstimationError, match="not a pair"):
         tomogravity(names, {("b1", "b1"): {("b1", "b1"): 1.0}}, {})
+
+
+def test_port_rates_add_up_to_link_loads_and_partly_measured_links_are_left_out() -> None:
+    port_links = {("b1", port): ("b1", "b2" if port < 2 else "b3") for port in range(4)}
+    rates = {("b1", 0): 10.0, ("b1", 1): 5.0, ("b1", 2): 7.0, ("b9", 0): 1.0}
+    assert aggregate_link_loads(rates, port_links) == {("b1", "b2"): 15.0}
