@@ -73,6 +73,17 @@ def test_a_new_file_is_migrated_to_the_latest_schema_in_wal_mode(tmp_path: Path)
         assert again.schema_version == LATEST_VERSION and again.get_state("k") == 1
 
 
+def test_an_existing_empty_database_is_migrated_from_version_0(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE unrelated (x INTEGER)")
+    conn.commit()
+    conn.close()
+    with Journal(path) as j:
+        assert j.schema_version == LATEST_VERSION and j.journal_mode() == "wal"
+        assert j.begin_intent({"n": 1}).id == 1
+
+
 def test_a_journal_from_a_newer_controller_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "j.db"
     Journal(path).close()
