@@ -40,6 +40,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from controller.estimation import EstimationSettings
 from optimizer import schema
 from optimizer.config import parse_yaml
 from optimizer.errors import ConfigError
@@ -114,6 +115,15 @@ class ControllerConfig:
     thresholds: Thresholds = field(default_factory=Thresholds)
     timeouts: StepTimeouts = field(default_factory=StepTimeouts)
     listen: Listen = field(default_factory=Listen)
+
+    def estimation_settings(self) -> EstimationSettings:
+        return EstimationSettings(
+            stale_after=self.intervals.stale_after,
+            prediction_window=self.intervals.prediction_window,
+            prediction_change=self.thresholds.prediction_change,
+            te_matrix_change=self.thresholds.te_matrix_change,
+            floor_gbps=self.thresholds.matrix_floor_gbps,
+        )
 
 
 _INTERVAL_KEYS = tuple(Intervals.__dataclass_fields__)

@@ -409,3 +409,72 @@ class PeakPredictor:
             predictor.add(timestamp, matrix)
         predictor.prune(now)
         return predictor
+
+
+# -- one estimation cycle ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EstimationSettings:
+    """The knobs of :class:`TrafficEstimation` (the controller config's intervals and thresholds)."""
+
+    stale_after: float = 90.0
+    prediction_window: float = 3600.0
+    prediction_change: float = 0.2
+    te_matrix_change: float = 0.05
+    floor_gbps: float = 1.0
+
+
+@dataclass(frozen=True)
+class EstimationCycle:
+    """What one poll produced: the TE matrix, whether TE is due, and the prediction."""
+
+    estimate: MatrixEstimate
+    te_change: MatrixChange
+    te_due: bool
+    prediction: PredictionUpdate | None  # None while no pair has a rate yet
+    outcomes: Mapping[SampleKind, int]
+
+
+class TrafficEstimation:
+    """Rates, the TE trigger and the peak prediction for one fabric's ``(src, dst)`` counters.
+
+    Each :meth:`cycle` takes the samples of one poll. TE is due when the TE matrix moved by
+    more than ``te_matrix_change`` (see :func:`matrix_change`) from the matrix TE last ran
+    on; the daemon reports that run with :meth:`te_ran`.
+    """
+
+    def __init__(
+        self,
+        blocks: Sequence[str],
+        settings: EstimationSettings | None = None,
+        rates: RateEstimator | None = None,
+        predictor: PeakPredictor | None = None,
+    ) -> None:
+        self.blocks = tuple(blocks)
+        self.settings = settings or EstimationSettings()
+        self.rates = rates or RateEstimator()
+        s = self.settings
+        self.predictor = predictor or PeakPredictor(s.prediction_window, s.prediction_change, s.floor_gbps)
+        self._te_matrix: TrafficMatrix | None = None
+
+    @property
+    def te_matrix(self) -> TrafficMatrix | None:
+        """The matrix TE last ran on."""
+        return self._te_matrix
+
+    def te_ran(self, matrix: TrafficMatrix) -> None:
+        self._te_matrix = matrix
+
+    def cycle(self, samples: Iterable[tuple[Hashable, CounterSample]], now: float) -> EstimationCycle:
+        counts = dict.fromkeys(SampleKind, 0)
+        for key, sample in samples:
+            counts[self.rates.observe(key, sample, now).kind] += 1
+        estimate = self.rates.traffic_matrix(self.blocks, now, self.settings.stale_after)
+        n = len(self.blocks)
+        if len(estimate.missing) == n * (n - 1):
+            return EstimationCycle(estimate, MatrixChange(0.0, None), False, None, counts)
+        te_change = matrix_change(estimate.matrix, self._te_matrix, self.settings.floor_gbps)
+        te_due = te_change.distance > self.settings.te_matrix_change
+        prediction = self.predictor.observe(now, estimate.matrix)
+        return EstimationCycle(estimate, te_change, te_due, prediction, counts)

@@ -52,6 +52,8 @@ def test_the_default_config_drives_fabric_8_with_the_issue_defaults() -> None:
     assert config.devices == ROOT / "run" / "devices.yaml" and config.store == ROOT / "run" / "heliostat.db"
     assert config.intervals.te_interval == 30 and config.intervals.prediction_window == 3600
     assert config.thresholds.stage_mlu == 0.8
+    settings = config.estimation_settings()
+    assert (settings.prediction_window, settings.stale_after) == (3600.0, 90.0)
 
 
 def test_a_minimal_config_gets_every_default() -> None:

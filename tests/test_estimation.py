@@ -11,9 +11,11 @@ from controller.estimation import (
     COUNTER_MODULUS,
     CounterSample,
     EstimationError,
+    EstimationSettings,
     PeakPredictor,
     RateEstimator,
     SampleKind,
+    TrafficEstimation,
     classify_interval,
     matrix_change,
     matrix_distance,
@@ -258,3 +260,35 @@ def test_predictor_refuses_matrices_over_other_blocks() -> None:
         PeakPredictor(window_s=0)
     with pytest.raises(EstimationError):
         PeakPredictor().refresh()
+
+
+# -- one cycle ---------------------------------------------------------------------------------
+
+
+def poll(t: float, gbps: dict[tuple[str, str], float], totals: dict) -> list:
+    """Advance each pair's counter by ``gbps`` for 30 s and return the samples at ``t``."""
+    out = []
+    for key, rate in gbps.items():
+        totals[key] = totals.get(key, 0) + round(rate * 30 * GB)
+        out.append((key, CounterSample(t, totals[key])))
+    return out
+
+
+def test_a_cycle_makes_the_te_matrix_decides_te_and_feeds_the_prediction() -> None:
+    settings = EstimationSettings(stale_after=45, prediction_window=600, te_matrix_change=0.1)
+    est = TrafficEstimation(BLOCKS, settings)
+    counters: dict = {}
+    first = est.cycle(poll(0, {("b1", "b2"): 10.0, ("b2", "b3"): 4.0}, counters), now=0)
+    assert first.prediction is None and not first.te_due  # baselines only
+    assert first.outcomes[SampleKind.FIRST] == 2
+    second = est.cycle(poll(30, {("b1", "b2"): 10.0, ("b2", "b3"): 4.0}, counters), now=30)
+    assert second.te_due and second.prediction is not None and second.prediction.refreshed
+    assert second.estimate.matrix.demand("b1", "b2") == pytest.approx(10.0)
+    est.te_ran(second.estimate.matrix)
+    calm = est.cycle(poll(60, {("b1", "b2"): 10.5, ("b2", "b3"): 4.0}, counters), now=60)
+    assert not calm.te_due and calm.te_change.distance == pytest.approx(0.05)
+    shift = est.cycle(poll(90, {("b1", "b2"): 10.0, ("b2", "b3"): 8.0}, counters), now=90)
+    assert shift.te_due and shift.te_change.pair == ("b2", "b3")
+    assert shift.prediction is not None
+    assert shift.prediction.prediction.demand("b2", "b3") == pytest.approx(8.0)
+    assert est.te_matrix is second.estimate.matrix
