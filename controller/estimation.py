@@ -38,6 +38,11 @@ when the current peak has moved from it by more than ``change_threshold`` under
 where values below ``floor_gbps`` count as ``floor_gbps`` (so that noise on tiny pairs
 does not trigger a refresh).
 
+:class:`TrafficEstimation` runs one poll through all of this and says whether TE is due
+(the TE matrix moved more than ``te_matrix_change`` from the one TE last ran on). After a
+restart, rebuild the predictor with :meth:`PeakPredictor.restore` from the journal's
+matrix history and the published prediction it stored.
+
 Tomogravity (inferring the matrix from link loads) is in :mod:`controller.tomogravity`.
 """
 
