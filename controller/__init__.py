@@ -1,0 +1,1 @@
+"""The controller: daemon, decision logic, executor, journal, northbound API and CLI."""

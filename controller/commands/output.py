@@ -1,0 +1,36 @@
+"""Writing command output to stdout or a file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from optimizer.errors import ConfigError
+
+
+def emit(text: str, out: str | None) -> None:
+    """Write ``text`` to the file ``out`` or, if it is None or ``-``, to stdout."""
+    if out is None or out == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        Path(out).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(out, "", f"cannot write file: {exc.strerror or exc}") from exc
+
+
+def emit_json(data: Any, out: str | None) -> None:
+    emit(json.dumps(data, indent=1) + "\n", out)
+
+
+def read_json(path: str) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(path, "", f"cannot read file: {exc.strerror or exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(path, f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from exc

@@ -1,0 +1,270 @@
+"""Block-to-block traffic matrices: parsing, writing and seeded generators.
+
+Formats:
+
+- CSV with the header ``src,dst,gbps`` (one row per pair; repeated pairs add up);
+- JSON ``{"b1": {"b2": 40.0}}`` (source block -> destination block -> Gbit/s).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from optimizer.errors import ConfigError
+from optimizer.fabric import Fabric
+
+
+@dataclass(frozen=True)
+class TrafficMatrix:
+    """D[a][b]: Gbit/s offered from block a to block b (zero diagonal, non-negative)."""
+
+    blocks: tuple[str, ...]
+    gbps: np.ndarray
+
+    def __post_init__(self) -> None:
+        arr = np.array(self.gbps, dtype=np.float64, copy=True)
+        n = len(self.blocks)
+        if arr.shape != (n, n):
+            raise ValueError(f"matrix must be {n}x{n}, got {arr.shape}")
+        if not np.isfinite(arr).all() or (arr < 0).any():
+            raise ValueError("demands must be finite and >= 0")
+        if np.diag(arr).any():
+            raise ValueError("a block cannot send to itself")
+        arr.setflags(write=False)
+        object.__setattr__(self, "gbps", arr)
+
+    @classmethod
+    def zeros(cls, blocks: Iterable[str]) -> TrafficMatrix:
+        names = tuple(blocks)
+        return cls(names, np.zeros((len(names), len(names))))
+
+    def demand(self, src: str, dst: str) -> float:
+        return float(self.gbps[self.blocks.index(src), self.blocks.index(dst)])
+
+    def total(self) -> float:
+        return float(self.gbps.sum())
+
+    def scaled(self, factor: float) -> TrafficMatrix:
+        return TrafficMatrix(self.blocks, self.gbps * factor)
+
+    def pairs(self) -> list[tuple[str, str, float]]:
+        """(src, dst, gbps) for every non-zero demand, in block order."""
+        rows, cols = np.nonzero(self.gbps)
+        return [
+            (self.blocks[i], self.blocks[j], float(self.gbps[i, j]))
+            for i, j in zip(rows, cols, strict=True)
+        ]
+
+    def to_json(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for src, dst, g in self.pairs():
+            out.setdefault(src, {})[dst] = round(g, 6)
+        return out
+
+    def to_csv(self) -> str:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["src", "dst", "gbps"])
+        for src, dst, g in self.pairs():
+            writer.writerow([src, dst, f"{g:.6g}"])
+        return buf.getvalue()
+
+    def elementwise_max(self, other: TrafficMatrix) -> TrafficMatrix:
+        if other.blocks != self.blocks:
+            raise ValueError("matrices are over different blocks")
+        return TrafficMatrix(self.blocks, np.maximum(self.gbps, other.gbps))
+
+
+# -- parsing -------------------------------------------------------------------------------
+
+
+def load_matrix(path: str | Path, fabric: Fabric) -> TrafficMatrix:
+    """Read a CSV or JSON matrix file; the format is chosen by the extension (or sniffed)."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(source, "", f"cannot read file: {exc.strerror or exc}") from exc
+    suffix = Path(path).suffix.lower()
+    if suffix == ".csv" or (suffix != ".json" and not text.lstrip().startswith("{")):
+        return parse_csv(text, fabric, source)
+    return parse_json(text, fabric, source)
+
+
+def parse_csv(text: str, fabric: Fabric, source: str = "<csv>") -> TrafficMatrix:
+    reader = csv.reader(io.StringIO(text))
+    rows = list(reader)
+    if not rows or [c.strip() for c in rows[0]] != ["src", "dst", "gbps"]:
+        raise ConfigError(source, "line 1", "expected the header 'src,dst,gbps'")
+    arr = np.zeros((fabric.n_blocks, fabric.n_blocks))
+    for lineno, row in enumerate(rows[1:], start=2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        where = f"line {lineno}"
+        if len(row) != 3:
+            raise ConfigError(source, where, f"expected 3 fields (src,dst,gbps), got {len(row)}")
+        src, dst, value = (c.strip() for c in row)
+        try:
+            gbps = float(value)
+        except ValueError:
+            raise ConfigError(source, where, f"gbps {value!r} is not a number") from None
+        _add(arr, fabric, src, dst, gbps, source, where)
+    return TrafficMatrix(fabric.block_names, arr)
+
+
+def parse_json(text: str, fabric: Fabric, source: str = "<json>") -> TrafficMatrix:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(source, f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from exc
+    return matrix_from_json(data, fabric, source)
+
+
+def matrix_from_json(data: object, fabric: Fabric, source: str = "<json>") -> TrafficMatrix:
+    if not isinstance(data, Mapping):
+        raise ConfigError(source, "<top>", "expected an object of {src: {dst: gbps}}")
+    arr = np.zeros((fabric.n_blocks, fabric.n_blocks))
+    for src, row in data.items():
+        if not isinstance(row, Mapping):
+            raise ConfigError(source, str(src), "expected an object of {dst: gbps}")
+        for dst, value in row.items():
+            key = f"{src}.{dst}"
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(source, key, f"expected a number, got {value!r}")
+            _add(arr, fabric, str(src), str(dst), float(value), source, key)
+    return TrafficMatrix(fabric.block_names, arr)
+
+
+def _add(arr: np.ndarray, fabric: Fabric, src: str, dst: str, gbps: float, source: str, where: str) -> None:
+    for role, name in (("src", src), ("dst", dst)):
+        if not fabric.has_block(name):
+            raise ConfigError(source, where, f"unknown {role} block {name!r}")
+    if src == dst:
+        raise ConfigError(source, where, f"block {src!r} cannot send to itself")
+    if math.isnan(gbps) or math.isinf(gbps):
+        raise ConfigError(source, where, f"demand must be a finite number, got {gbps}")
+    if gbps < 0:
+        raise ConfigError(source, where, f"demand must be >= 0, got {gbps}")
+    arr[fabric.block_index(src), fabric.block_index(dst)] += gbps
+
+
+def dump_matrix(tm: TrafficMatrix, fmt: str) -> str:
+    if fmt == "csv":
+        return tm.to_csv()
+    return json.dumps(tm.to_json(), indent=1, sort_keys=True) + "\n"
+
+
+# -- generators ----------------------------------------------------------------------------
+
+
+class MatrixKind(StrEnum):
+    UNIFORM = "uniform"
+    GRAVITY = "gravity"
+    HOTSPOT = "hotspot"
+    RING = "ring"
+    ALL_TO_ALL = "all-to-all"
+
+
+def egress_capacity(fabric: Fabric) -> np.ndarray:
+    """Each block's total uplink capacity in Gbit/s."""
+    return np.array([b.uplinks * b.speed_gbps for b in fabric.blocks], dtype=np.float64)
+
+
+def uniform_matrix(fabric: Fabric, load: float = 0.5) -> TrafficMatrix:
+    """Every block sends ``load`` of its uplink capacity, split evenly over the others."""
+    n = fabric.n_blocks
+    cap = egress_capacity(fabric)
+    arr = np.repeat((load * cap / max(n - 1, 1))[:, None], n, axis=1)
+    np.fill_diagonal(arr, 0.0)
+    return TrafficMatrix(fabric.block_names, arr)
+
+
+def gravity_matrix(fabric: Fabric, seed: int, load: float = 0.5, skew: float = 1.0) -> TrafficMatrix:
+    """D[a][b] proportional to w_a * w_b with log-normal block weights (sigma = ``skew``).
+
+    Scaled so that the busiest block sends ``load`` of its uplink capacity, which keeps
+    every matrix feasible on a fabric whose blocks are all joined.
+    """
+    rng = np.random.default_rng(seed)
+    n = fabric.n_blocks
+    weights = rng.lognormal(mean=0.0, sigma=skew, size=n)
+    arr = np.outer(weights, weights)
+    np.fill_diagonal(arr, 0.0)
+    return _scale_to_load(fabric, arr, load)
+
+
+def hotspot_matrix(
+    fabric: Fabric, seed: int, load: float = 0.5, hot_pairs: int | None = None, hot_share: float = 0.6
+) -> TrafficMatrix:
+    """A light uniform background plus a few hot pairs carrying ``hot_share`` of the traffic."""
+    rng = np.random.default_rng(seed)
+    n = fabric.n_blocks
+    hot_pairs = hot_pairs if hot_pairs is not None else max(1, n // 4)
+    background = np.ones((n, n))
+    np.fill_diagonal(background, 0.0)
+    background *= (1.0 - hot_share) / background.sum()
+    hot = np.zeros((n, n))
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+    for k in rng.choice(len(pairs), size=min(hot_pairs, len(pairs)), replace=False):
+        i, j = pairs[int(k)]
+        hot[i, j] = 1.0
+    hot *= hot_share / hot.sum()
+    return _scale_to_load(fabric, background + hot, load)
+
+
+def ring_matrix(fabric: Fabric, seed: int, load: float = 0.5, phase: int = 0) -> TrafficMatrix:
+    """One phase of an ML ring collective: a random ring order, each block sends to the block
+    ``phase + 1`` places after it (phase 0 is the neighbour exchange)."""
+    rng = np.random.default_rng(seed)
+    n = fabric.n_blocks
+    order = rng.permutation(n)
+    step = 1 + (phase % max(n - 1, 1))
+    arr = np.zeros((n, n))
+    for k in range(n):
+        arr[order[k], order[(k + step) % n]] = 1.0
+    return _scale_to_load(fabric, arr, load)
+
+
+def permutation_phases(fabric: Fabric, seed: int, phases: int, load: float = 0.5) -> list[TrafficMatrix]:
+    """A sequence of ring phases, as a collective steps through its schedule."""
+    return [ring_matrix(fabric, seed, load, phase) for phase in range(phases)]
+
+
+def _scale_to_load(fabric: Fabric, arr: np.ndarray, load: float) -> TrafficMatrix:
+    cap = egress_capacity(fabric)
+    egress = arr.sum(axis=1)
+    ingress = arr.sum(axis=0)
+    ratio = np.maximum(egress, ingress) / cap
+    peak = float(ratio.max())
+    if peak <= 0:
+        return TrafficMatrix(fabric.block_names, np.zeros_like(arr))
+    return TrafficMatrix(fabric.block_names, arr * (load / peak))
+
+
+def generate_matrix(
+    fabric: Fabric, kind: MatrixKind | str, seed: int = 1, load: float = 0.5, phase: int = 0
+) -> TrafficMatrix:
+    kind = MatrixKind(kind)
+    if kind is MatrixKind.UNIFORM:
+        return uniform_matrix(fabric, load)
+    if kind is MatrixKind.GRAVITY:
+        return gravity_matrix(fabric, seed, load)
+    if kind is MatrixKind.HOTSPOT:
+        return hotspot_matrix(fabric, seed, load)
+    if kind is MatrixKind.RING:
+        return ring_matrix(fabric, seed, load, phase)
+    return uniform_matrix(fabric, load)  # all-to-all: every block to every other, evenly
+
+
+def matrix_summary(tm: TrafficMatrix) -> dict[str, Any]:
+    return {"pairs": int(np.count_nonzero(tm.gbps)), "total_gbps": round(tm.total(), 3)}
