@@ -157,6 +157,8 @@ class SwitchClient(DeviceClient):
                     rx_packets=c.rx_packets,
                     tx_drops=c.tx_drops,
                     rx_drops=c.rx_drops,
+                    tx_drop_bytes=c.tx_drop_bytes,
+                    rx_drop_bytes=c.rx_drop_bytes,
                 )
                 for c in r.ports
             },

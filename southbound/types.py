@@ -122,8 +122,10 @@ class PortCounters:
     rx_bytes: int = 0
     tx_packets: int = 0
     rx_packets: int = 0
-    tx_drops: int = 0
-    rx_drops: int = 0
+    tx_drops: int = 0  # packets
+    rx_drops: int = 0  # packets
+    tx_drop_bytes: int = 0
+    rx_drop_bytes: int = 0
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,7 @@ class GetCountersRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class PortCounters(_message.Message):
-    __slots__ = ("port", "tx_bytes", "rx_bytes", "tx_packets", "rx_packets", "tx_drops", "rx_drops")
+    __slots__ = ("port", "tx_bytes", "rx_bytes", "tx_packets", "rx_packets", "tx_drops", "rx_drops", "tx_drop_bytes", "rx_drop_bytes")
     PORT_FIELD_NUMBER: _ClassVar[int]
     TX_BYTES_FIELD_NUMBER: _ClassVar[int]
     RX_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -150,6 +150,8 @@ class PortCounters(_message.Message):
     RX_PACKETS_FIELD_NUMBER: _ClassVar[int]
     TX_DROPS_FIELD_NUMBER: _ClassVar[int]
     RX_DROPS_FIELD_NUMBER: _ClassVar[int]
+    TX_DROP_BYTES_FIELD_NUMBER: _ClassVar[int]
+    RX_DROP_BYTES_FIELD_NUMBER: _ClassVar[int]
     port: int
     tx_bytes: int
     rx_bytes: int
@@ -157,7 +159,9 @@ class PortCounters(_message.Message):
     rx_packets: int
     tx_drops: int
     rx_drops: int
-    def __init__(self, port: _Optional[int] = ..., tx_bytes: _Optional[int] = ..., rx_bytes: _Optional[int] = ..., tx_packets: _Optional[int] = ..., rx_packets: _Optional[int] = ..., tx_drops: _Optional[int] = ..., rx_drops: _Optional[int] = ...) -> None: ...
+    tx_drop_bytes: int
+    rx_drop_bytes: int
+    def __init__(self, port: _Optional[int] = ..., tx_bytes: _Optional[int] = ..., rx_bytes: _Optional[int] = ..., tx_packets: _Optional[int] = ..., rx_packets: _Optional[int] = ..., tx_drops: _Optional[int] = ..., rx_drops: _Optional[int] = ..., tx_drop_bytes: _Optional[int] = ..., rx_drop_bytes: _Optional[int] = ...) -> None: ...
 
 class DestinationCounter(_message.Message):
     __slots__ = ("destination_block", "egress_bytes")
