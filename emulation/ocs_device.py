@@ -147,6 +147,22 @@ class OcsDevice:
                 )
             return status
 
+    def optical_arrays(self, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(peer, switching, fibre_ok) per port at ``now``; no peers while unpowered."""
+        with self._lock:
+            peer = self._peer.copy() if self.powered else np.full(self.radix, -1, np.int64)
+            switching = np.zeros(self.radix, dtype=bool)
+            for c, e in self._entries.items():
+                if e.switching(now):
+                    switching[[c.a, c.b]] = True
+            return peer, switching, self._fibre_ok.copy()
+
+    def next_ready_time(self, now: float) -> float | None:
+        """When the next switching circuit settles, if any is switching at ``now``."""
+        with self._lock:
+            pending = [e.ready_at for e in self._entries.values() if e.ready_at > now]
+        return min(pending) if pending else None
+
     # -- changing -----------------------------------------------------------------------
     def apply(
         self,
@@ -241,6 +257,16 @@ class OcsDevice:
         self._peer[[c.a, c.b]] = -1
         self._entries.pop(c, None)
         self._announced.discard(c)
+
+    def preload(self, pairs: Iterable[tuple[int, int]]) -> None:
+        """Start with these circuits established (a fabric's initial state); no events."""
+        connects = [CrossConnect(a, b) for a, b in pairs]
+        with self._lock:
+            self._validate([], connects)
+            for c in connects:
+                self._connect(c, float("-inf"))
+                self._announced.add(c)
+        self._notify_change()
 
     def lose_power(self) -> int:
         """Power loss: every circuit is gone. Returns how many were lost."""
