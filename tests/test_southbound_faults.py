@@ -99,9 +99,11 @@ def test_unimplemented_is_a_device_error() -> None:
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
-        with SwitchClient(f"127.0.0.1:{port}", name="empty", options=FAST) as client:
-            with pytest.raises(DeviceError) as info:
-                client.device_info()
+        with (
+            SwitchClient(f"127.0.0.1:{port}", name="empty", options=FAST) as client,
+            pytest.raises(DeviceError) as info,
+        ):
+            client.device_info()
     finally:
         server.stop(0)
     assert info.value.code == grpc.StatusCode.UNIMPLEMENTED
