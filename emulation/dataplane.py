@@ -14,10 +14,10 @@ Model:
 - Paths have at most two hops: source -> direct, or source -> transit -> destination;
   transit traffic always goes direct (the transit table's loop-freedom rule).
 - Drops: a trunk whose offered load L exceeds its capacity C drops the fraction 1 - C/L of
-  everything crossing it. The offered load counts second-hop traffic before first-hop
-  congestion drops (the usual flow-level approximation, slightly pessimistic), so carried
-  load never exceeds capacity. Every byte offered ends up exactly once as delivered,
-  dropped or blackholed.
+  everything crossing it (proportional sharing). Second-hop load is what survives the
+  first hop, and a trunk carries both kinds, so the drop ratios are iterated to their
+  fixed point; carried load never exceeds capacity (to 1e-12). Every byte offered ends up
+  exactly once as delivered, dropped or blackholed.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ import numpy as np
 from optimizer.fabric import Fabric
 
 BYTES_PER_GBIT = 1e9 / 8
+_MAX_ITERATIONS = 100
+_TOLERANCE = 1e-13
 
 
 class PortFault(enum.IntEnum):
@@ -219,14 +221,28 @@ def compute_step(
     transit[:, np.arange(n), np.arange(n)] = 0.0  # k == d is direct, not transit
     into_first = first.sum(axis=1)  # [s, k] handed to trunk (s, k)
     transit_live = transit * live[:, None, :]  # [s, d, k] that got onto first-hop links
-    offered_second = transit_live.sum(axis=0).T  # [k, d]
     rate = 1.0 / (dt * BYTES_PER_GBIT)
-    link_offered = (into_first + offered_second) * live * rate  # Gbps on live links
-    with np.errstate(divide="ignore", invalid="ignore"):
-        drop_ratio = np.where(
-            link_offered > capacity, 1.0 - capacity / np.where(link_offered > 0, link_offered, 1), 0.0
-        )
-    into_second = (transit_live * (1.0 - drop_ratio)[:, None, :]).sum(axis=0).T  # [k, d]
+
+    def second_hop(ratio: np.ndarray) -> np.ndarray:
+        """[k, d] bytes arriving at transit block k for d, given first-hop drop ratios."""
+        return (transit_live * (1.0 - ratio)[:, None, :]).sum(axis=0).T
+
+    def drop_ratio_for(load: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(load > capacity, 1.0 - capacity / np.where(load > 0, load, 1), 0.0)
+
+    # Drop ratios and second-hop arrivals depend on each other (a trunk carries first- and
+    # second-hop traffic): iterate to the fixed point.
+    drop_ratio = np.zeros((n, n))
+    for _ in range(_MAX_ITERATIONS):
+        load = (into_first + second_hop(drop_ratio)) * live * rate
+        updated = drop_ratio_for(load)
+        converged = np.abs(updated - drop_ratio).max(initial=0.0) < _TOLERANCE
+        drop_ratio = updated
+        if converged:
+            break
+    into_second = second_hop(drop_ratio)
+    link_offered = (into_first + into_second) * live * rate  # Gbps offered to live links
     into = into_first + into_second  # bytes handed to each trunk
     on_links = into * live
     dropped = on_links * drop_ratio
