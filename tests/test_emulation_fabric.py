@@ -10,8 +10,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from southbound_fixtures import FAST, wait_for
-from tls_ca import SERVER_NAME, make_pki
 
 from emulation.dataplane import BYTES_PER_GBIT
 from emulation.fabric import EmulatedFabric, FabricError
@@ -23,6 +21,8 @@ from southbound.registry import default_registry
 from southbound.switch_client import SwitchClient
 from southbound.tls import ServerTlsConfig, TlsConfig
 from southbound.types import CrossConnect, OcsEvent
+from tests.southbound_fixtures import FAST, wait_for
+from tests.tls_ca import SERVER_NAME, make_pki
 
 ROOT = Path(__file__).resolve().parents[1]
 GB = BYTES_PER_GBIT

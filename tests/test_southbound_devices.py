@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from southbound_fixtures import served_ocs
 
 from southbound.devices import (
     DeviceConfig,
@@ -17,6 +16,7 @@ from southbound.devices import (
 from southbound.ocs_client import OcsClient
 from southbound.registry import DriverRegistry, UnknownTransport, default_registry
 from southbound.switch_client import SwitchClient
+from tests.southbound_fixtures import served_ocs
 
 
 def _write(tmp_path: Path, data: object) -> Path:

@@ -9,7 +9,6 @@ from concurrent import futures
 
 import grpc
 import pytest
-from southbound_fixtures import FAST, served_ocs, served_switch
 
 from southbound.errors import (
     ApplyFailed,
@@ -24,6 +23,7 @@ from southbound.ocs_client import OcsClient
 from southbound.rpc import CallOptions, RetryPolicy, RpcCaller
 from southbound.switch_client import SwitchClient
 from southbound.types import CrossConnect
+from tests.southbound_fixtures import FAST, served_ocs, served_switch
 
 
 def test_down_device_raises_device_unavailable_after_bounded_retries() -> None:

@@ -9,11 +9,11 @@ import pytest
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
-from southbound_fixtures import served_ocs, wait_for
 
 from emulation.ocs_device import DARK_DBM, ApplyFault
 from southbound.errors import ApplyFailed, ApplyOutcome, InvalidRequest, StaleGeneration
 from southbound.types import CrossConnect, OcsEvent
+from tests.southbound_fixtures import served_ocs, wait_for
 
 XC = CrossConnect
 

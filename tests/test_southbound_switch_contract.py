@@ -7,9 +7,9 @@ import pytest
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
-from southbound_fixtures import served_switch
 
 from southbound.errors import InvalidRequest, StaleGeneration
+from tests.southbound_fixtures import served_switch
 
 
 def test_device_info() -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from southbound_fixtures import FAST, served_ocs
-from tls_ca import SERVER_NAME, Pki, make_pki
 
 from southbound.devices import load_devices_file
 from southbound.errors import DeviceUnavailable
@@ -14,6 +12,8 @@ from southbound.ocs_client import OcsClient
 from southbound.registry import default_registry
 from southbound.rpc import CallOptions, RetryPolicy
 from southbound.tls import ServerTlsConfig, TlsConfig, TlsConfigError
+from tests.southbound_fixtures import FAST, served_ocs
+from tests.tls_ca import SERVER_NAME, Pki, make_pki
 
 ONE_TRY = CallOptions(deadline_s=2.0, retry=RetryPolicy(max_attempts=1))
 
