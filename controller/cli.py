@@ -10,10 +10,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from controller.commands import demand, fabric
+from controller.commands import ctl, demand, fabric
 from optimizer.errors import HeliostatError
 
-COMMANDS = (fabric, demand)
+COMMANDS = (fabric, demand, ctl)
 
 
 def build_parser() -> argparse.ArgumentParser:

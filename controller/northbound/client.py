@@ -37,7 +37,7 @@ DEFAULT_DEADLINE_S = 5.0
 #: Reads: three attempts within about half a second, then give up.
 READ_RETRY = RetryPolicy(max_attempts=3, initial_backoff_s=0.1, max_backoff_s=0.3)
 #: Actions are not retried: a lost reply must not trigger a second ToE run.
-ACTION_RETRY = RetryPolicy(max_attempts=1)
+ONE_ATTEMPT = RetryPolicy(max_attempts=1)
 
 _API_ERROR_OF_STATUS = {status: code for code, status in STATUS_OF_API_ERROR.items()}
 
@@ -58,6 +58,7 @@ class ControllerClient:
         address: str,
         *,
         deadline_s: float = DEFAULT_DEADLINE_S,
+        read_retry: RetryPolicy = READ_RETRY,
         tls: TlsConfig | None = None,
         channel: grpc.Channel | None = None,
     ) -> None:
@@ -65,8 +66,8 @@ class ControllerClient:
         self.deadline_s = deadline_s
         self._channel = channel or open_channel(address, tls)
         name = f"controller {address}"
-        self._reads = RpcCaller(name, CallOptions(deadline_s, READ_RETRY))
-        self._actions = RpcCaller(name, CallOptions(deadline_s, ACTION_RETRY))
+        self._reads = RpcCaller(name, CallOptions(deadline_s, read_retry))
+        self._actions = RpcCaller(name, CallOptions(deadline_s, ONE_ATTEMPT))
         self._stub = pb_grpc.ControllerServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
