@@ -73,16 +73,16 @@ def records_table(records: Sequence[Any], indent: str = "", max_rows: int | None
     return lines
 
 
-def document(data: Mapping[str, Any], prefix: str = "") -> list[str]:
+def document(data: Mapping[str, Any], prefix: str = "", indent: str = "") -> list[str]:
     """A JSON object as ``key  value`` rows, then a table per list of objects."""
     scalars: list[tuple[str, str]] = []
     sections: list[str] = []
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping) and value:
-            sections += document(value, f"{name}.")
+            sections += document(value, f"{name}.", indent)
         elif isinstance(value, list | tuple) and value and all(isinstance(v, Mapping) for v in value):
-            sections += ["", f"{name} ({len(value)}):", *records_table(value, "  ")]
+            sections += ["", f"{indent}{name} ({len(value)}):", *records_table(value, indent + "  ")]
         elif isinstance(value, list | tuple):
             items = ", ".join(value_text(v) for v in value[:MAX_ROWS])
             more = f", ... ({len(value)} in all)" if len(value) > MAX_ROWS else ""
@@ -90,7 +90,7 @@ def document(data: Mapping[str, Any], prefix: str = "") -> list[str]:
         else:
             scalars.append((name, value_text(value, key)))
     width = max((len(k) for k, _ in scalars), default=0)
-    return [f"{k:<{width}}  {v}".rstrip() for k, v in scalars] + sections
+    return [f"{indent}{k:<{width}}  {v}".rstrip() for k, v in scalars] + sections
 
 
 # -- one formatter per ctl command ---------------------------------------------------------------
@@ -114,9 +114,11 @@ def status_text(report: StatusReport, now: float) -> str:
         rows.append(("last error", s.last_error))
     metrics = f"http://{report.metrics_address}/metrics" if report.metrics_address else "not served"
     rows.append(("metrics", metrics))
-    rows += [(f"details.{k}", value_text(v, k)) for k, v in s.details.items()]
     width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows) + "\n"
+    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    if s.details:
+        lines += ["details:", *document(s.details, indent="  ")]
+    return "\n".join(lines) + "\n"
 
 
 def _runs(count: int, last: float | None, now: float) -> str:
