@@ -440,3 +440,24 @@ def test_regen_compiles_the_controller_proto_beside_the_southbound_ones() -> Non
         "SetMaintenance",
         "GetLastPlan",
     }
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback")
+def test_ipv6_listen_addresses() -> None:
+    servers = start_northbound(FakeControllerApi(), "[::1]:0", ControllerMetrics(), "[::1]:0")
+    try:
+        assert str(servers.grpc_address).startswith("[::1]:")
+        with client_for(servers) as client:
+            assert client.status_report().metrics_address == str(servers.metrics_address)
+        assert "heliostat_mlu" in _get(f"http://{servers.metrics_address}/metrics")
+    finally:
+        servers.stop(grace_s=0)

@@ -2,7 +2,8 @@
 
 The JSON documents (plans, history entries) are shaped by the daemon, so they are shown
 generically: scalars as ``key  value`` rows, lists of objects as tables (long ones cut
-short), nested objects under a dotted key. ``--format json`` prints everything.
+short), nested objects under a dotted key, a list inside a table cell as ``[its length]``.
+``--format json`` prints everything.
 """
 
 from __future__ import annotations
@@ -124,7 +125,16 @@ def status_text(report: StatusReport, now: float) -> str:
 def _runs(count: int, last: float | None, now: float) -> str:
     if last is None:
         return str(count)
-    return f"{count}, last at {utc_text(last)} ({max(0.0, now - last):.0f} s ago)"
+    return f"{count}, last at {utc_text(last)} ({age_text(now - last)} ago)"
+
+
+def age_text(seconds: float) -> str:
+    """A duration the way people say it: 42 s, 17 min, 5 h, 3 d."""
+    seconds = max(0.0, seconds)
+    for unit, size, limit in (("s", 1, 120), ("min", 60, 120 * 60), ("h", 3600, 48 * 3600)):
+        if seconds < limit:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds / 86400:.0f} d"
 
 
 def _reconfiguration(s: StatusSnapshot) -> str:
