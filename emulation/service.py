@@ -1,7 +1,8 @@
 """``heliostat emulate``: run an emulated fabric as a service until interrupted.
 
-The controller's CLI dispatches ``heliostat emulate ...`` to :func:`main`; it also runs
-alone as ``python -m emulation.service --fabric configs/fabric-8.yaml``.
+Plugs into the ``heliostat`` CLI like the modules of ``controller/commands/`` (it has
+``register(sub)``, whose handler is :func:`run_command`); also runs alone as
+``python -m emulation.service --fabric configs/fabric-8.yaml`` through :func:`main`.
 """
 
 from __future__ import annotations
@@ -23,12 +24,27 @@ from southbound.tls import ServerTlsConfig, TlsConfig, TlsConfigError
 log = logging.getLogger(__name__)
 
 
+DESCRIPTION = (
+    "Run an emulated fabric (gRPC devices + flow-level data plane) until interrupted, "
+    "printing where its devices listen."
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``emulate`` subcommand to the heliostat CLI."""
+    p = sub.add_parser("emulate", help="run an emulated fabric as a service",
+                       description=DESCRIPTION)
+    add_arguments(p)
+    p.set_defaults(handler=run_command)
+
+
 def build_parser(prog: str = "heliostat emulate") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=prog,
-        description="Run an emulated fabric (gRPC devices + flow-level data plane) until "
-        "interrupted, printing where its devices listen.",
-    )
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fabric", required=True, type=Path, help="fabric YAML (configs/*.yaml)")
     p.add_argument("--demand", type=Path, help="traffic matrix file (CSV src,dst,gbps or JSON)")
     p.add_argument("--devices-file", type=Path, default=Path("heliostat-devices.yaml"),
@@ -50,12 +66,17 @@ def build_parser(prog: str = "heliostat emulate") -> argparse.ArgumentParser:
     tls.add_argument("--tls-client-cert", type=Path, help="client certificate for the devices file")
     tls.add_argument("--tls-client-key", type=Path, help="client key for the devices file")
     tls.add_argument("--tls-server-name", help="server name clients expect, for the devices file")
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Standalone entry point: ``python -m emulation.service ...``."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return run_command(args)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the fabric described by parsed ``emulate`` arguments; returns the exit status."""
     if args.speed <= 0 or args.tick <= 0:
         print("error: --speed and --tick must be positive", file=sys.stderr)
         return 2
@@ -83,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
     with fabric:
         if demand is not None:
             fabric.set_demand(demand)

@@ -233,3 +233,18 @@ def test_emulate_service_rejects_a_bad_fabric_file(tmp_path: Path) -> None:
     bad = tmp_path / "fabric.yaml"
     bad.write_text("name: x\nblocks: []\nocs: []\n")
     assert main(["--fabric", str(bad)]) == 2
+
+
+def test_emulate_plugs_into_an_argparse_cli(tmp_path: Path) -> None:
+    import argparse
+
+    from emulation import service
+
+    parser = argparse.ArgumentParser(prog="heliostat")
+    service.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["emulate", "--fabric", str(ROOT / "configs/fabric-4.yaml"),
+                              "--devices-file", str(tmp_path / "d.yaml"), "--duration", "0.3",
+                              "--speed", "10", "--tick", "0.5"])
+    assert args.handler is service.run_command
+    assert args.handler(args) == 0
+    assert set(load_devices_file(tmp_path / "d.yaml")) >= {"ocs1", "b4"}
