@@ -18,7 +18,7 @@ from pathlib import Path
 from emulation.fabric import EmulatedFabric, FabricError
 from optimizer.config import load_fabric
 from optimizer.errors import ConfigError
-from optimizer.traffic import load_matrix
+from optimizer.traffic import TrafficMatrix, load_matrix
 from southbound.tls import ServerTlsConfig, TlsConfig, TlsConfigError
 
 log = logging.getLogger(__name__)
@@ -104,9 +104,25 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
 
     stop = threading.Event()
+    previous = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        return _serve(fabric, demand, stop, args.speed, args.duration)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _serve(
+    fabric: EmulatedFabric,
+    demand: TrafficMatrix | None,
+    stop: threading.Event,
+    speed: float,
+    duration_s: float,
+) -> int:
+    fabric_model = fabric.fabric
     with fabric:
         if demand is not None:
             fabric.set_demand(demand)
@@ -115,7 +131,7 @@ def run_command(args: argparse.Namespace) -> int:
         for name, agent in fabric.agents.items():
             print(f"  {name:12s} {agent.kind:6s} {agent.address}")
         sys.stdout.flush()
-        run(fabric, stop, speed=args.speed, duration_s=args.duration)
+        run(fabric, stop, speed=speed, duration_s=duration_s)
         stats = fabric.stats()
         print(f"stopped at t={stats.time_s:.1f}s: mlu={stats.mlu:.3f} "
               f"delivered={stats.delivered_bytes:.3e}B dropped={stats.dropped_bytes:.3e}B "
