@@ -18,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from emulation.clock import EmulatedClock
+from emulation.counters import CounterArray
 from emulation.errors import GenerationMismatch, MalformedRequest
 from emulation.idempotency import ReplayCache
 
@@ -129,13 +130,15 @@ class BlockSwitch:
         self._installed = np.full(num_ports, -1, dtype=np.int64)
         self._replays: ReplayCache[tuple[int, int]] = ReplayCache()
         n = len(self.blocks)
-        # float64 accumulators: exact to 2**53 bytes, reported as uint64.
-        self._tx = np.zeros(num_ports)
-        self._rx = np.zeros(num_ports)
-        self._tx_drop = np.zeros(num_ports)
-        self._rx_drop = np.zeros(num_ports)
-        self._egress = np.zeros(n)
-        self._no_route = 0.0
+        self._counters = {
+            name: CounterArray(num_ports)
+            for name in (
+                "tx_bytes", "rx_bytes", "tx_packets", "rx_packets",
+                "tx_drops", "rx_drops", "tx_drop_bytes", "rx_drop_bytes",
+            )
+        }
+        self._egress = CounterArray(n)
+        self._no_route = CounterArray(1)
 
     # -- ports --------------------------------------------------------------------------
     def link_state(self) -> LinkState:
@@ -298,36 +301,38 @@ class BlockSwitch:
         rx_drop: np.ndarray | None = None,
     ) -> None:
         """Add bytes (all >= 0) to the counters; called by the data plane."""
+        size = self.packet_bytes
+        rx_drop = np.zeros(self.num_ports) if rx_drop is None else rx_drop
         with self._lock:
-            self._tx += tx
-            self._rx += rx
-            self._tx_drop += tx_drop
-            if rx_drop is not None:
-                self._rx_drop += rx_drop
-            self._egress += egress
-            self._no_route += no_route
+            c = self._counters
+            c["tx_bytes"].add(tx)
+            c["rx_bytes"].add(rx)
+            c["tx_packets"].add(tx / size)
+            c["rx_packets"].add(rx / size)
+            c["tx_drop_bytes"].add(tx_drop)
+            c["rx_drop_bytes"].add(rx_drop)
+            c["tx_drops"].add(tx_drop / size)
+            c["rx_drops"].add(rx_drop / size)
+            self._egress.add(egress)
+            self._no_route.add(no_route)
+
+    def preset_counter(self, name: str, values: np.ndarray | int) -> None:
+        """Set a port counter's totals (test hook: start near the 64-bit wrap)."""
+        with self._lock:
+            self._counters[name].set(values)
 
     def counters(self) -> dict[str, object]:
+        """Port counters (uint64 arrays by name), egress bytes per destination block, time."""
         with self._lock:
-            size = self.packet_bytes
-            return {
-                "time_s": self.clock.now(),
-                "tx_bytes": _u64(self._tx),
-                "rx_bytes": _u64(self._rx),
-                "tx_packets": _u64(self._tx / size),
-                "rx_packets": _u64(self._rx / size),
-                "tx_drops": _u64(self._tx_drop / size),
-                "rx_drops": _u64(self._rx_drop / size),
-                "tx_drop_bytes": _u64(self._tx_drop),
-                "rx_drop_bytes": _u64(self._rx_drop),
-                "egress": {b: int(v) for b, v in zip(self.blocks, _u64(self._egress), strict=True)
-                           if b != self.block},
-                "no_route_drops": int(self._no_route),
-            }
-
-
-def _u64(values: np.ndarray) -> np.ndarray:
-    return np.floor(values).astype(np.uint64)
+            out: dict[str, object] = {n: c.values() for n, c in self._counters.items()}
+            egress = self._egress.values()
+            no_route = int(self._no_route.values()[0])
+        out["time_s"] = self.clock.now()
+        out["egress"] = {
+            b: int(v) for b, v in zip(self.blocks, egress, strict=True) if b != self.block
+        }
+        out["no_route_drops"] = no_route
+        return out
 
 
 def _entries(source: Table, transit: Table) -> int:
