@@ -292,10 +292,21 @@ class OcsDevice:
         self._notify_change()
 
     def set_fibre(self, port: int, ok: bool) -> None:
-        """Cut (or mend) the fibre at ``port``: no light comes in."""
+        """Cut (or mend) the fibre at ``port``: no light comes in. An established circuit
+        on the port goes down (or comes back up) with an event."""
         self._check_ports([port])
         with self._lock:
+            changed = bool(self._fibre_ok[port]) != ok
             self._fibre_ok[port] = ok
+            peer = int(self._peer[port])
+            if changed and peer >= 0 and self.powered:
+                connect = CrossConnect(port, peer)
+                if not self._entries[connect].switching(self.clock.now()):
+                    if ok and self._fibre_ok[peer]:
+                        self._emit("circuit_up", connect=connect)
+                    elif not ok:
+                        self._emit("circuit_down", connect=connect,
+                                   reason=f"loss of light on port {port}")
         self._notify_change()
 
     def inject_apply_fault(self, fault: ApplyFault) -> None:

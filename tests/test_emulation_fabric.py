@@ -156,12 +156,25 @@ def test_ocs_power_loss_is_seen_over_grpc() -> None:
 def test_failed_link_shows_at_both_ends() -> None:
     with EmulatedFabric.from_config(ROOT / "configs/fabric-4.yaml") as fabric:
         w = next(w for w in fabric.fabric.wiring if w.block == "b3" and w.block_port == 1)
-        fabric.fail_link("b3", 1)
+        events: list[OcsEvent] = []
         with fabric.switch_client("b3", FAST) as b3, fabric.ocs_client(w.ocs, FAST) as ocs:
+            stream = ocs.events()
+            reader = threading.Thread(target=lambda: events.extend(stream), daemon=True)
+            reader.start()
+            wait_for(lambda: bool(fabric.ocs[w.ocs]._subscribers), what="subscription")
+            fabric.fail_link("b3", 1)
             port = next(p for p in b3.ports() if p.port == 1)
             assert not port.oper_up and port.peer_block is None
             status = ocs.port_status([w.port])[0]
             assert status.rx_power_dbm == -40.0 and not status.oper_up
+            fabric.restore_link("b3", 1)
+            assert next(p for p in b3.ports() if p.port == 1).oper_up
+            wait_for(lambda: len(events) >= 2, what="circuit down and up events")
+            stream.cancel()
+            reader.join(5)
+        assert [e.kind for e in events] == ["circuit_down", "circuit_up"]
+        assert events[0].reason == f"loss of light on port {w.port}"
+        assert w.port in (events[0].cross_connect.a, events[0].cross_connect.b)
         with pytest.raises(FabricError, match="no wired uplink 99"):
             fabric.fail_link("b3", 99)
 
