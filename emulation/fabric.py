@@ -126,6 +126,7 @@ class EmulatedFabric:
         self._tmpdir: Path | None = None
         self._lock = threading.RLock()
         self._links: LinkView | None = None
+        self._links_version = 0  # bumped on every optical change
 
         self.ocs: dict[str, OcsDevice] = {}
         for i, o in enumerate(fabric.ocs):
@@ -258,6 +259,7 @@ class EmulatedFabric:
             with self._lock:
                 self._spine_link_ok[self.index.block_port(b, port)] = ok
                 self._links = None
+                self._links_version += 1
             return
         ocs, ocs_port = self._wired(block, port)
         self.ocs[ocs].set_fibre(ocs_port, ok)
@@ -416,12 +418,14 @@ class EmulatedFabric:
     def _optics_changed(self, device: OcsDevice) -> None:
         with self._lock:
             self._links = None
+            self._links_version += 1
 
     def links(self) -> LinkView:
         """Live links of every block port now (cached until an OCS changes)."""
         with self._lock:
             if self._links is not None:
                 return self._links
+            version = self._links_version
         now = self.clock.now()
         peers, switching, fibre = [], [], []
         for i, name in enumerate(self.index.ocs_names):
@@ -437,7 +441,8 @@ class EmulatedFabric:
             spine_ok,
         )
         with self._lock:
-            self._links = view
+            if self._links_version == version:  # no change while we read: cache it
+                self._links = view
         return view
 
     def link_state(self, block: str) -> LinkState:
