@@ -261,3 +261,33 @@ def test_emulate_plugs_into_an_argparse_cli(tmp_path: Path) -> None:
     assert args.handler is service.run_command
     assert args.handler(args) == 0
     assert set(load_devices_file(tmp_path / "d.yaml")) >= {"ocs1", "b4"}
+
+
+def test_emulate_service_with_mutual_tls(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    devices_file = tmp_path / "devices.yaml"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulation.service", "--fabric", str(ROOT / "configs/fabric-4.yaml"),
+         "--devices-file", str(devices_file),
+         "--tls-cert", str(pki.server_cert), "--tls-key", str(pki.server_key),
+         "--tls-client-ca", str(pki.ca_cert), "--tls-ca", str(pki.ca_cert),
+         "--tls-client-cert", str(pki.client_cert), "--tls-client-key", str(pki.client_key),
+         "--tls-server-name", SERVER_NAME],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for(devices_file.exists, timeout_s=30, what="devices file")
+        devices = load_devices_file(devices_file)
+        assert devices["b2"].tls is not None and devices["b2"].tls.mutual
+        with default_registry().create(devices["b2"]) as b2:
+            wait_for(b2.is_serving, what="b2 serving over mTLS")
+            assert b2.device_info().block == "b2"
+        with SwitchClient(devices["b2"].address, options=FAST) as plain, pytest.raises(
+            DeviceUnavailable
+        ):
+            plain.device_info()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
