@@ -126,3 +126,22 @@ def test_registry_plugs_in_another_transport_and_reports_missing_ones() -> None:
     assert registry.transports() == {"openflow"}
     with pytest.raises(UnknownTransport, match="no driver for transport 'grpc' and kind 'ocs'"):
         registry.create(DeviceConfig("o", "ocs", "127.0.0.1:1"))
+
+
+def test_fleet_gives_one_cached_client_per_device() -> None:
+    from emulation.fabric import EmulatedFabric
+    from southbound.fleet import DeviceFleet, UnknownDevice
+
+    with (
+        EmulatedFabric.from_config("configs/fabric-4.yaml") as fabric,
+        DeviceFleet.from_file(fabric.devices_file) as fleet,
+    ):
+        assert fleet.names("ocs") == ["ocs1", "ocs2"]
+        assert len(fleet.names()) == 6
+        assert fleet.ocs("ocs1") is fleet.ocs("ocs1")
+        assert isinstance(fleet.switch("b1"), SwitchClient)
+        assert fleet.switch("b1").device_info().block == "b1"
+        with pytest.raises(UnknownDevice, match="no block device named 'ocs1'"):
+            fleet.switch("ocs1")
+        with pytest.raises(UnknownDevice):
+            fleet.client("nope")
