@@ -15,9 +15,10 @@ import threading
 import time
 from pathlib import Path
 
-from emulation.fabric import EmulatedFabric, FabricError
+from emulation.fabric import Demand, EmulatedFabric, FabricError
 from optimizer.config import load_fabric
 from optimizer.errors import ConfigError
+from optimizer.fabric import Fabric
 from optimizer.traffic import TrafficMatrix, load_matrix
 from southbound.tls import ServerTlsConfig, TlsConfig, TlsConfigError
 
@@ -46,7 +47,11 @@ def build_parser(prog: str = "heliostat emulate") -> argparse.ArgumentParser:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fabric", required=True, type=Path, help="fabric YAML (configs/*.yaml)")
-    p.add_argument("--demand", type=Path, help="traffic matrix file (CSV src,dst,gbps or JSON)")
+    p.add_argument("--demand", type=Path, action="append",
+                   help="traffic matrix file (CSV src,dst,gbps or JSON); repeat it for a "
+                   "series that cycles every --demand-period emulated seconds")
+    p.add_argument("--demand-period", type=float, default=60.0,
+                   help="emulated seconds each matrix of a series holds (default: %(default)s)")
     p.add_argument("--devices-file", type=Path, default=Path("heliostat-devices.yaml"),
                    help="where to write the device endpoints (default: %(default)s)")
     p.add_argument("--speed", type=float, default=1.0,
@@ -77,12 +82,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_command(args: argparse.Namespace) -> int:
     """Run the fabric described by parsed ``emulate`` arguments; returns the exit status."""
-    if args.speed <= 0 or args.tick <= 0:
-        print("error: --speed and --tick must be positive", file=sys.stderr)
+    if args.speed <= 0 or args.tick <= 0 or args.demand_period <= 0:
+        print("error: --speed, --tick and --demand-period must be positive", file=sys.stderr)
         return 2
     try:
         fabric_model = load_fabric(args.fabric)
-        demand = load_matrix(args.demand, fabric_model) if args.demand else None
+        demand = _demand(args, fabric_model)
         server_tls = client_tls = None
         if args.tls_cert or args.tls_key:
             if not (args.tls_cert and args.tls_key):
@@ -117,7 +122,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _serve(
     fabric: EmulatedFabric,
-    demand: TrafficMatrix | None,
+    demand: Demand | None,
     stop: threading.Event,
     speed: float,
     duration_s: float,
@@ -137,6 +142,21 @@ def _serve(
               f"delivered={stats.delivered_bytes:.3e}B dropped={stats.dropped_bytes:.3e}B "
               f"blackholed={stats.blackholed_bytes:.3e}B")
     return 0
+
+
+def _demand(args: argparse.Namespace, fabric_model: Fabric) -> Demand | None:
+    """One matrix, or a cycling series of them, from the --demand files."""
+    if not args.demand:
+        return None
+    matrices = [load_matrix(path, fabric_model) for path in args.demand]
+    if len(matrices) == 1:
+        return matrices[0]
+    period = args.demand_period
+
+    def series(now: float) -> TrafficMatrix:
+        return matrices[int(now // period) % len(matrices)]
+
+    return series
 
 
 def run(fabric: EmulatedFabric, stop: threading.Event, *, speed: float, duration_s: float) -> None:

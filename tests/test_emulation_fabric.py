@@ -291,3 +291,27 @@ def test_emulate_service_with_mutual_tls(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
+
+
+def test_emulate_demand_series_cycles_through_the_files(tmp_path: Path) -> None:
+    import argparse
+
+    from emulation.service import _demand
+    from optimizer.config import load_fabric
+    from optimizer.traffic import dump_matrix
+
+    model = load_fabric(ROOT / "configs/fabric-4.yaml")
+    low, high = uniform_matrix(model, 0.1), uniform_matrix(model, 0.7)
+    (tmp_path / "low.json").write_text(dump_matrix(low, "json"))
+    (tmp_path / "high.json").write_text(dump_matrix(high, "json"))
+    args = argparse.Namespace(demand=[tmp_path / "low.json", tmp_path / "high.json"],
+                              demand_period=10.0)
+    series = _demand(args, model)
+    assert callable(series)
+    assert [series(t).total() for t in (0.0, 9.9, 10.0, 25.0)] == pytest.approx(
+        [low.total(), low.total(), high.total(), low.total()]
+    )
+    fabric = EmulatedFabric(model)
+    fabric.set_demand(series)
+    fabric.step(20.0)
+    assert fabric.stats().offered_bytes == pytest.approx((low.total() + high.total()) * 10 * GB)

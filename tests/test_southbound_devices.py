@@ -145,3 +145,21 @@ def test_fleet_gives_one_cached_client_per_device() -> None:
             fleet.switch("ocs1")
         with pytest.raises(UnknownDevice):
             fleet.client("nope")
+
+
+def test_written_tls_paths_are_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from southbound.tls import TlsConfig
+
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    for name in ("ca.pem", "c.pem", "c.key"):
+        (certs / name).write_text("x")
+    monkeypatch.chdir(tmp_path)
+    tls = TlsConfig(Path("certs/ca.pem"), Path("certs/c.pem"), Path("certs/c.key"), "dev")
+    out = tmp_path / "elsewhere"
+    out.mkdir()
+    write_devices_file(out / "d.yaml", {"o": DeviceConfig("o", "ocs", "127.0.0.1:1", tls=tls)})
+    loaded = load_devices_file(out / "d.yaml")["o"].tls
+    assert loaded is not None
+    assert loaded.ca_cert == certs / "ca.pem" and loaded.client_key == certs / "c.key"
+    assert loaded.server_name == "dev"
