@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_GROUP_ENTRIES = 128
 DEFAULT_TABLE_CAPACITY = 16384
 DEFAULT_PACKET_BYTES = 1000.0
+PORT_COUNTERS = (
+    "tx_bytes", "rx_bytes", "tx_packets", "rx_packets",
+    "tx_drops", "rx_drops", "tx_drop_bytes", "rx_drop_bytes",
+)
 
 Table = dict[str, dict[str, int]]
 
@@ -126,17 +130,12 @@ class BlockSwitch:
         self.generation = 1
         self._source: Table = {}
         self._transit: Table = {}
+        self._split_cache: tuple[np.ndarray, np.ndarray] | None = None
         self._drained = np.zeros(num_ports, dtype=bool)
         self._installed = np.full(num_ports, -1, dtype=np.int64)
         self._replays: ReplayCache[tuple[int, int]] = ReplayCache()
         n = len(self.blocks)
-        self._counters = {
-            name: CounterArray(num_ports)
-            for name in (
-                "tx_bytes", "rx_bytes", "tx_packets", "rx_packets",
-                "tx_drops", "rx_drops", "tx_drop_bytes", "rx_drop_bytes",
-            )
-        }
+        self._ports = CounterArray((len(PORT_COUNTERS), num_ports))
         self._egress = CounterArray(n)
         self._no_route = CounterArray(1)
 
@@ -235,6 +234,7 @@ class BlockSwitch:
                     f"{self.table_capacity}"
                 )
             self._source, self._transit = new_source, new_transit
+            self._split_cache = None
             self.generation += 1
             self._replays.put(request_id, expected_generation, (self.generation, used))
             self.install_current_peers()
@@ -286,9 +286,14 @@ class BlockSwitch:
     def forwarding_state(self) -> ForwardingState:
         shape = (len(self.blocks), len(self.nodes))
         with self._lock:
-            source = _fractions(self._source, self._index, shape)
-            transit = _fractions(self._transit, self._index, shape)
-            return ForwardingState(source, transit, self._installed.copy(), self._drained.copy())
+            if self._split_cache is None:
+                self._split_cache = (
+                    _fractions(self._source, self._index, shape),
+                    _fractions(self._transit, self._index, shape),
+                )
+            source, transit = self._split_cache
+            return ForwardingState(source.copy(), transit.copy(), self._installed.copy(),
+                                   self._drained.copy())
 
     # -- counters -----------------------------------------------------------------------
     def add_traffic(
@@ -303,28 +308,25 @@ class BlockSwitch:
         """Add bytes (all >= 0) to the counters; called by the data plane."""
         size = self.packet_bytes
         rx_drop = np.zeros(self.num_ports) if rx_drop is None else rx_drop
+        # rows in PORT_COUNTERS order; drops in packets, then in bytes
+        amounts = np.stack([tx, rx, tx / size, rx / size, tx_drop / size, rx_drop / size,
+                            tx_drop, rx_drop])
         with self._lock:
-            c = self._counters
-            c["tx_bytes"].add(tx)
-            c["rx_bytes"].add(rx)
-            c["tx_packets"].add(tx / size)
-            c["rx_packets"].add(rx / size)
-            c["tx_drop_bytes"].add(tx_drop)
-            c["rx_drop_bytes"].add(rx_drop)
-            c["tx_drops"].add(tx_drop / size)
-            c["rx_drops"].add(rx_drop / size)
+            self._ports.add(amounts)
             self._egress.add(egress)
             self._no_route.add(no_route)
 
     def preset_counter(self, name: str, values: np.ndarray | int) -> None:
         """Set a port counter's totals (test hook: start near the 64-bit wrap)."""
+        row = PORT_COUNTERS.index(name)
         with self._lock:
-            self._counters[name].set(values)
+            self._ports.set_row(row, values)
 
     def counters(self) -> dict[str, object]:
         """Port counters (uint64 arrays by name), egress bytes per destination block, time."""
         with self._lock:
-            out: dict[str, object] = {n: c.values() for n, c in self._counters.items()}
+            totals = self._ports.values()
+            out: dict[str, object] = dict(zip(PORT_COUNTERS, totals, strict=True))
             egress = self._egress.values()
             no_route = int(self._no_route.values()[0])
         out["time_s"] = self.clock.now()
