@@ -160,6 +160,15 @@ def test_plan_with_numpy_values_travels_as_plain_json(served: Served) -> None:
     assert client.last_plan() == {"mlu": 0.5, "circuits": 7, "row": [1, 2], "set": ["b"]}
 
 
+def test_a_plan_larger_than_grpc_default_message_size_travels(served: Served) -> None:
+    api, _servers, client = served
+    circuit = {"ocs": "ocs17", "a": {"block": "b12", "port": 101}, "b": {"block": "b40", "port": 35}}
+    stage = {"remove": [circuit] * 2000, "add": [circuit] * 2000}
+    api.plan = {"stages": [{"domain": d % 4, **stage} for d in range(16)]}
+    assert len(convert.dump_json(api.plan, "plan")) > 5 * 1024 * 1024
+    assert client.last_plan() == api.plan
+
+
 # -- bad requests -----------------------------------------------------------------------------
 
 

@@ -64,7 +64,7 @@ class ControllerClient:
     ) -> None:
         self.address = address
         self.deadline_s = deadline_s
-        self._channel = channel or open_channel(address, tls)
+        self._channel = channel or open_channel(address, tls, convert.MESSAGE_SIZE_OPTIONS)
         name = f"controller {address}"
         self._reads = RpcCaller(name, CallOptions(deadline_s, read_retry))
         self._actions = RpcCaller(name, CallOptions(deadline_s, ONE_ATTEMPT))

@@ -17,6 +17,14 @@ from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ControllerService"].full_name
 
+#: Channel and server arguments of both ends: a plan of a Jupiter-scale reconfiguration lists
+#: tens of thousands of circuits, more than gRPC's default 4 MB.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+MESSAGE_SIZE_OPTIONS: list[tuple[str, int]] = [
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+]
+
 _PHASE_TO_PB: dict[Phase, int] = {
     phase: pb.Phase.Value(f"PHASE_{phase.name}")
     for phase in Phase

@@ -241,7 +241,7 @@ def _start_grpc(
 ) -> NorthboundServers:
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers, thread_name_prefix="northbound"),
-        options=[("grpc.so_reuseport", 0)],
+        options=[("grpc.so_reuseport", 0), *convert.MESSAGE_SIZE_OPTIONS],
     )
     metrics_text = str(metrics_server.address) if metrics_server else ""
     pb_grpc.add_ControllerServiceServicer_to_server(ControllerServicer(api, metrics_text, fabric), server)
