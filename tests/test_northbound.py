@@ -9,6 +9,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -35,7 +36,9 @@ from southbound.proto import regen
 from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 from southbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
 from southbound.rpc import RetryPolicy
+from southbound.tls import ServerTlsConfig, TlsConfig
 from tests.northbound_fake import HISTORY, MATRICES, PLAN, TOPOLOGY, FakeControllerApi, client_for, serving
+from tests.tls_ca import SERVER_NAME, make_pki
 
 Served = tuple[FakeControllerApi, NorthboundServers, ControllerClient]
 
@@ -470,3 +473,16 @@ def test_ipv6_listen_addresses() -> None:
         assert "heliostat_mlu" in _get(f"http://{servers.metrics_address}/metrics")
     finally:
         servers.stop(grace_s=0)
+
+
+def test_mutual_tls(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    server_tls = ServerTlsConfig(pki.server_cert, pki.server_key, client_ca=pki.ca_cert)
+    with serving(tls=server_tls) as (_api, servers, _m):
+        good = TlsConfig(pki.ca_cert, pki.client_cert, pki.client_key, server_name=SERVER_NAME)
+        with client_for(servers, tls=good) as client:
+            assert client.status().fabric == "fake-4"
+        anonymous = TlsConfig(pki.ca_cert, server_name=SERVER_NAME)  # no client certificate
+        refused = client_for(servers, tls=anonymous, read_retry=RetryPolicy(max_attempts=1))
+        with refused, pytest.raises(ControllerUnreachable):
+            refused.status()
