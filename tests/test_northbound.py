@@ -372,13 +372,12 @@ def test_metrics_endpoint_serves_the_registry_live() -> None:
 
 
 def test_without_a_metrics_address_only_grpc_is_served() -> None:
-    servers = start_northbound(FakeControllerApi(), "127.0.0.1:0")
-    try:
+    with start_northbound(FakeControllerApi(), "127.0.0.1:0") as servers:
         assert servers.metrics_address is None
         with client_for(servers) as client:
             assert client.status_report().metrics_address == ""
-    finally:
-        servers.stop(grace_s=0)
+    with client_for(servers, read_retry=RetryPolicy(max_attempts=1)) as client:
+        assert not client.is_serving()  # leaving the block stopped it
 
 
 # -- start-up failures --------------------------------------------------------------------------

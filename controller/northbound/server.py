@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Self, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -204,6 +204,12 @@ class NorthboundServers:
             self.metrics.stop()
         log.info("northbound API on %s stopped", self.grpc_address)
 
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
 
 def start_northbound(
     api: ControllerApi,
@@ -218,7 +224,14 @@ def start_northbound(
     """Serve ``api`` over gRPC at ``listen_address`` and, when ``metrics`` and
     ``metrics_address`` are given, its registry over HTTP. Port 0 picks a free port; the
     returned handle has the bound addresses. Raises NorthboundError if an address cannot be
-    bound (nothing is left running then)."""
+    bound (nothing is left running then). In the daemon::
+
+        servers = start_northbound(
+            daemon, config.listen.northbound, metrics, config.listen.metrics, fabric=fabric
+        )
+        ...
+        servers.stop()
+    """
     grpc_target = _address(listen_address, "listen.northbound")
     metrics_server = None
     if metrics is not None and metrics_address is not None:
