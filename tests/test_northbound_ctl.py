@@ -18,8 +18,10 @@ import pytest
 from controller.api import MaintenanceKind
 from controller.cli import main
 from controller.northbound import NorthboundServers
+from southbound.tls import ServerTlsConfig
 from tests.cli_helpers import run_cli
 from tests.northbound_fake import HISTORY, MATRICES, PLAN, TOPOLOGY, FakeControllerApi, serving
+from tests.tls_ca import SERVER_NAME, make_pki
 
 Served = tuple[FakeControllerApi, NorthboundServers]
 
@@ -231,3 +233,19 @@ def test_undrain_and_resume(served: Served, capsys: pytest.CaptureFixture[str]) 
     assert not api.snapshot.toe_paused
     assert api.calls_to("set_maintenance") == [(MaintenanceKind.BLOCK, "b1", False)]
 
+
+
+def test_ctl_over_mutual_tls_and_tls_option_errors(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    server_tls = ServerTlsConfig(pki.server_cert, pki.server_key, client_ca=pki.ca_cert)
+    with serving(tls=server_tls) as (_api, servers, _m):
+        tls_args = ["--ca-cert", str(pki.ca_cert), "--server-name", SERVER_NAME]
+        client_args = ["--cert", str(pki.client_cert), "--key", str(pki.client_key)]
+        address = ["--address", str(servers.grpc_address)]
+        ok = run_cli("ctl", *address, *tls_args, *client_args, "status", "--format", "json", timeout=60)
+        assert ok.returncode == 0, ok.stderr
+        assert json.loads(ok.stdout)["fabric"] == "fake-4"
+        plaintext = run_cli("ctl", *address, "status", timeout=60)
+        assert plaintext.returncode != 0 and "cannot reach the controller" in plaintext.stderr
+    assert main(["ctl", "--cert", str(pki.client_cert), "status"]) == 2
+    assert main(["ctl", "--ca-cert", str(tmp_path / "missing.pem"), "status"]) == 2

@@ -10,6 +10,7 @@ import argparse
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from controller.api import MaintenanceKind
@@ -19,6 +20,7 @@ from controller.config import Listen, ListenAddress, load_controller_config, par
 from controller.northbound.client import DEFAULT_DEADLINE_S, ONE_ATTEMPT, ControllerClient
 from controller.northbound.convert import status_to_json
 from optimizer.errors import ConfigError
+from southbound.tls import TlsConfig, TlsConfigError
 
 ARGS = "<command line>"
 CtlHandler = Callable[[ControllerClient, argparse.Namespace], int]
@@ -34,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--timeout", type=float, default=DEFAULT_DEADLINE_S, help="deadline of each call in seconds"
     )
+    tls = p.add_argument_group("TLS (when the API is served over TLS)")
+    tls.add_argument("--ca-cert", default=None, help="CA certificate that signed the server's (turns TLS on)")
+    tls.add_argument("--cert", default=None, help="client certificate, for mutual TLS")
+    tls.add_argument("--key", default=None, help="client private key, for mutual TLS")
+    tls.add_argument("--server-name", default=None, help="name to check in the server certificate")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--format", choices=("table", "json"), default="table")
     actions = p.add_subparsers(dest="ctl_command", required=True, metavar="ACTION")
@@ -69,9 +76,34 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     if not args.timeout > 0:
         raise ConfigError(ARGS, "--timeout", f"must be positive, got {args.timeout}")
-    # One attempt per call: an operator at a prompt wants a quick, clear failure.
-    with ControllerClient(dial_address(args), deadline_s=args.timeout, read_retry=ONE_ATTEMPT) as client:
+    address = dial_address(args)
+    tls = tls_config(args)
+    try:
+        # One attempt per call: an operator at a prompt wants a quick, clear failure.
+        client = ControllerClient(address, deadline_s=args.timeout, read_retry=ONE_ATTEMPT, tls=tls)
+    except TlsConfigError as exc:
+        raise ConfigError(ARGS, "--ca-cert/--cert/--key", str(exc)) from exc
+    with client:
         return int(args.ctl_handler(client, args))
+
+
+def tls_config(args: argparse.Namespace) -> TlsConfig | None:
+    """TLS settings from --ca-cert, --cert, --key and --server-name (None: plaintext)."""
+    if args.ca_cert is None:
+        for option in ("cert", "key", "server_name"):
+            if getattr(args, option) is not None:
+                flag = "--" + option.replace("_", "-")
+                raise ConfigError(ARGS, flag, "needs --ca-cert (TLS is off without it)")
+        return None
+    try:
+        return TlsConfig(
+            ca_cert=Path(args.ca_cert),
+            client_cert=Path(args.cert) if args.cert else None,
+            client_key=Path(args.key) if args.key else None,
+            server_name=args.server_name,
+        )
+    except TlsConfigError as exc:
+        raise ConfigError(ARGS, "--cert/--key", str(exc)) from exc
 
 
 def dial_address(args: argparse.Namespace) -> str:
