@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     action("prediction", "the predicted (peak) traffic matrix ToE plans for", _prediction)
     h = action("history", "past and in-flight reconfigurations, newest first", _history)
     h.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
-    t = action("toe", "run topology engineering now", _toe)
+    t = action("toe", "run topology engineering now (exit status 1 if not accepted)", _toe)
     t.add_argument("--dry-run", action="store_true", help="plan and show the plan; change nothing")
     action("pause", "pause automatic topology engineering", _pause)
     action("resume", "resume automatic topology engineering", _resume)
