@@ -175,7 +175,7 @@ def test_a_plan_larger_than_grpc_default_message_size_travels(served: Served) ->
 # -- bad requests -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("limit", [-1, 0, 10_001])
+@pytest.mark.parametrize("limit", [-1, 0, 1001])
 def test_bad_history_limit_is_invalid_argument_naming_limit(served: Served, limit: int) -> None:
     api, _servers, client = served
     with pytest.raises(ApiError) as error:
@@ -298,6 +298,17 @@ def test_a_slow_call_hits_the_client_deadline_and_others_still_answer(served: Se
         with pytest.raises(ControllerUnreachable, match=r"did not answer within 0\.3 s"):
             impatient.last_plan()
         assert client.status().fabric == "fake-4"
+
+
+def test_a_dry_run_gets_its_own_longer_deadline(served: Served) -> None:
+    api, servers, _client = served
+    with api.holding("trigger_toe"), client_for(servers, deadline_s=0.2, dry_run_deadline_s=10) as client:
+        release = threading.Timer(0.6, api.hold.set)  # the plan takes longer than deadline_s
+        release.start()
+        try:
+            assert client.trigger_toe(dry_run=True).plan == PLAN
+        finally:
+            release.cancel()
 
 
 def test_unreachable_controller_is_a_clear_error() -> None:

@@ -17,7 +17,12 @@ from controller.api import MaintenanceKind
 from controller.commands import ctl_tables
 from controller.commands.output import emit, emit_json
 from controller.config import Listen, ListenAddress, load_controller_config, parse_listen_address
-from controller.northbound.client import DEFAULT_DEADLINE_S, ONE_ATTEMPT, ControllerClient
+from controller.northbound.client import (
+    DEFAULT_DEADLINE_S,
+    DEFAULT_DRY_RUN_DEADLINE_S,
+    ONE_ATTEMPT,
+    ControllerClient,
+)
 from controller.northbound.convert import status_to_json
 from optimizer.errors import ConfigError
 from southbound.tls import TlsConfig, TlsConfigError
@@ -34,7 +39,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     where.add_argument("--address", default=None, help="northbound API host:port (default 127.0.0.1:50051)")
     where.add_argument("--config", default=None, help="controller config whose listen.northbound to dial")
     p.add_argument(
-        "--timeout", type=float, default=DEFAULT_DEADLINE_S, help="deadline of each call in seconds"
+        "--timeout",
+        type=float,
+        default=None,
+        help=f"deadline of the call in seconds (default {DEFAULT_DEADLINE_S:g}; "
+        f"{DEFAULT_DRY_RUN_DEADLINE_S:g} for toe --dry-run, which waits for the plan)",
     )
     tls = p.add_argument_group("TLS (when the API is served over TLS)")
     tls.add_argument("--ca-cert", default=None, help="CA certificate that signed the server's (turns TLS on)")
@@ -74,13 +83,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if not args.timeout > 0:
+    if args.timeout is not None and not args.timeout > 0:
         raise ConfigError(ARGS, "--timeout", f"must be positive, got {args.timeout}")
     address = dial_address(args)
     tls = tls_config(args)
     try:
         # One attempt per call: an operator at a prompt wants a quick, clear failure.
-        client = ControllerClient(address, deadline_s=args.timeout, read_retry=ONE_ATTEMPT, tls=tls)
+        client = ControllerClient(
+            address,
+            deadline_s=args.timeout or DEFAULT_DEADLINE_S,
+            dry_run_deadline_s=args.timeout or DEFAULT_DRY_RUN_DEADLINE_S,
+            read_retry=ONE_ATTEMPT,
+            tls=tls,
+        )
     except TlsConfigError as exc:
         raise ConfigError(ARGS, "--ca-cert/--cert/--key", str(exc)) from exc
     with client:

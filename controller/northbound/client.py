@@ -34,6 +34,8 @@ from southbound.tls import TlsConfig
 T = TypeVar("T")
 
 DEFAULT_DEADLINE_S = 5.0
+#: A dry run plans while the caller waits (the daemon gives up after 120 s and says so).
+DEFAULT_DRY_RUN_DEADLINE_S = 150.0
 #: Reads: three attempts within about half a second, then give up.
 READ_RETRY = RetryPolicy(max_attempts=3, initial_backoff_s=0.1, max_backoff_s=0.3)
 #: Actions are not retried: a lost reply must not trigger a second ToE run.
@@ -58,12 +60,14 @@ class ControllerClient:
         address: str,
         *,
         deadline_s: float = DEFAULT_DEADLINE_S,
+        dry_run_deadline_s: float = DEFAULT_DRY_RUN_DEADLINE_S,
         read_retry: RetryPolicy = READ_RETRY,
         tls: TlsConfig | None = None,
         channel: grpc.Channel | None = None,
     ) -> None:
         self.address = address
         self.deadline_s = deadline_s
+        self.dry_run_deadline_s = dry_run_deadline_s
         self._channel = channel or open_channel(address, tls, convert.MESSAGE_SIZE_OPTIONS)
         name = f"controller {address}"
         self._reads = RpcCaller(name, CallOptions(deadline_s, read_retry))
@@ -96,7 +100,9 @@ class ControllerClient:
         ]
 
     def trigger_toe(self, dry_run: bool = False) -> ToeRequestResult:
-        reply = self._call(self._actions, self._stub.TriggerToe, pb.TriggerToeRequest(dry_run=dry_run))
+        deadline = self.dry_run_deadline_s if dry_run else self.deadline_s
+        request = pb.TriggerToeRequest(dry_run=dry_run)
+        reply = self._call(self._actions, self._stub.TriggerToe, request, deadline)
         plan = convert.load_json(reply.plan_json, "plan") if reply.HasField("plan_json") else None
         return ToeRequestResult(reply.accepted, reply.dry_run, reply.message, plan)
 
@@ -127,13 +133,16 @@ class ControllerClient:
 
     # -- plumbing ----------------------------------------------------------------------------
 
-    def _call(self, caller: RpcCaller, method: Callable[..., T], request: Any) -> T:
+    def _call(
+        self, caller: RpcCaller, method: Callable[..., T], request: Any, deadline_s: float | None = None
+    ) -> T:
+        deadline = deadline_s if deadline_s is not None else self.deadline_s
         try:
-            return caller.call(method, request)
+            return caller.call(method, request, deadline)
         except SouthboundError as exc:
-            raise self._error(exc) from exc
+            raise self._error(exc, deadline) from exc
 
-    def _error(self, exc: SouthboundError) -> Exception:
+    def _error(self, exc: SouthboundError, deadline_s: float) -> Exception:
         cause = exc.__cause__
         if not isinstance(cause, grpc.RpcError):
             return ControllerUnreachable(f"controller at {self.address}: {exc.message}")
@@ -150,7 +159,7 @@ class ControllerClient:
             )
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return ControllerUnreachable(
-                f"the controller at {self.address} did not answer within {self.deadline_s:g} s"
+                f"the controller at {self.address} did not answer within {deadline_s:g} s"
             )
         return ControllerCallFailed(f"controller at {self.address}: {code.name}: {details}", code)
 

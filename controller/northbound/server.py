@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 SERVICE_NAME = convert.SERVICE_NAME
 DEFAULT_HISTORY_LIMIT = 20
-MAX_HISTORY_LIMIT = 10_000
+MAX_HISTORY_LIMIT = 1000
 
 T = TypeVar("T")
 
