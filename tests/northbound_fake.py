@@ -43,14 +43,26 @@ MATRICES = {
     "time": 1_790_000_000.5,
 }
 
+_C1 = {"ocs": "ocs1", "a": {"block": "b1", "port": 0}, "b": {"block": "b2", "port": 4}}
+_C2 = {"ocs": "ocs1", "a": {"block": "b1", "port": 0}, "b": {"block": "b4", "port": 5}}
+_C3 = {"ocs": "ocs2", "a": {"block": "b3", "port": 2}, "b": {"block": "b4", "port": 7}}
+
+#: Shaped like the daemon's reconfiguration plan.
 PLAN = {
-    "mlu_before": 0.91,
-    "mlu_after": 0.52,
-    "circuits_changed": 4,
-    "topology": {"links": [{"a": "b1", "b": "b2", "count": 3}]},
+    "fabric": "fake-4",
+    "trigger": "dry_run",
+    "reason": "predicted MLU improves by 43%",
+    "current_mlu": 0.91,
+    "planned_mlu": 0.52,
+    "threshold": 0.8,
+    "circuits_removed": 1,
+    "circuits_added": 2,
+    "topology": {"links": [{"a": "b1", "b": "b4", "count": 2}, {"a": "b3", "b": "b4", "count": 4}]},
     "stages": [
-        {"domain": 0, "remove": [{"ocs": "ocs1"}], "add": [{"ocs": "ocs1"}], "mlu_drained": 0.7},
-        {"domain": 1, "remove": [], "add": [{"ocs": "ocs2"}], "mlu_drained": 0.6},
+        {"index": 0, "domain": 0, "remove": [_C1], "add": [_C2], "mlu_start": 0.91, "mlu_drained": 0.7,
+         "mlu_after": 0.6},
+        {"index": 1, "domain": 1, "remove": [], "add": [_C3], "mlu_start": 0.6, "mlu_drained": 0.6,
+         "mlu_after": 0.52},
     ],
 }
 

@@ -207,11 +207,16 @@ def test_history_plan_and_toe_tables(served: Served, capsys: pytest.CaptureFixtu
     toe = ctl_in_process(servers, capsys, "toe", "--dry-run")
     assert toe.startswith("dry run: planned 2 stages, 4 circuits change\n")
     plan = ctl_in_process(servers, capsys, "plan").splitlines()
-    assert "mlu_before        0.91" in plan and "circuits_changed  4" in plan
-    assert "stages (2):" in plan
-    stage_rows = plan[plan.index("stages (2):") + 2 :]
-    assert stage_rows[0].split() == ["0", "[1]", "[1]", "0.7"]
-    assert "topology.links (1):" in plan
+    rows = _rows("\n".join(plan[: plan.index("")]))
+    assert rows["reason"] == "predicted MLU improves by 43%" and rows["planned_mlu"] == "0.52"
+    assert rows["circuits_removed"] == "1" and rows["circuits_added"] == "2"
+    links = plan.index("topology.links (2):")
+    assert plan[links + 2].split() == ["b1", "b4", "2"]
+    stages = plan.index("stages (2):")
+    assert plan[stages + 1].split() == [
+        "index", "domain", "remove", "add", "mlu_start", "mlu_drained", "mlu_after"
+    ]
+    assert plan[stages + 3].split() == ["1", "1", "[0]", "[1]", "0.6", "0.6", "0.52"]
     api.history_data = []
     assert ctl_in_process(servers, capsys, "history") == "no reconfigurations yet\n"
 
