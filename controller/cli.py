@@ -11,9 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from controller.commands import ctl, demand, fabric
+from emulation import service as emulate
 from optimizer.errors import HeliostatError
 
-COMMANDS = (fabric, demand, ctl)
+COMMANDS = (fabric, demand, emulate, ctl)
 
 
 def build_parser() -> argparse.ArgumentParser:
