@@ -1,0 +1,109 @@
+"""The OpenFlow agent process: os-ken on one OpenFlow port for every bridge of the spec,
+and one gRPC endpoint per device (the same servicers as the emulated devices, so the
+southbound drivers control these bridges unchanged).
+
+    python -m southbound.openflow.agent --spec spec.json --ready ready.json
+
+``ready.json`` is written once every endpoint listens: ``{"devices": {name: {"kind": ...,
+"address": "127.0.0.1:port"}}, "pid": ...}``. The agent runs until SIGTERM/SIGINT; the
+bridges keep their flows when it stops (fail_mode secure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from emulation.agent import DeviceAgent, ocs_agent, switch_agent
+from southbound.openflow.app import FabricDevices, HeliostatOpenFlowApp
+from southbound.openflow.block import OpenFlowBlockSwitch
+from southbound.openflow.ocs import OpenFlowOcs
+from southbound.openflow.probes import ProbeNeighbours
+from southbound.openflow.spec import AgentSpec, load_spec
+
+log = logging.getLogger(__name__)
+
+PROBE_EXPIRY_INTERVALS = 3.5
+
+
+def build_devices(spec: AgentSpec) -> FabricDevices:
+    neighbours = ProbeNeighbours(spec.block_names, {b.name: b.uplinks for b in spec.blocks},
+                                 expiry_s=PROBE_EXPIRY_INTERVALS * spec.probe_interval_s)
+    devices: dict[int, OpenFlowOcs | OpenFlowBlockSwitch] = {}
+    for b in spec.blocks:
+        devices[b.dpid] = OpenFlowBlockSwitch(
+            b, spec.block_names, neighbours, bucket_scheme=spec.bucket_scheme,
+            max_group_entries=spec.max_group_entries, table_capacity=spec.table_capacity)
+    for o in spec.ocs:
+        devices[o.dpid] = OpenFlowOcs(o)
+    return FabricDevices(devices, spec.probe_interval_s)
+
+
+def start_grpc(devices: FabricDevices) -> list[DeviceAgent]:
+    """One endpoint per device; health says NOT_SERVING until its bridge is attached."""
+    agents = {}
+    for device in devices.by_dpid.values():
+        agent = ocs_agent(device) if isinstance(device, OpenFlowOcs) else switch_agent(device)
+        agent.set_serving(False)
+        agent.start()
+        agents[device.name] = agent
+    devices.listeners.append(lambda name, attached: agents[name].set_serving(attached))
+    return list(agents.values())
+
+
+def start_os_ken(spec: AgentSpec, devices: FabricDevices) -> list[object]:
+    """Start os-ken (as AppManager.run_apps does, but passing our devices to the app)."""
+    from os_ken import cfg
+    from os_ken.base.app_manager import AppManager
+
+    cfg.CONF(args=["--ofp-tcp-listen-port", str(spec.of_port),
+                   "--ofp-listen-host", spec.of_host], project="os_ken")
+    manager = AppManager.get_instance()
+    manager.load_apps([HeliostatOpenFlowApp.__module__])
+    contexts = manager.create_contexts()
+    return manager.instantiate_apps(heliostat_devices=devices, **contexts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="heliostat-openflow-agent", description=__doc__)
+    parser.add_argument("--spec", required=True, help="agent spec (JSON)")
+    parser.add_argument("--ready", help="write the device endpoints here when listening")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    spec = load_spec(args.spec)
+    devices = build_devices(spec)
+    agents = start_grpc(devices)
+    start_os_ken(spec, devices)
+    if args.ready:
+        ready = {
+            "pid": _pid(),
+            "devices": {a.name: {"kind": a.kind, "address": a.address} for a in agents},
+        }
+        tmp = Path(args.ready + ".tmp")
+        tmp.write_text(json.dumps(ready, indent=1))
+        tmp.replace(args.ready)
+    log.info("agent serving %d devices, OpenFlow on %s:%d", len(agents), spec.of_host, spec.of_port)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    for agent in agents:
+        agent.stop(0.5)
+    log.info("agent stopped")
+    return 0
+
+
+def _pid() -> int:
+    return os.getpid()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
