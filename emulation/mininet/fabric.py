@@ -83,7 +83,7 @@ class PacketFabric:
         workdir: str | Path,
         *,
         hosts_per_block: int = 2,
-        bucket_scheme: str = "weighted",
+        bucket_scheme: str = "replicated",
         probe_interval_s: float = 0.5,
         system_python: str = SYSTEM_PYTHON,
         tag: str | None = None,
@@ -101,6 +101,7 @@ class PacketFabric:
         self._agent: subprocess.Popen[bytes] | None = None
         self._builder: subprocess.Popen[str] | None = None
         self._logs: list[IO[Any]] = []
+        self._drivers: dict[str, OcsClient | SwitchClient] = {}
 
     @classmethod
     def from_config(cls, path: str | Path, workdir: str | Path, **kwargs: Any) -> PacketFabric:
@@ -206,6 +207,12 @@ class PacketFabric:
         cls = OcsClient if d.kind == "ocs" else SwitchClient
         return cls(d.address, name=d.name, tls=d.tls, options=d.options)
 
+    def driver(self, device: str) -> OcsClient | SwitchClient:
+        """A cached driver for ``device`` (closed by stop())."""
+        if device not in self._drivers:
+            self._drivers[device] = self.client(device)
+        return self._drivers[device]
+
     def kill_agent(self) -> None:
         """SIGKILL the agent (the bridges keep forwarding: fail_mode secure)."""
         if self._agent is not None and self._agent.poll() is None:
@@ -213,6 +220,9 @@ class PacketFabric:
             self._agent.wait(10)
 
     def stop(self) -> None:
+        for driver in self._drivers.values():
+            driver.close()
+        self._drivers.clear()
         try:
             self._stop_network()
         finally:

@@ -31,7 +31,7 @@ def build(plan):
                       port=controller["port"])
     for name, switch in sorted(plan["switches"].items()):
         net.addSwitch(name, cls=OVSSwitch, dpid=f"{switch['dpid']:016x}", datapath="user",
-                      protocols="OpenFlow13", failMode="secure")
+                      protocols=switch.get("protocols", "OpenFlow13"), failMode="secure")
     for name, host in sorted(plan["hosts"].items()):
         net.addHost(name, ip=host["ip"] + "/8", mac=host["mac"])
     for name, host in sorted(plan["hosts"].items()):

@@ -63,7 +63,7 @@ class NetPlan:
 
 
 def plan_network(fabric: Fabric, tag: str, of_port: int, hosts_per_block: int = 2,
-                 bucket_scheme: str = "weighted", probe_interval_s: float = 0.5) -> NetPlan:
+                 bucket_scheme: str = "replicated", probe_interval_s: float = 0.5) -> NetPlan:
     if not tag.isalnum() or len(tag) > 4:
         raise PlanError(f"tag {tag!r} must be 1-4 letters or digits")
     if not 1 <= hosts_per_block <= 250:
@@ -77,7 +77,9 @@ def plan_network(fabric: Fabric, tag: str, of_port: int, hosts_per_block: int = 
     for i, block in enumerate(fabric.blocks):
         switch = f"{tag}b{i + 1}"
         dpid = BLOCK_DPID_BASE + i
-        switches[switch] = {"dpid": dpid, "device": block.name, "kind": "block"}
+        # OpenFlow15 too: the agent sends select-group mods with a selection method.
+        switches[switch] = {"dpid": dpid, "device": block.name, "kind": "block",
+                            "protocols": "OpenFlow13,OpenFlow15"}
         host_specs = []
         for h in range(hosts_per_block):
             name = f"{tag}h{i + 1}x{h + 1}"
@@ -90,12 +92,13 @@ def plan_network(fabric: Fabric, tag: str, of_port: int, hosts_per_block: int = 
             _check_ifname(f"{switch}-eth{ofport}")
             _check_ifname(f"{name}-eth0")
         block_specs.append(BlockSpec(block.name, dpid, block.uplinks, block.speed_gbps,
-                                     tuple(host_specs)))
+                                     tuple(host_specs), bridge=switch))
     ocs_specs = []
     for o, ocs in enumerate(fabric.ocs):
         switch = f"{tag}o{o + 1}"
         dpid = OCS_DPID_BASE + o
-        switches[switch] = {"dpid": dpid, "device": ocs.name, "kind": "ocs"}
+        switches[switch] = {"dpid": dpid, "device": ocs.name, "kind": "ocs",
+                            "protocols": "OpenFlow13"}
         ocs_specs.append(OcsSpec(ocs.name, dpid, ocs.ports, str(ocs.sides)))
     by_device = {s["device"]: name for name, s in switches.items()}
     for w in fabric.wiring:

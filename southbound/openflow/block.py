@@ -29,6 +29,7 @@ from emulation.errors import ApplyAborted
 from emulation.switch_device import BlockSwitch
 from southbound.openflow.channel import Channel, SwitchRejected, SwitchUnreachable
 from southbound.openflow.clock import WallClock
+from southbound.openflow.groups15 import GroupModSocket
 from southbound.openflow.pipeline import (
     SOURCE_GROUP_BASE,
     Bucket,
@@ -60,7 +61,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
         blocks: tuple[str, ...],
         neighbours: ProbeNeighbours,
         *,
-        bucket_scheme: str = "weighted",
+        bucket_scheme: str = "replicated",
         max_group_entries: int = 128,
         table_capacity: int = 4096,
     ) -> None:
@@ -74,6 +75,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
         self._counters = MonotonicCounter()
         self._last_counters: dict[str, object] | None = None
         self._stats_lock = threading.Lock()
+        self.groups15 = GroupModSocket(spec.bridge) if spec.bridge else None
 
     # -- connection ---------------------------------------------------------------------
     def attach(self, channel: Channel) -> None:
@@ -90,9 +92,8 @@ class OpenFlowBlockSwitch(BlockSwitch):
                 plan = GroupPlan(held)
             else:
                 plan = self._plan()
-            messages = [self._group_mod(channel, gid, b, GROUP_ADD_OR_MOD)
-                        for gid, b in sorted(plan.groups.items())]
-            channel.transact([*messages, *self._base_flows(channel)])
+                self._send_groups(channel, plan.groups)
+            channel.transact(self._base_flows(channel))
             self._programmed = dict(plan.groups)
 
     def detach(self, channel: Channel) -> None:
@@ -180,17 +181,24 @@ class OpenFlowBlockSwitch(BlockSwitch):
             raise ApplyAborted(f"{self.name}: the block bridge is not connected; nothing changed",
                                self.generation)
         try:
-            channel.transact([self._group_mod(channel, g, b, GROUP_ADD_OR_MOD)
-                              for g, b in sorted(changed.items())])
+            self._send_groups(channel, changed)
         except (SwitchUnreachable, SwitchRejected) as exc:
             try:
-                channel.transact([self._group_mod(channel, g, self._programmed.get(g, ()),
-                                                  GROUP_ADD_OR_MOD) for g in sorted(changed)])
+                self._send_groups(channel, {g: self._programmed.get(g, ()) for g in changed})
             except (SwitchUnreachable, SwitchRejected) as again:
                 log.error("%s: restoring the groups failed too: %s", self.name, again)
             raise ApplyAborted(f"{self.name}: programming the bridge failed ({exc}); nothing "
                                "changed", self.generation) from exc
         self._programmed.update(changed)
+
+    def _send_groups(self, channel: Channel, groups: Mapping[int, tuple[Bucket, ...]]) -> None:
+        """Add or modify select groups: as OpenFlow 1.5 with the dp_hash selection method
+        when the bridge's management socket is there, else as OpenFlow 1.3."""
+        if self.groups15 is not None and GroupModSocket.available(self.groups15.bridge):
+            self.groups15.set_groups(dict(groups))
+        else:
+            channel.transact([self._group_mod(channel, g, b, GROUP_ADD_OR_MOD)
+                              for g, b in sorted(groups.items())])
 
     # -- OpenFlow messages --------------------------------------------------------------
     @staticmethod

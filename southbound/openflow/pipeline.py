@@ -7,8 +7,11 @@ group goes direct; the transit table only ever goes direct.
 
 Bucket schemes (see README, "select groups"):
   * ``weighted``: one bucket per uplink, weight = its share (integers, reduced by gcd);
-  * ``replicated``: the same shares as equal-weight buckets, an uplink repeated as often
-    as its weight says, for switches whose weighted select is not proportional.
+  * ``replicated``: the shares rounded to exactly ``HASH_SLOTS`` (a power of two)
+    equal-weight buckets, an uplink repeated as often as its share says. OVS maps 2^k
+    datapath hash values onto the buckets of a select group; with weighted buckets its
+    allocation is coarse (16 values for a handful of buckets, so 3:1 became 13:3), while
+    2^k equal buckets get one hash value each, so the split is the rounded shares.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ Table = Mapping[str, Mapping[str, int]]
 Bucket = tuple[int, int]
 
 SOURCE_GROUP_BASE = 1000
+HASH_SLOTS = 64
 TRANSIT_GROUP_BASE = 2000
 
 
@@ -65,10 +69,31 @@ def port_shares(
     return {p: s // divisor for p, s in sorted(shares.items())}
 
 
-def buckets(shares: Mapping[int, int], scheme: str) -> tuple[Bucket, ...]:
+def buckets(shares: Mapping[int, int], scheme: str, slots: int = HASH_SLOTS) -> tuple[Bucket, ...]:
     if scheme == "replicated":
-        return tuple((p, 1) for p, s in shares.items() for _ in range(s))
+        return tuple((p, 1) for p, n in round_to_slots(shares, slots).items() for _ in range(n))
     return tuple(shares.items())
+
+
+def round_to_slots(shares: Mapping[int, int], slots: int) -> dict[int, int]:
+    """Apportion ``slots`` in proportion to ``shares`` (largest remainder), giving every
+    positive share at least one slot while there are slots enough."""
+    total = sum(shares.values())
+    if not total:
+        return {}
+    exact = {p: s * slots / total for p, s in shares.items() if s > 0}
+    counts = {p: max(1, int(x)) for p, x in exact.items()}
+    by_remainder = sorted(exact, key=lambda p: (exact[p] - counts[p], -p), reverse=True)
+    i = 0
+    while sum(counts.values()) < slots:
+        counts[by_remainder[i % len(by_remainder)]] += 1
+        i += 1
+    while sum(counts.values()) > slots:  # minimum-one slots overshot: take from the largest
+        largest = max(counts, key=lambda p: (counts[p] - exact[p], counts[p]))
+        if counts[largest] <= 1:
+            break
+        counts[largest] -= 1
+    return counts
 
 
 def plan_groups(
@@ -78,7 +103,7 @@ def plan_groups(
     transit: Table,
     installed: Sequence[int],
     drained: Sequence[bool],
-    scheme: str = "weighted",
+    scheme: str = "replicated",
 ) -> GroupPlan:
     groups: dict[int, tuple[Bucket, ...]] = {}
     for d, dest in enumerate(blocks):

@@ -64,6 +64,9 @@ class BlockSpec:
     uplinks: int
     speed_gbps: float
     hosts: tuple[HostSpec, ...] = ()
+    #: OVS bridge name: select groups then go over its management socket as OpenFlow 1.5
+    #: (with the dp_hash selection method); None: plain OpenFlow 1.3 group mods.
+    bridge: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ class AgentSpec:
     probe_interval_s: float = 0.5
     max_group_entries: int = 128
     table_capacity: int = 4096
-    bucket_scheme: str = "weighted"
+    bucket_scheme: str = "replicated"
 
     @property
     def block_names(self) -> tuple[str, ...]:
@@ -104,6 +107,7 @@ class AgentSpec:
                     "uplinks": b.uplinks,
                     "speed_gbps": b.speed_gbps,
                     "hosts": [vars(h) for h in b.hosts],
+                    "bridge": b.bridge,
                 }
                 for b in self.blocks
             ],
@@ -129,6 +133,7 @@ def spec_from_json(raw: Any, source: str = "<spec>") -> AgentSpec:
                 speed_gbps=float(b.get("speed_gbps", 100.0)),
                 hosts=tuple(HostSpec(str(h["name"]), str(h["ip"]), str(h["mac"]), int(h["ofport"]))
                             for h in b.get("hosts", ())),
+                bridge=str(b["bridge"]) if b.get("bridge") else None,
             )
             for b in raw.get("blocks", ())
         )
@@ -138,7 +143,7 @@ def spec_from_json(raw: Any, source: str = "<spec>") -> AgentSpec:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise fail("blocks/ocs", f"malformed entry: {exc!r}") from exc
-    scheme = raw.get("bucket_scheme", "weighted")
+    scheme = raw.get("bucket_scheme", "replicated")
     if scheme not in BUCKET_SCHEMES:
         raise fail("bucket_scheme", f"must be one of {', '.join(BUCKET_SCHEMES)}, got {scheme!r}")
     dpids = [d.dpid for d in (*blocks, *ocs)]
