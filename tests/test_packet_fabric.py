@@ -152,6 +152,7 @@ def test_counters_count_egress_per_destination_and_ports(
     assert after.egress_bytes["b3"] >= before.egress_bytes["b3"]
     tx = sum(after.ports[p].tx_packets - before.ports[p].tx_packets for p in after.ports)
     assert tx >= sent
+    assert after.no_route_drops == before.no_route_drops
     for p in after.ports:
         assert after.ports[p].tx_bytes >= before.ports[p].tx_bytes
         assert after.ports[p].rx_bytes >= before.ports[p].rx_bytes
