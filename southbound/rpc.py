@@ -36,8 +36,8 @@ class RetryPolicy:
     """Retries on UNAVAILABLE only: ``max_attempts`` calls in all, sleeping
     initial_backoff_s * multiplier**n (capped, with jitter) between them."""
 
-    max_attempts: int = 4
-    initial_backoff_s: float = 0.05
+    max_attempts: int = 5
+    initial_backoff_s: float = 0.1
     max_backoff_s: float = 1.0
     multiplier: float = 2.0
 
