@@ -68,6 +68,9 @@ def plan_network(fabric: Fabric, tag: str, of_port: int, hosts_per_block: int = 
         raise PlanError(f"tag {tag!r} must be 1-4 letters or digits")
     if not 1 <= hosts_per_block <= 250:
         raise PlanError("hosts_per_block must be 1..250")
+    if fabric.has_spine:
+        raise PlanError("the packet-level fabric has no spine switches yet; use a fabric "
+                        "without 'spine'")
     if fabric.n_blocks > 250:
         raise PlanError("at most 250 blocks (one 10.<b>.0.0/16 per block)")
     switches: dict[str, dict[str, Any]] = {}

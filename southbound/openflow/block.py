@@ -136,8 +136,8 @@ class OpenFlowBlockSwitch(BlockSwitch):
                     new_transit = self._merged(self._transit, new_transit, delete_transit)
                 used = sum(sum(g.values()) for t in (new_source, new_transit) for g in t.values())
                 if used <= self.table_capacity:  # else the emulated logic refuses it below
-                    installed = self.link_state().peer_block
-                    self._push(plan_groups(self.block, self.blocks, new_source, new_transit,
+                    installed = self.link_state().peer_node
+                    self._push(plan_groups(self.block, self.blocks, self.nodes, new_source, new_transit,
                                            installed, self._drained, self.bucket_scheme))
             result = super().set_groups(
                 request_id, expected_generation, source, transit, replace=replace,
@@ -150,7 +150,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
         with self._lock:
             drained = self._drained.copy()
             drained[idx] = True
-            self._push(plan_groups(self.block, self.blocks, self._source, self._transit,
+            self._push(plan_groups(self.block, self.blocks, self.nodes, self._source, self._transit,
                                    self._installed, drained, self.bucket_scheme))
             return super().drain(idx.tolist())
 
@@ -159,15 +159,15 @@ class OpenFlowBlockSwitch(BlockSwitch):
         with self._lock:
             drained, installed = self._drained.copy(), self._installed.copy()
             drained[idx] = False
-            installed[idx] = self.link_state().peer_block[idx]
-            self._push(plan_groups(self.block, self.blocks, self._source, self._transit,
+            installed[idx] = self.link_state().peer_node[idx]
+            self._push(plan_groups(self.block, self.blocks, self.nodes, self._source, self._transit,
                                    installed, drained, self.bucket_scheme))
             result = super().undrain(idx.tolist())
             self._push(self._plan())
             return result
 
     def _plan(self) -> GroupPlan:
-        return plan_groups(self.block, self.blocks, self._source, self._transit, self._installed,
+        return plan_groups(self.block, self.blocks, self.nodes, self._source, self._transit, self._installed,
                            self._drained, self.bucket_scheme)
 
     def _push(self, plan: GroupPlan) -> None:

@@ -44,16 +44,17 @@ def group_id(table: str, dest_index: int) -> int:
 
 def port_shares(
     hops: Mapping[str, int],
-    blocks: Sequence[str],
+    nodes: Sequence[str],
     installed: Sequence[int],
     drained: Sequence[bool],
 ) -> dict[int, int]:
-    """Integer share of each uplink for one group; empty when no member can carry it."""
+    """Integer share of each uplink for one group; empty when no member can carry it.
+    ``installed`` holds, per uplink, the index in ``nodes`` of its installed peer (or -1)."""
     members: dict[str, list[int]] = {}
     for via, weight in hops.items():
         if weight <= 0:
             continue
-        k = blocks.index(via)
+        k = nodes.index(via)
         ports = [p for p, peer in enumerate(installed) if peer == k and not drained[p]]
         if ports:
             members[via] = ports
@@ -99,6 +100,7 @@ def round_to_slots(shares: Mapping[int, int], slots: int) -> dict[int, int]:
 def plan_groups(
     own: str,
     blocks: Sequence[str],
+    nodes: Sequence[str],
     source: Table,
     transit: Table,
     installed: Sequence[int],
@@ -111,7 +113,7 @@ def plan_groups(
             continue
         for name, table in (("source", source), ("transit", transit)):
             hops = table.get(dest) or {dest: 1}
-            shares = port_shares(hops, blocks, installed, drained)
+            shares = port_shares(hops, nodes, installed, drained)
             groups[group_id(name, d)] = buckets(shares, scheme)
     return GroupPlan(groups)
 
