@@ -13,8 +13,10 @@ import pytest
 
 from emulation.mininet.fabric import PacketFabric
 from optimizer.topology import Circuit
+from southbound.devices import load_devices_file
 from southbound.errors import SouthboundError
 from southbound.ocs_client import OcsClient
+from southbound.registry import default_registry
 from southbound.types import CrossConnect
 from tests.packet_fixtures import Streams, ping_failures, requires_packet_fabric, running_fabric
 
@@ -71,9 +73,10 @@ def test_forwarding_survives_the_agent_and_a_restart_adopts_it(fabric: Running) 
         streams.stop()
     assert all(sent >= 500 and lost == 0 for sent, lost in loss.values()), loss
     assert forwarding_state(net) == configured
-    ocs = net.client("ocs1")
-    assert isinstance(ocs, OcsClient)
-    with ocs:
+    # the restarted agent serves where the devices file (written before the kill) says
+    devices = load_devices_file(net.devices_file)
+    with default_registry().create(devices["ocs1"]) as ocs:
+        assert isinstance(ocs, OcsClient)
         held = ocs.cross_connects().cross_connects
     assert held == {CrossConnect(c.a, c.b) for c in circuits if c.ocs == "ocs1"}
     assert ping_failures(net) == []

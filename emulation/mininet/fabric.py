@@ -145,14 +145,17 @@ class PacketFabric:
         """Start (or restart) the OpenFlow agent and wait for its gRPC endpoints."""
         spec_path = self.workdir / "agent-spec.json"
         ready_path = self.workdir / "agent-ready.json"
-        spec_path.write_text(json.dumps(self.plan.agent.to_json(), indent=1))
+        spec = self.plan.agent.to_json()
+        # a restarted agent listens where the devices file says
+        spec["grpc_ports"] = {n: int(d.address.rsplit(":", 1)[1]) for n, d in self.devices.items()}
+        spec_path.write_text(json.dumps(spec, indent=1))
         ready_path.unlink(missing_ok=True)
         log_file = open(self.workdir / "agent.log", "ab")  # noqa: SIM115 (closed in stop)
         self._logs.append(log_file)
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
         self._agent = subprocess.Popen(
             [sys.executable, "-m", "southbound.openflow.agent", "--spec", str(spec_path),
-             "--ready", str(ready_path)],
+             "--ready", str(ready_path), "--exit-with-parent"],
             cwd=REPO_ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
         while not ready_path.exists():
@@ -258,8 +261,8 @@ class PacketFabric:
 
     def _remove_leftovers(self) -> None:
         """Remove what this fabric created and is still there (by recorded name / PID)."""
-        for pid in self.host_pids.values():
-            if _pid_is_host_shell(pid):
+        for name, pid in self.host_pids.items():
+            if _pid_is_host_shell(pid, name):
                 os.kill(pid, signal.SIGKILL)
         for bridge in self.bridges:
             if subprocess.run(["ovs-vsctl", "br-exists", bridge], capture_output=True).returncode == 0:
@@ -303,10 +306,10 @@ def _read_line(stream: IO[str], timeout_s: float) -> str:
     return stream.readline()
 
 
-def _pid_is_host_shell(pid: int) -> bool:
-    """True when ``pid`` is still a Mininet host shell (mnexec-started bash)."""
+def _pid_is_host_shell(pid: int, host: str) -> bool:
+    """True when ``pid`` is still the Mininet shell of ``host`` (bash ... mininet:<host>)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return b"mininet:" in cmdline or cmdline.startswith(b"bash")
+    return f"mininet:{host}".encode() in cmdline.split(b"\0")

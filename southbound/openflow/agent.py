@@ -45,11 +45,13 @@ def build_devices(spec: AgentSpec) -> FabricDevices:
     return FabricDevices(devices, spec.probe_interval_s)
 
 
-def start_grpc(devices: FabricDevices) -> list[DeviceAgent]:
-    """One endpoint per device; health says NOT_SERVING until its bridge is attached."""
+def start_grpc(devices: FabricDevices, ports: dict[str, int] | None = None) -> list[DeviceAgent]:
+    """One endpoint per device (on ``ports[name]`` when given, else a free port); health
+    says NOT_SERVING until the device's bridge is attached."""
     agents = {}
     for device in devices.by_dpid.values():
         agent = ocs_agent(device) if isinstance(device, OpenFlowOcs) else switch_agent(device)
+        agent.port = (ports or {}).get(device.name, 0)
         agent.set_serving(False)
         agent.start()
         agents[device.name] = agent
@@ -74,13 +76,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="heliostat-openflow-agent", description=__doc__)
     parser.add_argument("--spec", required=True, help="agent spec (JSON)")
     parser.add_argument("--ready", help="write the device endpoints here when listening")
+    parser.add_argument("--exit-with-parent", action="store_true",
+                        help="stop when the process that started the agent goes away")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spec = load_spec(args.spec)
     devices = build_devices(spec)
-    agents = start_grpc(devices)
+    parent = os.getppid()
+    agents = start_grpc(devices, dict(spec.grpc_ports))
     start_os_ken(spec, devices)
     if args.ready:
         ready = {
@@ -94,7 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    stop.wait()
+    while not stop.wait(1.0):
+        if args.exit_with_parent and os.getppid() != parent:
+            log.warning("the parent process %d is gone; stopping", parent)
+            break
     for agent in agents:
         agent.stop(0.5)
     log.info("agent stopped")

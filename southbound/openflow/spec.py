@@ -87,6 +87,8 @@ class AgentSpec:
     max_group_entries: int = 128
     table_capacity: int = 4096
     bucket_scheme: str = "replicated"
+    #: device name -> gRPC port to listen on (a restarted agent keeps its addresses)
+    grpc_ports: tuple[tuple[str, int], ...] = ()
 
     @property
     def block_names(self) -> tuple[str, ...]:
@@ -100,6 +102,7 @@ class AgentSpec:
             "max_group_entries": self.max_group_entries,
             "table_capacity": self.table_capacity,
             "bucket_scheme": self.bucket_scheme,
+            "grpc_ports": dict(self.grpc_ports),
             "blocks": [
                 {
                     "name": b.name,
@@ -161,6 +164,7 @@ def spec_from_json(raw: Any, source: str = "<spec>") -> AgentSpec:
         max_group_entries=int(raw.get("max_group_entries", 128)),
         table_capacity=int(raw.get("table_capacity", 4096)),
         bucket_scheme=scheme,
+        grpc_ports=tuple(sorted((str(k), int(v)) for k, v in (raw.get("grpc_ports") or {}).items())),
     )
 
 
