@@ -114,4 +114,8 @@ def _pid() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # os-ken's server and datapath threads are not daemons and have no stop: end here.
+    logging.shutdown()
+    sys.stdout.flush()
+    os._exit(code)
