@@ -156,3 +156,45 @@ def test_counters_count_egress_per_destination_and_ports(
     for p in after.ports:
         assert after.ports[p].tx_bytes >= before.ports[p].tx_bytes
         assert after.ports[p].rx_bytes >= before.ports[p].rx_bytes
+
+
+def group_buckets(bridge: str, group: int) -> list[int]:
+    """Output ports of the buckets of one select group on a block bridge."""
+    dump = subprocess.run(["ovs-ofctl", "-O", "OpenFlow15", "dump-groups", bridge, str(group)],
+                          capture_output=True, text=True, check=True).stdout
+    lines = [line for line in dump.splitlines() if f"group_id={group}," in line]
+    assert len(lines) == 1, dump
+    return [int(part.split(",")[0]) for part in lines[0].split("actions=output:")[1:]]
+
+
+def test_drain_removes_buckets_and_unroutable_traffic_is_counted(fabric: Running) -> None:
+    net, _ = fabric
+    b1 = net.driver("b1")
+    assert isinstance(b1, SwitchClient)
+    bridge = net.plan.switch_of("b1")
+    to_b3 = sorted(p.port for p in b1.ports() if p.peer_block == "b3")
+    b1.set_groups(expected_generation=b1.groups().generation, source={"b3": {"b3": 1}},
+                  replace=False)
+    assert set(group_buckets(bridge, 1002)) == {p + 1 for p in to_b3}  # direct only
+    assert set(b1.drain(to_b3[:1])) == set(to_b3[:1])
+    assert set(group_buckets(bridge, 1002)) == {p + 1 for p in to_b3[1:]}
+    assert to_b3[0] + 1 not in group_buckets(bridge, 2002)  # the transit group too
+    assert b1.drain(to_b3[1:]) == frozenset(to_b3)
+    assert group_buckets(bridge, 1002) == [] and group_buckets(bridge, 2002) == []
+    assert {p.port for p in b1.ports() if p.drained} == set(to_b3)
+    try:
+        before = b1.counters()
+        sent = send_flows(net, net.hosts_of("b1")[0], net.hosts_of("b3")[0], flows=200,
+                          src_port_base=42000, rate_pps=1000)
+        time.sleep(1.5)
+        after = b1.counters()
+        frame_bytes = 200 + 42
+        assert after.no_route_drops - before.no_route_drops == sent * frame_bytes
+        assert after.egress_bytes["b3"] - before.egress_bytes["b3"] == sent * frame_bytes
+        failed = net.host_run(net.hosts_of("b1")[0],
+                              ["ping", "-c1", "-W1", net.host_ip(net.hosts_of("b3")[0])])
+        assert failed.returncode != 0
+    finally:
+        assert b1.undrain(to_b3) == frozenset()
+    assert set(group_buckets(bridge, 1002)) == {p + 1 for p in to_b3}
+    assert ping_failures(net) == []

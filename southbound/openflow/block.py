@@ -8,9 +8,12 @@ Pipeline (one bridge per block)::
                       10.<d>.0.0/16 -> select group SOURCE_GROUP_BASE + d
   table 2 (transit)   a local host's address -> its port;
                       10.<d>.0.0/16 -> select group TRANSIT_GROUP_BASE + d (direct only)
+  table 3 (no route)  10.<d>.0.0/16 -> drop, counted: where a destination goes while its
+                      group has no bucket (every member drained or gone)
 
-The per-destination flows never change (their byte counts are the per-destination egress
-counters); what changes are the groups' buckets (pipeline.plan_groups). Validation,
+The per-destination flows keep their match (their byte counts are the per-destination
+egress counters); what changes are the groups' buckets (pipeline.plan_groups), and the
+flow's action between its group and table 3 when the group empties or fills. Validation,
 generations, replays, drains and the "installed peer" semantics are the emulated
 BlockSwitch's: this class programs the bridge before a change commits.
 """
@@ -32,6 +35,7 @@ from southbound.openflow.clock import WallClock
 from southbound.openflow.groups15 import GroupModSocket
 from southbound.openflow.pipeline import (
     SOURCE_GROUP_BASE,
+    TRANSIT_GROUP_BASE,
     Bucket,
     GroupPlan,
     MonotonicCounter,
@@ -43,9 +47,10 @@ from southbound.openflow.spec import BlockSpec, block_prefix, uplink_index, upli
 
 log = logging.getLogger(__name__)
 
-TABLE_CLASSIFY, TABLE_SOURCE, TABLE_TRANSIT = 0, 1, 2
+TABLE_CLASSIFY, TABLE_SOURCE, TABLE_TRANSIT, TABLE_NO_ROUTE = 0, 1, 2, 3
 PRIORITY_PROBE, PRIORITY_LOCAL, PRIORITY_ROUTE, PRIORITY_MISS = 300, 200, 100, 0
 COOKIE_ROUTE = 0x524F555400000000  # "ROUT": low bits are the group id
+COOKIE_NO_ROUTE = 0x4E4F525400000000  # "NORT": low bits are the group id
 COOKIE_MASK_KIND = 0xFFFFFFFF00000000
 ETH_LLDP, ETH_IPV4 = 0x88CC, 0x0800
 #: OVS extension: add a group, or modify it if it exists (OFPGC_ADD_OR_MOD).
@@ -93,7 +98,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
             else:
                 plan = self._plan()
                 self._send_groups(channel, plan.groups)
-            channel.transact(self._base_flows(channel))
+            channel.transact(self._base_flows(channel, plan.groups))
             self._programmed = dict(plan.groups)
 
     def detach(self, channel: Channel) -> None:
@@ -180,11 +185,19 @@ class OpenFlowBlockSwitch(BlockSwitch):
         if channel is None:
             raise ApplyAborted(f"{self.name}: the block bridge is not connected; nothing changed",
                                self.generation)
+        emptied = {g: False for g, b in changed.items() if not b and self._programmed.get(g)}
+        filled = {g: True for g, b in changed.items() if b and not self._programmed.get(g)}
         try:
+            if emptied:  # flows leave the groups that empty before they do
+                channel.transact(self._route_flows(channel, emptied))
             self._send_groups(channel, changed)
+            if filled:  # and use the groups that fill once they have buckets
+                channel.transact(self._route_flows(channel, filled))
         except (SwitchUnreachable, SwitchRejected) as exc:
             try:
                 self._send_groups(channel, {g: self._programmed.get(g, ()) for g in changed})
+                channel.transact(self._route_flows(
+                    channel, {g: bool(self._programmed.get(g)) for g in (*emptied, *filled)}))
             except (SwitchUnreachable, SwitchRejected) as again:
                 log.error("%s: restoring the groups failed too: %s", self.name, again)
             raise ApplyAborted(f"{self.name}: programming the bridge failed ({exc}); nothing "
@@ -211,7 +224,25 @@ class OpenFlowBlockSwitch(BlockSwitch):
         ]
         return p.OFPGroupMod(dp, command, ofp.OFPGT_SELECT, gid, ofbuckets)
 
-    def _base_flows(self, channel: Channel) -> list[Any]:
+    def _route_flows(self, channel: Channel, routable: Mapping[int, bool],
+                     add: bool = False) -> list[Any]:
+        """The per-destination flow of each group id: to the group while it has buckets,
+        else to the no-route table. Modified in place, so its counters carry on."""
+        p, ofp, dp = channel.parser, channel.ofp, channel.datapath
+        mods = []
+        for gid, has_buckets in sorted(routable.items()):
+            table = TABLE_SOURCE if gid < TRANSIT_GROUP_BASE else TABLE_TRANSIT
+            d = gid - (SOURCE_GROUP_BASE if table == TABLE_SOURCE else TRANSIT_GROUP_BASE)
+            instructions = ([p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, [p.OFPActionGroup(gid)])]
+                            if has_buckets else [p.OFPInstructionGotoTable(TABLE_NO_ROUTE)])
+            mods.append(p.OFPFlowMod(
+                dp, cookie=COOKIE_ROUTE | gid, table_id=table,
+                command=ofp.OFPFC_ADD if add else ofp.OFPFC_MODIFY_STRICT, priority=PRIORITY_ROUTE,
+                match=p.OFPMatch(eth_type=ETH_IPV4, ipv4_dst=block_prefix(d)),
+                instructions=instructions))
+        return mods
+
+    def _base_flows(self, channel: Channel, groups: Mapping[int, tuple[Bucket, ...]]) -> list[Any]:
         p, ofp, dp = channel.parser, channel.ofp, channel.datapath
 
         def flow(table: int, priority: int, match: Any, instructions: list[Any],
@@ -240,13 +271,15 @@ class OpenFlowBlockSwitch(BlockSwitch):
                 flows.append(flow(table, PRIORITY_LOCAL,
                                   p.OFPMatch(eth_type=ETH_IPV4, ipv4_dst=host.ip),
                                   apply(p.OFPActionOutput(host.ofport, 0))))
-            for d, dest in enumerate(self.blocks):
-                if dest == self.block:
-                    continue
-                gid = group_id(name, d)
-                flows.append(flow(table, PRIORITY_ROUTE,
-                                  p.OFPMatch(eth_type=ETH_IPV4, ipv4_dst=block_prefix(d)),
-                                  apply(p.OFPActionGroup(gid)), cookie=COOKIE_ROUTE | gid))
+            routable = {group_id(name, d): bool(groups.get(group_id(name, d)))
+                        for d, dest in enumerate(self.blocks) if dest != self.block}
+            flows += self._route_flows(channel, routable, add=True)
+        flows.append(flow(TABLE_NO_ROUTE, PRIORITY_MISS, p.OFPMatch(), []))
+        for d, dest in enumerate(self.blocks):
+            if dest != self.block:
+                flows.append(flow(TABLE_NO_ROUTE, PRIORITY_ROUTE,
+                                  p.OFPMatch(eth_type=ETH_IPV4, ipv4_dst=block_prefix(d)), [],
+                                  cookie=COOKIE_NO_ROUTE | d))
         return flows
 
     # -- probes -------------------------------------------------------------------------
@@ -301,7 +334,8 @@ class OpenFlowBlockSwitch(BlockSwitch):
         ports = channel.multipart(p.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
         flows = channel.multipart(p.OFPFlowStatsRequest(
             dp, table_id=TABLE_SOURCE, cookie=COOKIE_ROUTE, cookie_mask=COOKIE_MASK_KIND))
-        groups = channel.multipart(p.OFPGroupStatsRequest(dp, 0, ofp.OFPG_ALL))
+        dropped = channel.multipart(p.OFPFlowStatsRequest(
+            dp, table_id=TABLE_NO_ROUTE, cookie=COOKIE_NO_ROUTE, cookie_mask=COOKIE_MASK_KIND))
         now = time.time()
         c = self._counters
         columns = {f: np.zeros(self.num_ports, dtype=np.uint64) for f in COUNTER_FIELDS}
@@ -324,10 +358,8 @@ class OpenFlowBlockSwitch(BlockSwitch):
             d = (stat.cookie & 0xFFFFFFFF) - SOURCE_GROUP_BASE
             if 0 <= d < len(self.blocks) and self.blocks[d] != self.block:
                 egress[self.blocks[d]] = c.update(("dest", self.blocks[d]), int(stat.byte_count))
-        no_route = 0
-        for stat in groups:
-            delivered = sum(int(b.byte_count) for b in stat.bucket_stats)
-            no_route += c.update(("no_route", int(stat.group_id)),
-                                 max(0, int(stat.byte_count) - delivered))
+        for stat in dropped:
+            c.update(("no_route", stat.cookie & 0xFFFFFFFF), int(stat.byte_count))
+        no_route = sum(c.value(("no_route", d)) for d in range(len(self.blocks)))
         return columns | {"time_s": now, "egress": egress, "no_route_drops": no_route}
 
