@@ -11,8 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from emulation.mininet.bootstrap import simple_groups
 from emulation.mininet.fabric import PacketFabric
-from optimizer.topology import Circuit
+from optimizer.topology import Circuit, Topology
 from southbound.devices import load_devices_file
 from southbound.errors import SouthboundError
 from southbound.ocs_client import OcsClient
@@ -79,4 +80,21 @@ def test_forwarding_survives_the_agent_and_a_restart_adopts_it(fabric: Running) 
         assert isinstance(ocs, OcsClient)
         held = ocs.cross_connects().cross_connects
     assert held == {CrossConnect(c.a, c.b) for c in circuits if c.ocs == "ocs1"}
+    assert ping_failures(net) == []
+    # ... and rebuilds the groups behind what it adopted (rounded to the hash slots)
+    mesh = simple_groups(Topology.from_circuits(net.fabric, circuits))
+    for name, table in mesh.items():
+        with default_registry().create(devices[name]) as switch:
+            adopted = switch.groups().source
+        for dest, weights in table.items():
+            assert set(adopted[dest]) == set(weights), (name, dest)
+            total, adopted_total = sum(weights.values()), sum(adopted[dest].values())
+            for via, weight in weights.items():
+                assert abs(adopted[dest][via] / adopted_total - weight / total) < 0.02
+    # the adopted state is a working base: a drain and an undrain keep every path
+    with default_registry().create(devices["b1"]) as b1:
+        port = next(p.port for p in b1.ports() if p.peer_block == "b2")
+        assert b1.drain([port]) == frozenset({port})
+        assert ping_failures(net) == []
+        assert b1.undrain([port]) == frozenset()
     assert ping_failures(net) == []

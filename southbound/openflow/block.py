@@ -21,6 +21,7 @@ BlockSwitch's: this class programs the bridge before a change commits.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -93,13 +94,36 @@ class OpenFlowBlockSwitch(BlockSwitch):
             fresh_agent = self.generation == 1 and not self._programmed
             if fresh_agent and held:
                 log.info("%s: adopting %d groups from the bridge", self.name, len(held))
-                self._programmed = held
+                self._adopt(held)
                 plan = GroupPlan(held)
             else:
                 plan = self._plan()
                 self._send_groups(channel, plan.groups)
             channel.transact(self._base_flows(channel, plan.groups))
             self._programmed = dict(plan.groups)
+
+    def _adopt(self, held: Mapping[int, tuple[Bucket, ...]]) -> None:
+        """Rebuild the state behind groups found on the bridge: a transit group only holds
+        direct uplinks, so it tells each uplink's installed peer; a source group's buckets,
+        summed per next hop and reduced, give its weights (exact for the weighted scheme,
+        rounded to the hash slots for the replicated one)."""
+        installed = np.full(self.num_ports, -1, dtype=np.int64)
+        for d in range(len(self.blocks)):
+            for port, _ in held.get(group_id("transit", d), ()):
+                if 0 <= port < self.num_ports:
+                    installed[port] = d
+        source: dict[str, dict[str, int]] = {}
+        for d, dest in enumerate(self.blocks):
+            weights: dict[str, int] = {}
+            for port, weight in held.get(group_id("source", d), ()):
+                if 0 <= port < self.num_ports and installed[port] >= 0:
+                    via = self.nodes[int(installed[port])]
+                    weights[via] = weights.get(via, 0) + weight
+            if weights and set(weights) != {dest}:  # direct only is the default
+                divisor = math.gcd(*weights.values())
+                source[dest] = {via: w // divisor for via, w in weights.items()}
+        self._installed, self._source, self._transit = installed, source, {}
+        self._programmed = dict(held)
 
     def detach(self, channel: Channel) -> None:
         with self._lock:
