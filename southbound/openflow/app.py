@@ -30,18 +30,12 @@ class FabricDevices:
         self.by_dpid = devices
         self.probe_interval_s = probe_interval_s
         self.channels: dict[int, Channel] = {}
-        self.connected = threading.Condition()
         #: called with (device name, attached?) when a bridge attaches or goes away
         self.listeners: list[Callable[[str, bool], None]] = []
 
     def notify(self, name: str, attached: bool) -> None:
         for listener in self.listeners:
             listener(name, attached)
-
-    def wait_connected(self, timeout_s: float) -> bool:
-        with self.connected:
-            return self.connected.wait_for(lambda: set(self.channels) >= set(self.by_dpid),
-                                           timeout_s)
 
 
 class HeliostatOpenFlowApp(app_manager.OSKenApp):
@@ -85,8 +79,6 @@ class HeliostatOpenFlowApp(app_manager.OSKenApp):
             return
         log.info("%s: datapath %#x attached", device.name, datapath.id)
         self.devices.notify(device.name, True)
-        with self.devices.connected:
-            self.devices.connected.notify_all()
 
     @set_ev_cls(ofp_event.EventOFPStateChange, DEAD_DISPATCHER)
     def _dead(self, ev: Any) -> None:
