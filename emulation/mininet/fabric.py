@@ -91,7 +91,10 @@ class PacketFabric:
         self.fabric = fabric
         self.workdir = Path(workdir)
         self.system_python = system_python
-        self.tag = tag or "p" + secrets.token_hex(2)[:3]
+        self.tag = tag or _unused_tag()
+        if _tag_in_use(self.tag):
+            # Mininet deletes an existing bridge of the same name before creating its own
+            raise PacketFabricError(f"tag {self.tag!r} is in use by existing bridges or interfaces")
         self.plan: NetPlan = plan_network(fabric, self.tag, free_tcp_port(), hosts_per_block,
                                           bucket_scheme, probe_interval_s)
         self.devices: dict[str, DeviceConfig] = {}
@@ -294,6 +297,22 @@ class PacketFabric:
 
     def host_popen(self, host: str, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[str]:
         return subprocess.Popen(self.host_argv(host, argv), text=True, **kwargs)
+
+
+def _tag_in_use(tag: str) -> bool:
+    names = set(os.listdir("/sys/class/net"))
+    if shutil.which("ovs-vsctl"):
+        listed = subprocess.run(["ovs-vsctl", "-t", "2", "list-br"], capture_output=True, text=True)
+        names.update(listed.stdout.split())
+    return any(name.startswith(tag) for name in names)
+
+
+def _unused_tag() -> str:
+    for _ in range(100):
+        tag = "p" + secrets.token_hex(2)[:3]
+        if not _tag_in_use(tag):
+            return tag
+    raise PacketFabricError("no unused name tag found")
 
 
 def _read_line(stream: IO[str], timeout_s: float) -> str:

@@ -16,8 +16,10 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
+import time
 from pathlib import Path
 
 from emulation.agent import DeviceAgent, ocs_agent, switch_agent
@@ -30,6 +32,7 @@ from southbound.openflow.spec import AgentSpec, load_spec
 log = logging.getLogger(__name__)
 
 PROBE_EXPIRY_INTERVALS = 3.5
+OF_LISTEN_TIMEOUT_S = 10.0
 
 
 def build_devices(spec: AgentSpec) -> FabricDevices:
@@ -87,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     parent = os.getppid()
     agents = start_grpc(devices, dict(spec.grpc_ports))
     start_os_ken(spec, devices)
+    if not _listening(spec.of_host, spec.of_port, OF_LISTEN_TIMEOUT_S):
+        log.error("os-ken is not listening on %s:%d (port taken?)", spec.of_host, spec.of_port)
+        for agent in agents:
+            agent.stop(0)
+        return 1
     if args.ready:
         ready = {
             "pid": _pid(),
@@ -107,6 +115,17 @@ def main(argv: list[str] | None = None) -> int:
         agent.stop(0.5)
     log.info("agent stopped")
     return 0
+
+
+def _listening(host: str, port: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
 
 
 def _pid() -> int:
