@@ -142,3 +142,11 @@ def test_plan_refuses_what_it_cannot_build() -> None:
         plan_network(fabric, "too-long", of_port=6655)
     with pytest.raises(PlanError, match="spine"):
         plan_network(load_fabric("configs/fabric-hybrid-8.yaml"), "t1", of_port=6655)
+
+
+def test_missing_requirements_say_what_is_missing() -> None:
+    from emulation.mininet.fabric import missing_requirements
+
+    reason = missing_requirements(system_python="/bin/false")  # a Python without Mininet
+    assert reason is not None
+    assert any(word in reason for word in ("root", "installed", "not running", "mininet"))
