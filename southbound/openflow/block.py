@@ -171,7 +171,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
             result = super().set_groups(
                 request_id, expected_generation, source, transit, replace=replace,
                 delete_source=delete_source, delete_transit=delete_transit)
-            self._push(self._plan())  # the peers may have moved since; usually a no-op
+            self._resync()  # the peers may have moved since; usually a no-op
             return result
 
     def drain(self, ports: Iterable[int]) -> list[int]:
@@ -192,8 +192,17 @@ class OpenFlowBlockSwitch(BlockSwitch):
             self._push(plan_groups(self.block, self.blocks, self.nodes, self._source, self._transit,
                                    installed, drained, self.bucket_scheme))
             result = super().undrain(idx.tolist())
-            self._push(self._plan())
+            self._resync()
             return result
+
+    def _resync(self) -> None:
+        """After a commit: make the bridge match the committed state if it drifted. The
+        change is already made, so a failure here is logged, not raised; the bridge is
+        brought in line again when it reconnects."""
+        try:
+            self._push(self._plan())
+        except ApplyAborted as exc:
+            log.warning("%s: bridge not in line with the committed groups: %s", self.name, exc)
 
     def _plan(self) -> GroupPlan:
         return plan_groups(self.block, self.blocks, self.nodes, self._source, self._transit, self._installed,
