@@ -116,6 +116,8 @@ def test_spec_round_trips_and_rejects_bad_values() -> None:
     assert again == spec
     with pytest.raises(SpecError, match="bucket_scheme"):
         spec_from_json(spec.to_json() | {"bucket_scheme": "random"})
+    with pytest.raises(SpecError, match="ocs_switching_time_s"):
+        spec_from_json(spec.to_json() | {"ocs_switching_time_s": -1})
     with pytest.raises(SpecError, match="dpid"):
         raw = spec.to_json()
         raw["ocs"][0]["dpid"] = raw["blocks"][0]["dpid"]

@@ -6,6 +6,7 @@ bridge holds exactly the flow pairs of its cross-connects; counters count."""
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 
@@ -128,9 +129,26 @@ def test_ocs_apply_is_compare_and_set_and_replays_once(
     assert (circuit.a, circuit.b) not in bridge_cross_connects(bridge)
     replay = ocs.apply(expected_generation=generation, remove=[connect], request_id="rm-1")
     assert replay.replayed and replay.generation == removed.generation
-    restored = ocs.apply(expected_generation=removed.generation, add=[connect])
-    assert restored.generation == removed.generation + 1
-    assert {(circuit.a, circuit.b), (circuit.b, circuit.a)} <= bridge_cross_connects(bridge)
+    events = ocs.events()
+    ups: list[CrossConnect] = []
+    reader = threading.Thread(target=lambda: ups.extend(
+        e.cross_connect for e in events if e.kind == "circuit_up" and e.cross_connect))
+    reader.start()
+    try:
+        restored = ocs.apply(expected_generation=removed.generation, add=[connect])
+        assert restored.generation == removed.generation + 1
+        switching = ocs.device_info().switching_time_s
+        assert switching == pytest.approx(0.05)
+        # the mirrors are moving: the circuit is there but carries nothing yet
+        assert ocs.cross_connects().switching == {connect}
+        assert (circuit.a, circuit.b) not in bridge_cross_connects(bridge)
+        time.sleep(switching + 0.2)
+        assert not ocs.cross_connects().switching
+        assert {(circuit.a, circuit.b), (circuit.b, circuit.a)} <= bridge_cross_connects(bridge)
+    finally:
+        events.cancel()
+        reader.join(5)
+    assert ups == [connect]
     status = {s.port: s for s in ocs.port_status([circuit.a, circuit.b])}
     assert status[circuit.a].connected_port == circuit.b and status[circuit.a].oper_up
     assert status[circuit.a].rx_power_dbm > -40 and status[circuit.a].tx_power_dbm > -40

@@ -99,7 +99,8 @@ def test_reconfiguration_loses_nothing_outside_the_switch(fabric: Running) -> No
     finally:
         streams.stop()
 
-    in_flight = math.ceil(RATE_PPS * switch_s) + 1
+    # packets in flight while the OCS switches: the apply plus the mirrors moving
+    in_flight = math.ceil(RATE_PPS * (switch_s + ocs.device_info().switching_time_s)) + 1
     log.info("OCS switch took %.3f s; loss per pair: %s", switch_s, loss)
     assert len(loss) == 12
     for (src, dst), (sent, lost) in loss.items():

@@ -38,6 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hosts-per-block", type=int, default=2, help="(default: %(default)s)")
     p.add_argument("--bucket-scheme", choices=("weighted", "replicated"), default="replicated",
                    help="select-group buckets (default: %(default)s; see the README)")
+    p.add_argument("--switching-time-ms", type=float, default=50.0,
+                   help="OCS switching time (default: %(default)s)")
     p.add_argument("--bootstrap", action="store_true",
                    help="install the uniform mesh and simple WCMP groups through the drivers")
     p.add_argument("--duration", type=float, default=0.0,
@@ -59,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    if args.switching_time_ms < 0 or args.duration < 0 or args.hosts_per_block < 1:
+        print("error: --switching-time-ms and --duration must be >= 0, --hosts-per-block >= 1",
+              file=sys.stderr)
+        return 2
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="heliostat-packet-"))
     stop = threading.Event()
     previous = {}
@@ -67,7 +73,8 @@ def run_command(args: argparse.Namespace) -> int:
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
     try:
         fabric = PacketFabric.from_config(args.fabric, workdir, hosts_per_block=args.hosts_per_block,
-                                          bucket_scheme=args.bucket_scheme)
+                                          bucket_scheme=args.bucket_scheme,
+                                          ocs_switching_time_s=args.switching_time_ms / 1000.0)
         with fabric:
             if args.bootstrap:
                 bootstrap(fabric.driver, fabric.fabric)

@@ -42,6 +42,7 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 BUILDER = Path(__file__).with_name("netbuilder.py")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 90.0
+DEFAULT_SWITCHING_TIME_S = 0.050  # as the flow-level emulated OCS
 STOP_TIMEOUT_S = 60.0
 
 
@@ -85,6 +86,7 @@ class PacketFabric:
         hosts_per_block: int = 2,
         bucket_scheme: str = "replicated",
         probe_interval_s: float = 0.5,
+        ocs_switching_time_s: float = DEFAULT_SWITCHING_TIME_S,
         system_python: str = SYSTEM_PYTHON,
         tag: str | None = None,
     ) -> None:
@@ -96,7 +98,7 @@ class PacketFabric:
             # Mininet deletes an existing bridge of the same name before creating its own
             raise PacketFabricError(f"tag {self.tag!r} is in use by existing bridges or interfaces")
         self.plan: NetPlan = plan_network(fabric, self.tag, free_tcp_port(), hosts_per_block,
-                                          bucket_scheme, probe_interval_s)
+                                          bucket_scheme, probe_interval_s, ocs_switching_time_s)
         self.devices: dict[str, DeviceConfig] = {}
         self.host_pids: dict[str, int] = {}
         self.bridges: list[str] = []

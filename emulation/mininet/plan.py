@@ -63,7 +63,8 @@ class NetPlan:
 
 
 def plan_network(fabric: Fabric, tag: str, of_port: int, hosts_per_block: int = 2,
-                 bucket_scheme: str = "replicated", probe_interval_s: float = 0.5) -> NetPlan:
+                 bucket_scheme: str = "replicated", probe_interval_s: float = 0.5,
+                 ocs_switching_time_s: float = 0.0) -> NetPlan:
     if not tag.isalnum() or len(tag) > 4:
         raise PlanError(f"tag {tag!r} must be 1-4 letters or digits")
     if not 1 <= hosts_per_block <= 250:
@@ -111,7 +112,8 @@ def plan_network(fabric: Fabric, tag: str, of_port: int, hosts_per_block: int = 
         _check_ifname(f"{a}-eth{uplink_ofport(w.block_port)}")
         _check_ifname(f"{b}-eth{ocs_ofport(w.port)}")
     agent = AgentSpec(blocks=tuple(block_specs), ocs=tuple(ocs_specs), of_port=of_port,
-                      bucket_scheme=bucket_scheme, probe_interval_s=probe_interval_s)
+                      bucket_scheme=bucket_scheme, probe_interval_s=probe_interval_s,
+                      ocs_switching_time_s=ocs_switching_time_s)
     return NetPlan(tag, agent, switches, hosts, links)
 
 

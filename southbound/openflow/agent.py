@@ -44,7 +44,7 @@ def build_devices(spec: AgentSpec) -> FabricDevices:
             b, spec.block_names, neighbours, bucket_scheme=spec.bucket_scheme,
             max_group_entries=spec.max_group_entries, table_capacity=spec.table_capacity)
     for o in spec.ocs:
-        devices[o.dpid] = OpenFlowOcs(o)
+        devices[o.dpid] = OpenFlowOcs(o, switching_time_s=spec.ocs_switching_time_s)
     return FabricDevices(devices, spec.probe_interval_s)
 
 

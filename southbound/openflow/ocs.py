@@ -2,7 +2,10 @@
 
 A cross-connect a-b is the flow pair ``in_port=a -> output:b`` and ``in_port=b ->
 output:a`` in table 0; the table-miss entry drops, so nothing else is forwarded. Switching
-is: delete the old pairs, add the new ones, barrier. Light levels are those of the
+is: delete the old pairs, add the new ones, barrier. With a switching time (the mirrors
+moving), the new pairs are added only once it has passed: until then the circuits are
+SWITCHING, dark and carry nothing, then they come up with a circuit_up event, as on the
+emulated OCS. Light levels are those of the
 emulated OCS (fixed per-port losses), with the fibre "lit" when the OpenFlow port's link is
 up (port description and port-status events).
 
@@ -13,6 +16,7 @@ OcsDevice's: this class only adds the programming of the bridge before a change 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,10 +33,17 @@ CROSS_CONNECT_PRIORITY = 100
 COOKIE_OCS = 0x4F43530000000000  # "OCS"
 
 
+#: a settle timer fires this much after the switching time, so the circuit is surely due
+SETTLE_MARGIN_S = 0.002
+
+
 class OpenFlowOcs(OcsDevice):
-    def __init__(self, spec: OcsSpec, clock: WallClock | None = None) -> None:
+    def __init__(self, spec: OcsSpec, clock: WallClock | None = None,
+                 switching_time_s: float = 0.0) -> None:
+        if switching_time_s < 0:
+            raise ValueError("the switching time cannot be negative")
         super().__init__(spec.name, spec.ports, clock or WallClock(), sides=spec.sides,
-                         switching_time_s=0.0)
+                         switching_time_s=switching_time_s)
         self.spec = spec
         self.channel: Channel | None = None
         # Dark until the switch tells us its ports are up.
@@ -110,8 +121,36 @@ class OpenFlowOcs(OcsDevice):
                 removed = [CrossConnect(a, b) for a, b in remove]
                 added = [CrossConnect(a, b) for a, b in add]
                 self._validate(removed, added)
-                self._program(remove=set(removed) - set(added), add=set(added) - set(removed))
+                new = set(added) - set(removed)
+                self._program(remove=set(removed) - set(added),
+                              add=set() if self.switching_time_s else new)
+                result = super().apply(request_id, expected_generation, remove, add)
+                if self.switching_time_s and new:
+                    timer = threading.Timer(self.switching_time_s + SETTLE_MARGIN_S, self._settle,
+                                            args=(new,))
+                    timer.daemon = True
+                    timer.start()
+                return result
             return super().apply(request_id, expected_generation, remove, add)
+
+    def _settle(self, connects: set[CrossConnect]) -> None:
+        """The mirrors of ``connects`` have moved: install their flows (those still wanted
+        and due) and announce them. A bridge error takes the circuits down instead."""
+        with self._lock:
+            now = self.clock.now()
+            due = {c for c in connects
+                   if c in self._entries and not self._entries[c].switching(now)}
+            if due:
+                try:
+                    self._program(remove=set(), add=due, rollback=False)
+                except ApplyAborted as exc:
+                    log.error("%s: circuits %s did not come up: %s", self.name, sorted(due), exc)
+                    for c in due:
+                        self._disconnect(c)
+                    self.generation += 1
+                    for c in sorted(due):
+                        self._emit("circuit_down", connect=c, reason="the bridge refused the flows")
+            self.tick(now)
 
     def _program(self, *, remove: set[CrossConnect], add: set[CrossConnect],
                  rollback: bool = True) -> None:

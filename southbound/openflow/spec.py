@@ -87,6 +87,8 @@ class AgentSpec:
     max_group_entries: int = 128
     table_capacity: int = 4096
     bucket_scheme: str = "replicated"
+    #: how long an OCS's mirrors take to move: new circuits carry nothing until then
+    ocs_switching_time_s: float = 0.0
     #: device name -> gRPC port to listen on (a restarted agent keeps its addresses)
     grpc_ports: tuple[tuple[str, int], ...] = ()
 
@@ -102,6 +104,7 @@ class AgentSpec:
             "max_group_entries": self.max_group_entries,
             "table_capacity": self.table_capacity,
             "bucket_scheme": self.bucket_scheme,
+            "ocs_switching_time_s": self.ocs_switching_time_s,
             "grpc_ports": dict(self.grpc_ports),
             "blocks": [
                 {
@@ -164,8 +167,15 @@ def spec_from_json(raw: Any, source: str = "<spec>") -> AgentSpec:
         max_group_entries=int(raw.get("max_group_entries", 128)),
         table_capacity=int(raw.get("table_capacity", 4096)),
         bucket_scheme=scheme,
+        ocs_switching_time_s=_non_negative(raw.get("ocs_switching_time_s", 0.0), fail),
         grpc_ports=tuple(sorted((str(k), int(v)) for k, v in (raw.get("grpc_ports") or {}).items())),
     )
+
+
+def _non_negative(value: Any, fail: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise fail("ocs_switching_time_s", f"expected a number >= 0, got {value!r}")
+    return float(value)
 
 
 def load_spec(path: str | Path) -> AgentSpec:
