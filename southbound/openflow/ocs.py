@@ -57,7 +57,9 @@ class OpenFlowOcs(OcsDevice):
         with self._lock:
             self.channel = channel
             held = self._read_cross_connects(channel)
-            ours = {c for c, _ in self.cross_connects()[1]}
+            items = self.cross_connects()[1]
+            ours = {c for c, _ in items}
+            settled = {c for c, switching in items if not switching}  # the rest: _settle
             if not ours and held:
                 log.info("%s: adopting %d cross-connects from the bridge", self.name, len(held))
                 for c in held:
@@ -65,7 +67,7 @@ class OpenFlowOcs(OcsDevice):
                 self.generation += 1
                 self.tick(self.clock.now())
             else:
-                self._program(remove=held - ours, add=ours - held, rollback=False)
+                self._program(remove=held - ours, add=settled - held, rollback=False)
         self.refresh_ports()
 
     def detach(self, channel: Channel) -> None:
