@@ -61,13 +61,21 @@ class Streams:
         self.fabric = fabric
         self.first = {b: fabric.hosts_of(b)[0] for b in fabric.fabric.block_names}
         self.block_of_ip = {fabric.plan.hosts[h]["ip"]: b for b, h in self.first.items()}
-        self.receivers = {}
+        self.receivers: dict[str, subprocess.Popen[str]] = {}
+        self.senders: dict[str, subprocess.Popen[str]] = {}
+        try:
+            self._start(rate_pps, duration_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, rate_pps: float, duration_s: float) -> None:
+        fabric = self.fabric
         for block, host in self.first.items():
             proc = fabric.host_popen(host, [*TRAFFIC, "recv", "--duration", str(duration_s + 30)],
                                      stdout=subprocess.PIPE)
-            proc.stdout.readline()  # {"listening": ...}
             self.receivers[block] = proc
-        self.senders = {}
+            proc.stdout.readline()  # {"listening": ...}: bound before the senders start
         for block, host in self.first.items():
             dsts = [a for b, h in self.first.items() if b != block
                     for a in ("--dst", fabric.plan.hosts[h]["ip"])]
