@@ -17,9 +17,12 @@ from tests.packet_fixtures import FABRIC_4, requires_packet_fabric
 pytestmark = [pytest.mark.mininet, requires_packet_fabric]
 
 
+TAG = "tcl"  # names this test's bridges, so fabrics other runs build beside it don't count
+
+
 def bridges() -> set[str]:
-    return set(subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True,
-                              check=True).stdout.split())
+    listed = subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True, check=True)
+    return {name for name in listed.stdout.split() if name.startswith(TAG)}
 
 
 def test_cli_runs_the_fabric_for_a_while_and_cleans_up(tmp_path: Path) -> None:
@@ -40,11 +43,11 @@ def test_cli_runs_the_fabric_for_a_while_and_cleans_up(tmp_path: Path) -> None:
     watcher = threading.Thread(target=probe_while_running)
     watcher.start()
     code = cli.main(["--packet", "--fabric", str(FABRIC_4), "--bootstrap", "--duration", "4",
-                     "--devices-file", str(devices_file), "--workdir", str(tmp_path / "work")])
+                     "--tag", TAG, "--devices-file", str(devices_file), "--workdir", str(tmp_path / "work")])
     watcher.join()
     assert code == 0
     assert seen["peers"] == {"b2", "b3", "b4"}  # the mesh is up: b1 hears every other block
-    assert len(seen["bridges"]) == 6  # type: ignore[arg-type]
+    assert seen["bridges"] == {f"{TAG}{kind}" for kind in ("b1", "b2", "b3", "b4", "o1", "o2")}
     assert bridges() == before
 
 

@@ -35,6 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="where to write the device endpoints (default: %(default)s)")
     p.add_argument("--workdir", type=Path,
                    help="agent and builder logs and specs (default: a temporary directory)")
+    p.add_argument("--tag", help="prefix of the bridge, host and interface names, 1-4 letters or digits "
+                   "(default: an unused one)")
     p.add_argument("--hosts-per-block", type=int, default=2, help="(default: %(default)s)")
     p.add_argument("--bucket-scheme", choices=("weighted", "replicated"), default="replicated",
                    help="select-group buckets (default: %(default)s; see the README)")
@@ -72,7 +74,8 @@ def run_command(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
     try:
-        fabric = PacketFabric.from_config(args.fabric, workdir, hosts_per_block=args.hosts_per_block,
+        fabric = PacketFabric.from_config(args.fabric, workdir, tag=args.tag,
+                                          hosts_per_block=args.hosts_per_block,
                                           bucket_scheme=args.bucket_scheme,
                                           ocs_switching_time_s=args.switching_time_ms / 1000.0)
         with fabric:
