@@ -166,6 +166,7 @@ def _instance(
     fabric: Fabric, topology: Topology, tm: TrafficMatrix, spine: Sequence[SpineSwitch] | None
 ) -> _Instance:
     graph = build_link_graph(fabric, topology, spine)
+    topology.check_fits(fabric)
     comm = commodities_of(tm, fabric)
     src, dst = all_pairs(fabric.n_blocks)
     pairs = candidate_paths(graph, src, dst)

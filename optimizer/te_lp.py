@@ -42,8 +42,12 @@ SECONDARY_WEIGHT = 1e-5
 INITIAL_TWO_HOP_PATHS = 3
 """Two-hop paths per commodity in the first restricted master (besides the direct path)."""
 
+SMALL_LP_COLUMNS = 20_000
+"""A path LP with at most this many candidate paths is solved whole, without pricing."""
+
 NEW_PATHS_PER_ROUND = 4
-"""At most this many priced paths per commodity enter the master in one round."""
+"""A commodity's most improving paths that enter the master in one round: at least this
+many, more when there are few commodities (up to SMALL_LP_COLUMNS in all per round)."""
 
 MAX_ROUNDS = 200
 REDUCED_COST_TOLERANCE = 1e-9
@@ -128,6 +132,8 @@ def initial_columns(
         chosen |= needed
     if pool is not None:
         chosen |= pool
+    if paths.valid.sum() <= SMALL_LP_COLUMNS:
+        chosen |= paths.valid
     return chosen & paths.valid
 
 
@@ -275,7 +281,8 @@ def solve_path_lp(
         rounds += 1
         reduced = master.reduced_costs()
         reduced = np.where(master.in_master, np.inf, reduced)
-        entering = _most_negative(reduced, tolerance)
+        per_commodity = max(NEW_PATHS_PER_ROUND, SMALL_LP_COLUMNS // comm.count)
+        entering = _most_negative(reduced, tolerance, per_commodity)
         if not entering.any():
             break
         if rounds >= MAX_ROUNDS:
@@ -302,13 +309,10 @@ def _pool_mask(pool: PathPool | None, graph: LinkGraph, comm: Commodities) -> np
     return pool.used[comm.src, comm.dst, :]
 
 
-def _most_negative(reduced: np.ndarray, tolerance: float) -> np.ndarray:
-    """Mask of each commodity's NEW_PATHS_PER_ROUND most negative reduced costs below -tolerance."""
+def _most_negative(reduced: np.ndarray, tolerance: float, per_commodity: int) -> np.ndarray:
+    """Mask of each commodity's ``per_commodity`` most negative reduced costs below -tolerance."""
     negative = reduced < -tolerance
-    if not negative.any():
+    if not negative.any() or reduced.shape[1] <= per_commodity:
         return negative
-    n_nodes = reduced.shape[1]
-    if n_nodes <= NEW_PATHS_PER_ROUND:
-        return negative
-    cut = np.partition(reduced, NEW_PATHS_PER_ROUND - 1, axis=1)[:, NEW_PATHS_PER_ROUND - 1]
+    cut = np.partition(reduced, per_commodity - 1, axis=1)[:, per_commodity - 1]
     return negative & (reduced <= cut[:, None])
