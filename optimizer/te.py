@@ -41,10 +41,15 @@ from optimizer.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION, DEFAULT_TABLE_SIZE, red
 
 @dataclass(frozen=True, slots=True)
 class NextHop:
-    """A WCMP group member: ``via`` is the destination (direct), a transit block or a spine."""
+    """A WCMP group member: ``via`` is the destination (direct), a transit block or a spine.
+
+    ``share`` is the fraction of the group's traffic the LP planned for it; the weights give
+    it ``weight / sum of weights``.
+    """
 
     via: str
     weight: int
+    share: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +70,9 @@ class Group:
         return {
             "src": self.src,
             "dst": self.dst,
-            "next_hops": [{"via": h.via, "weight": h.weight} for h in self.next_hops],
+            "next_hops": [
+                {"via": h.via, "weight": h.weight, "share": round(h.share, 6)} for h in self.next_hops
+            ],
             "oversubscription": round(self.oversubscription, 6),
         }
 
@@ -298,7 +305,7 @@ class TeSolver:
 
         demand_of_pair = np.zeros(pairs.count)
         demand_of_pair[inst.comm_rows] = comm.demand_gbps
-        groups = _groups(graph, pairs, weights, reduced.oversubscription, demand_of_pair)
+        groups = _groups(graph, pairs, weights, fractions, reduced.oversubscription, demand_of_pair)
         with_demand = reduced.oversubscription[inst.comm_rows]
         return TeResult(
             fabric=self.fabric.name,
@@ -324,6 +331,7 @@ def _groups(
     graph: LinkGraph,
     pairs: CandidatePaths,
     weights: np.ndarray,
+    fractions: np.ndarray,
     oversubscription: np.ndarray,
     demand: np.ndarray,
 ) -> tuple[Group, ...]:
@@ -333,7 +341,7 @@ def _groups(
         members = np.flatnonzero(weights[row])
         if not len(members):
             continue
-        hops = tuple(NextHop(nodes[v], int(weights[row, v])) for v in members)
+        hops = tuple(NextHop(nodes[v], int(weights[row, v]), float(fractions[row, v])) for v in members)
         groups.append(
             Group(
                 nodes[pairs.src[row]],

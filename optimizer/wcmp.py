@@ -85,7 +85,7 @@ def _reduce_compact(
     """The reduction for rows whose non-zero fractions come first, sorted descending."""
     groups, width = fractions.shape
     k = np.arange(1, table_size + 1, dtype=np.float64)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         unit_costs = k[None, None, :] / fractions[:, :, None]  # inf for absent members
     unit_costs = unit_costs.reshape(groups, width * table_size)
     if unit_costs.shape[1] > table_size:
@@ -118,10 +118,11 @@ def _trim_ties(weights: np.ndarray, fractions: np.ndarray, total: np.ndarray) ->
 
 
 def _oversubscription(weights: np.ndarray, fractions: np.ndarray) -> np.ndarray:
+    """Weight on a member that should get nothing is an infinite over-subscription."""
     total = weights.sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         share = weights / np.maximum(total, 1)[:, None]
-        ratio = np.where(fractions > 0, share / fractions, 0.0)
+        ratio = np.where(fractions > 0, share / fractions, np.where(weights > 0, np.inf, 0.0))
     return np.maximum(ratio.max(axis=1), 1.0)
 
 
