@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from optimizer.config import load_fabric
@@ -49,7 +51,7 @@ def test_more_hedging_never_lowers_the_mlu() -> None:
     fab = load_fabric("configs/fabric-hybrid-8.yaml")
     tm = hotspot_matrix(fab, seed=2, load=0.8)
     mlus = [min_mlu(fab, None, tm, hedge=s) for s in (None, 0.1, 0.3, 0.6, 1.0)]
-    for looser, tighter in zip(mlus, mlus[1:], strict=False):
+    for looser, tighter in itertools.pairwise(mlus):
         assert tighter >= looser * (1 - 1e-9)
     assert mlus[-1] > mlus[0] * 1.01
 
