@@ -42,12 +42,11 @@ SECONDARY_WEIGHT = 1e-5
 INITIAL_TWO_HOP_PATHS = 3
 """Two-hop paths per commodity in the first restricted master (besides the direct path)."""
 
-SMALL_LP_COLUMNS = 20_000
-"""A path LP with at most this many candidate paths is solved whole, without pricing."""
-
 NEW_PATHS_PER_ROUND = 4
-"""A commodity's most improving paths that enter the master in one round: at least this
-many, more when there are few commodities (up to SMALL_LP_COLUMNS in all per round)."""
+COLUMNS_PER_ROUND = 20_000
+"""A commodity's most improving paths enter the master in one round: NEW_PATHS_PER_ROUND of
+them, or more when there are few commodities (about COLUMNS_PER_ROUND in all), so that a
+few huge commodities (an ML ring) get all the paths they need in one or two rounds."""
 
 MAX_ROUNDS = 200
 REDUCED_COST_TOLERANCE = 1e-9
@@ -104,37 +103,46 @@ def mlu_lower_bound(graph: LinkGraph, comm: Commodities) -> float:
 
 
 def initial_columns(
-    paths: CandidatePaths, bounds: np.ndarray, demand: np.ndarray, pool: np.ndarray | None
+    paths: CandidatePaths,
+    bounds: np.ndarray,
+    demand: np.ndarray,
+    mlu_floor: float,
+    pool: np.ndarray | None,
 ) -> np.ndarray:
-    """(K, N) mask of the first master's paths.
+    """(K, N) mask of the first master's paths, widest first (ties in a fixed random order).
 
-    The direct path, the ``INITIAL_TWO_HOP_PATHS`` widest two-hop paths (ties broken by a
-    fixed pseudo-random order, so commodities do not pile onto the same transit), enough
-    of the widest paths that the hedging bounds admit the whole demand, and the pool.
+    Per commodity: the direct path and ``INITIAL_TWO_HOP_PATHS`` widest two-hop paths;
+    enough of the widest paths to carry the demand at the MLU lower bound (a commodity as
+    big as its block's egress, as in an ML ring, gets all of them: pricing would otherwise
+    find them a few per round, the duals being degenerate); enough that the hedging bounds
+    admit the whole demand; and the paths of the previous solve (the pool).
     """
     k_count, n_nodes = paths.valid.shape
     rng = np.random.default_rng(12345)
     jitter = rng.random((k_count, n_nodes)) * 1e-6
     width = np.where(paths.valid, paths.bottleneck_gbps * (1.0 + jitter), -1.0)
     direct = paths.valid & (paths.hops == 1)
-    width = np.where(direct, np.inf, width)
-    order = np.argsort(-width, axis=1, kind="stable")
+    order = np.argsort(-np.where(direct, np.inf, width), axis=1, kind="stable")
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.arange(n_nodes)[None, :], axis=1)
     has_direct = direct.any(axis=1)
     chosen = rank < (INITIAL_TWO_HOP_PATHS + has_direct.astype(np.int64))[:, None]
+    chosen |= _prefix_until(order, np.where(paths.valid, paths.bottleneck_gbps * mlu_floor, 0.0), demand)
     if np.isfinite(bounds[paths.valid]).all():
-        sorted_bounds = np.take_along_axis(np.where(paths.valid, bounds, 0.0), order, axis=1)
-        admitted_before = np.cumsum(sorted_bounds, axis=1) - sorted_bounds
-        needed_sorted = admitted_before < demand[:, None] * (1.0 + 1e-9)
-        needed = np.empty_like(needed_sorted)
-        np.put_along_axis(needed, order, needed_sorted, axis=1)
-        chosen |= needed
+        chosen |= _prefix_until(order, np.where(paths.valid, bounds, 0.0), demand)
     if pool is not None:
         chosen |= pool
-    if paths.valid.sum() <= SMALL_LP_COLUMNS:
-        chosen |= paths.valid
     return chosen & paths.valid
+
+
+def _prefix_until(order: np.ndarray, amounts: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Mask of the shortest prefix (in ``order``) of each row whose ``amounts`` reach ``target``."""
+    in_order = np.take_along_axis(amounts, order, axis=1)
+    before = np.cumsum(in_order, axis=1) - in_order
+    needed_in_order = before < target[:, None] * (1.0 - 1e-9)
+    needed = np.empty_like(needed_in_order)
+    np.put_along_axis(needed, order, needed_in_order, axis=1)
+    return needed
 
 
 class _Master:
@@ -273,7 +281,7 @@ def solve_path_lp(
     hop_cost = SECONDARY_WEIGHT * lower
     master = _Master(graph, paths, demand, bounds, unit, total, hop_cost)
     pool_mask = _pool_mask(pool, graph, comm)
-    master.add(initial_columns(paths, bounds, demand, pool_mask))
+    master.add(initial_columns(paths, bounds, demand, lower, pool_mask))
     tolerance = REDUCED_COST_TOLERANCE * max(total, 1.0)
     rounds = 0
     while True:
@@ -281,7 +289,7 @@ def solve_path_lp(
         rounds += 1
         reduced = master.reduced_costs()
         reduced = np.where(master.in_master, np.inf, reduced)
-        per_commodity = max(NEW_PATHS_PER_ROUND, SMALL_LP_COLUMNS // comm.count)
+        per_commodity = max(NEW_PATHS_PER_ROUND, COLUMNS_PER_ROUND // comm.count)
         entering = _most_negative(reduced, tolerance, per_commodity)
         if not entering.any():
             break
