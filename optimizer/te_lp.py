@@ -104,7 +104,6 @@ def mlu_lower_bound(graph: LinkGraph, comm: Commodities) -> float:
 
 def initial_columns(
     paths: CandidatePaths,
-    bounds: np.ndarray,
     demand: np.ndarray,
     mlu_floor: float,
     pool: np.ndarray | None,
@@ -114,25 +113,64 @@ def initial_columns(
     Per commodity: the direct path and ``INITIAL_TWO_HOP_PATHS`` widest two-hop paths;
     enough of the widest paths to carry the demand at the MLU lower bound (a commodity as
     big as its block's egress, as in an ML ring, gets all of them: pricing would otherwise
-    find them a few per round, the duals being degenerate); enough that the hedging bounds
-    admit the whole demand; and the paths of the previous solve (the pool).
+    find them a few per round, the duals being degenerate); and the paths of the previous
+    solve (the pool). Without hedging: see :func:`initial_hedged_split` for hedged masters.
     """
-    k_count, n_nodes = paths.valid.shape
-    rng = np.random.default_rng(12345)
-    jitter = rng.random((k_count, n_nodes)) * 1e-6
-    width = np.where(paths.valid, paths.bottleneck_gbps * (1.0 + jitter), -1.0)
+    n_nodes = paths.valid.shape[1]
     direct = paths.valid & (paths.hops == 1)
-    order = np.argsort(-np.where(direct, np.inf, width), axis=1, kind="stable")
+    order = _widest_first(paths)
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.arange(n_nodes)[None, :], axis=1)
     has_direct = direct.any(axis=1)
     chosen = rank < (INITIAL_TWO_HOP_PATHS + has_direct.astype(np.int64))[:, None]
     chosen |= _prefix_until(order, np.where(paths.valid, paths.bottleneck_gbps * mlu_floor, 0.0), demand)
-    if np.isfinite(bounds[paths.valid]).all():
-        chosen |= _prefix_until(order, np.where(paths.valid, bounds, 0.0), demand)
     if pool is not None:
         chosen |= pool
     return chosen & paths.valid
+
+
+HEDGED_WINDOW = 3
+"""Hedged masters start with this many paths either side of where the bounds cover D."""
+
+
+def initial_hedged_split(
+    paths: CandidatePaths, bounds: np.ndarray, demand: np.ndarray, pool: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first hedged master's paths, and the paths fixed at their upper bound.
+
+    Hedging forces traffic onto many paths (all of them at S = 1), most at their bound.
+    Taking the paths widest first (direct first), those whose bounds fill the demand are
+    fixed at the bound, except for HEDGED_WINDOW paths either side of where the demand is
+    covered, which enter the master (with the direct path and the pool's paths).
+    """
+    n_nodes = paths.valid.shape[1]
+    order = _widest_first(paths)
+    in_order = np.take_along_axis(np.where(paths.valid, bounds, 0.0), order, axis=1)
+    before = np.cumsum(in_order, axis=1) - in_order
+    crossing = np.argmax(before + in_order >= demand[:, None] * (1.0 - 1e-9), axis=1)
+    position = np.arange(n_nodes)[None, :]
+    upper_in_order = position < (crossing - HEDGED_WINDOW)[:, None]
+    master_in_order = ~upper_in_order & (position <= (crossing + HEDGED_WINDOW)[:, None])
+    upper = np.empty_like(upper_in_order)
+    np.put_along_axis(upper, order, upper_in_order, axis=1)
+    master = np.empty_like(master_in_order)
+    np.put_along_axis(master, order, master_in_order, axis=1)
+    master |= paths.valid & (paths.hops == 1)
+    if pool is not None:
+        master |= pool
+    upper &= ~master
+    return master & paths.valid, upper & paths.valid
+
+
+def _widest_first(paths: CandidatePaths) -> np.ndarray:
+    """Per commodity, path indices: the direct path, then by bottleneck capacity (ties in a
+    fixed random order so that commodities do not all pick the same transit)."""
+    k_count, n_nodes = paths.valid.shape
+    rng = np.random.default_rng(12345)
+    jitter = rng.random((k_count, n_nodes)) * 1e-6
+    width = np.where(paths.valid, paths.bottleneck_gbps * (1.0 + jitter), -1.0)
+    width = np.where(paths.valid & (paths.hops == 1), np.inf, width)
+    return np.argsort(-width, axis=1, kind="stable")
 
 
 def _prefix_until(order: np.ndarray, amounts: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -143,6 +181,13 @@ def _prefix_until(order: np.ndarray, amounts: np.ndarray, target: np.ndarray) ->
     needed = np.empty_like(needed_in_order)
     np.put_along_axis(needed, order, needed_in_order, axis=1)
     return needed
+
+
+def path_loads_scaled(paths: CandidatePaths, flow: np.ndarray, n_links: int) -> np.ndarray:
+    mask = paths.valid & (flow != 0)
+    load = np.bincount(paths.first[mask], weights=flow[mask], minlength=n_links)
+    two_hop = mask & (paths.second != NO_LINK)
+    return load + np.bincount(paths.second[two_hop], weights=flow[two_hop], minlength=n_links)
 
 
 class _Master:
@@ -157,12 +202,19 @@ class _Master:
         unit: float,
         demand_weight: float,
         hop_cost: float,
+        at_upper: np.ndarray,
     ) -> None:
         self.paths = paths
         self.n_links = graph.n_links
         self.demand = demand / unit
         self.bounds = bounds / unit
         self.hop_cost = hop_cost
+        # Paths outside the master sit at a bound: 0, or (hedging) their upper bound, whose
+        # flow is then a constant moved to the right-hand sides.
+        self.at_upper = at_upper & paths.valid
+        fixed = np.where(self.at_upper, self.bounds, 0.0)
+        self.fixed_link_load = path_loads_scaled(paths, fixed, self.n_links)
+        self.fixed_demand = fixed.sum(axis=1)
         self.path_cost = np.where(paths.hops > 1, hop_cost, 0.0)
         self.in_master = np.zeros(paths.valid.shape, dtype=bool)
         self.col_commodity = np.zeros(0, dtype=np.int64)
@@ -179,8 +231,9 @@ class _Master:
             self.highs.setOptionValue(option, value)
         k_count = paths.count
         n_rows = self.n_links + k_count
-        row_lower = np.concatenate([np.full(self.n_links, -highspy.kHighsInf), self.demand])
-        row_upper = np.concatenate([np.zeros(self.n_links), self.demand])
+        remaining = self.demand - self.fixed_demand
+        row_lower = np.concatenate([np.full(self.n_links, -highspy.kHighsInf), remaining])
+        row_upper = np.concatenate([-self.fixed_link_load, remaining])
         capacity = graph.capacity_gbps / unit
         status = self.highs.passModel(
             1,
@@ -209,6 +262,7 @@ class _Master:
         count = len(ks)
         if not count:
             return 0
+        self._release_fixed(mask & self.at_upper)
         first = self.paths.first[ks, vs]
         second = self.paths.second[ks, vs]
         demand_row = self.n_links + ks
@@ -237,6 +291,24 @@ class _Master:
         self.col_via = np.concatenate([self.col_via, vs])
         return count
 
+    def _release_fixed(self, mask: np.ndarray) -> None:
+        """Take paths fixed at their upper bound out of the right-hand sides."""
+        if not mask.any():
+            return
+        released = np.where(mask, self.bounds, 0.0)
+        self.fixed_link_load -= path_loads_scaled(self.paths, released, self.n_links)
+        self.fixed_demand -= released.sum(axis=1)
+        self.at_upper &= ~mask
+        links = np.unique(np.concatenate([self.paths.first[mask], self.paths.second[mask]]))
+        links = links[links != NO_LINK]
+        commodities = np.unique(np.nonzero(mask)[0])
+        remaining = self.demand[commodities] - self.fixed_demand[commodities]
+        rows = np.concatenate([links, self.n_links + commodities]).astype(np.int32)
+        lower = np.concatenate([np.full(len(links), -highspy.kHighsInf), remaining])
+        upper = np.concatenate([-self.fixed_link_load[links], remaining])
+        if self.highs.changeRowsBounds(len(rows), rows, lower, upper) == highspy.HighsStatus.kError:
+            raise SolverError("HiGHS rejected new row bounds")
+
     def solve(self) -> None:
         self.highs.run()
         status = self.highs.getModelStatus()
@@ -256,9 +328,12 @@ class _Master:
     def objective(self) -> float:
         return float(self.highs.getObjectiveValue())
 
-    def values(self) -> tuple[float, np.ndarray]:
+    def flows(self) -> tuple[float, np.ndarray]:
+        """The MLU and the (K, N) path flows, in scaled units."""
         col_value = np.asarray(self.highs.getSolution().col_value)
-        return float(col_value[0]), col_value[1:]
+        flow = np.where(self.at_upper, self.bounds, 0.0)
+        flow[self.col_commodity, self.col_via] = np.clip(col_value[1:], 0.0, None)
+        return float(col_value[0]), flow
 
 
 def solve_path_lp(
@@ -279,15 +354,23 @@ def solve_path_lp(
     lower = mlu_lower_bound(graph, comm)
     # The hop term is at most hop_cost * total = SECONDARY_WEIGHT * lower * (weight of U).
     hop_cost = SECONDARY_WEIGHT * lower
-    master = _Master(graph, paths, demand, bounds, unit, total, hop_cost)
     pool_mask = _pool_mask(pool, graph, comm)
-    master.add(initial_columns(paths, bounds, demand, lower, pool_mask))
+    if hedge is None:
+        columns = initial_columns(paths, demand, lower, pool_mask)
+        at_upper = np.zeros_like(columns)
+    else:
+        columns, at_upper = initial_hedged_split(paths, bounds, demand, pool_mask)
+    master = _Master(graph, paths, demand, bounds, unit, total, hop_cost, at_upper)
+    master.add(columns)
     tolerance = REDUCED_COST_TOLERANCE * max(total, 1.0)
     rounds = 0
     while True:
         master.solve()
         rounds += 1
         reduced = master.reduced_costs()
+        # A path at its upper bound improves things by lowering its flow: when its reduced
+        # cost is positive.
+        reduced = np.where(master.at_upper, -reduced, reduced)
         reduced = np.where(master.in_master, np.inf, reduced)
         per_commodity = max(NEW_PATHS_PER_ROUND, COLUMNS_PER_ROUND // comm.count)
         entering = _most_negative(reduced, tolerance, per_commodity)
@@ -298,11 +381,12 @@ def solve_path_lp(
             break
         log.debug("TE round %d: objective %.9g, %d paths enter", rounds, master.objective(), entering.sum())
         master.add(entering)
-    mlu, x = master.values()
-    flow = np.zeros(paths.valid.shape)
-    flow[master.col_commodity, master.col_via] = np.maximum(x, 0.0) * unit
+    mlu, flow = master.flows()
+    flow *= unit
     used = PathPool.empty(graph.nodes, graph.n_blocks)
-    used.used[comm.src[:, None], comm.dst[:, None], np.arange(graph.n_nodes)[None, :]] = flow > 0
+    # Next time, the master starts from the paths that carry traffic (not those at a bound).
+    in_use = (flow > 0) & ~master.at_upper
+    used.used[comm.src[:, None], comm.dst[:, None], np.arange(graph.n_nodes)[None, :]] = in_use
     log.debug(
         "TE LP: MLU %.6f after %d rounds, %d path columns, %d simplex iterations",
         mlu, rounds, len(master.col_via), master.iterations,

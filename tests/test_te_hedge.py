@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from optimizer.config import load_fabric
+from optimizer.config import generate_fabric, load_fabric
 from optimizer.te import min_mlu, solve_te
 from optimizer.te_reference import reference_mlu
 from optimizer.traffic import gravity_matrix, hotspot_matrix
@@ -60,6 +60,16 @@ def test_more_hedging_never_lowers_the_mlu() -> None:
 def test_hedged_optimum_matches_the_plain_path_lp(hedge: float) -> None:
     fab = load_fabric("configs/fabric-hybrid-8.yaml")
     tm = gravity_matrix(fab, seed=6, load=0.8, skew=1.5)
+    assert min_mlu(fab, None, tm, hedge=hedge) == pytest.approx(
+        reference_mlu(fab, tm, hedge=hedge), rel=1e-5
+    )
+
+
+@pytest.mark.parametrize("hedge", [0.5, 0.9])
+def test_hedged_optimum_at_16_blocks(hedge: float) -> None:
+    # Large enough that most paths sit at their bound outside the master.
+    fab = generate_fabric(16, 128, 32, 136, 4)
+    tm = hotspot_matrix(fab, seed=8, load=0.9)
     assert min_mlu(fab, None, tm, hedge=hedge) == pytest.approx(
         reference_mlu(fab, tm, hedge=hedge), rel=1e-5
     )
