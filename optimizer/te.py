@@ -300,8 +300,11 @@ class TeSolver:
         quantised_flow = comm.demand_gbps[:, None] * weights[inst.comm_rows] / totals[inst.comm_rows, None]
         mlu_quantized, load = _mlu(graph, inst.comm_paths, quantised_flow)
         _, lp_load = _mlu(graph, inst.comm_paths, lp.flow_gbps)
-        mesh_graph = graph if topology is self.mesh else build_link_graph(self.fabric, self.mesh, spine)
-        mesh_paths = candidate_paths(mesh_graph, comm.src, comm.dst)
+        if topology is self.mesh:
+            mesh_graph, mesh_paths = graph, inst.comm_paths
+        else:
+            mesh_graph = build_link_graph(self.fabric, self.mesh, spine)
+            mesh_paths = candidate_paths(mesh_graph, comm.src, comm.dst)
 
         demand_of_pair = np.zeros(pairs.count)
         demand_of_pair[inst.comm_rows] = comm.demand_gbps
@@ -336,21 +339,23 @@ def _groups(
     demand: np.ndarray,
 ) -> tuple[Group, ...]:
     nodes = graph.nodes
+    rows, vias = np.nonzero(weights)
+    ends = np.searchsorted(rows, np.arange(pairs.count), side="right").tolist()
+    vias_list, weight_list = vias.tolist(), weights[rows, vias].tolist()
+    share_list = fractions[rows, vias].tolist()
+    src, dst = pairs.src.tolist(), pairs.dst.tolist()
     groups = []
-    for row in range(pairs.count):
-        members = np.flatnonzero(weights[row])
-        if not len(members):
+    begin = 0
+    for row, end in enumerate(ends):
+        if end == begin:
             continue
-        hops = tuple(NextHop(nodes[v], int(weights[row, v]), float(fractions[row, v])) for v in members)
-        groups.append(
-            Group(
-                nodes[pairs.src[row]],
-                nodes[pairs.dst[row]],
-                hops,
-                float(oversubscription[row]),
-                float(demand[row]),
-            )
+        hops = tuple(
+            NextHop(nodes[vias_list[i]], weight_list[i], share_list[i]) for i in range(begin, end)
         )
+        groups.append(
+            Group(nodes[src[row]], nodes[dst[row]], hops, float(oversubscription[row]), float(demand[row]))
+        )
+        begin = end
     return tuple(groups)
 
 
