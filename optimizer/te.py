@@ -119,6 +119,7 @@ class TeResult:
     total_demand_gbps: float
     lp_columns: int
     lp_rounds: int
+    lp_optimal: bool = True  # False only if column generation hit its round limit
 
     @property
     def scale_factor(self) -> float | None:
@@ -154,7 +155,7 @@ class TeResult:
                 "mlu": round(self.baseline_mlu, 6) if np.isfinite(self.baseline_mlu) else None,
                 "kind": "uniform mesh, ECMP over all paths",
             },
-            "solver": {"columns": self.lp_columns, "rounds": self.lp_rounds},
+            "solver": {"columns": self.lp_columns, "rounds": self.lp_rounds, "optimal": self.lp_optimal},
         }
 
 
@@ -327,6 +328,7 @@ class TeSolver:
             total_demand_gbps=float(comm.demand_gbps.sum()),
             lp_columns=lp.columns,
             lp_rounds=lp.rounds,
+            lp_optimal=lp.optimal,
         )
 
 

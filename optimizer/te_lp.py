@@ -78,6 +78,7 @@ class LpSolution:
     columns: int  # path columns in the final restricted master
     rounds: int  # master solves
     simplex_iterations: int
+    optimal: bool = True  # False if column generation hit MAX_ROUNDS (the MLU is then an upper bound)
 
 
 def hedge_bounds(paths: CandidatePaths, demand: np.ndarray, hedge: float | None) -> np.ndarray:
@@ -363,7 +364,7 @@ def solve_path_lp(
     master = _Master(graph, paths, demand, bounds, unit, total, hop_cost, at_upper)
     master.add(columns)
     tolerance = REDUCED_COST_TOLERANCE * max(total, 1.0)
-    rounds = 0
+    rounds, optimal = 0, True
     while True:
         master.solve()
         rounds += 1
@@ -378,6 +379,7 @@ def solve_path_lp(
             break
         if rounds >= MAX_ROUNDS:
             log.warning("TE column generation stopped after %d rounds, not proven optimal", rounds)
+            optimal = False
             break
         log.debug("TE round %d: objective %.9g, %d paths enter", rounds, master.objective(), entering.sum())
         master.add(entering)
@@ -391,7 +393,7 @@ def solve_path_lp(
         "TE LP: MLU %.6f after %d rounds, %d path columns, %d simplex iterations",
         mlu, rounds, len(master.col_via), master.iterations,
     )
-    solution = LpSolution(mlu, flow, len(master.col_via), rounds, master.iterations)
+    solution = LpSolution(mlu, flow, len(master.col_via), rounds, master.iterations, optimal)
     return solution, used
 
 
