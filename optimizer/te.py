@@ -36,15 +36,21 @@ from optimizer.paths import (
 from optimizer.te_lp import LpSolution, PathPool, solve_path_lp
 from optimizer.topology import Topology, mesh_topology
 from optimizer.traffic import TrafficMatrix
-from optimizer.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION, DEFAULT_TABLE_SIZE, reduce_weights
+from optimizer.wcmp import (
+    DEFAULT_MAX_OVERSUBSCRIPTION,
+    DEFAULT_TABLE_SIZE,
+    ReducedWeights,
+    oversubscription,
+    reduce_weights,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class NextHop:
     """A WCMP group member: ``via`` is the destination (direct), a transit block or a spine.
 
-    ``share`` is the fraction of the group's traffic the LP planned for it; the weights give
-    it ``weight / sum of weights``.
+    ``share`` is the fraction of the group's traffic the plan gives it (the LP's split, or an
+    equal split for an ``equal_split`` group); the weights give it ``weight / sum of weights``.
     """
 
     via: str
@@ -59,8 +65,9 @@ class Group:
     src: str
     dst: str
     next_hops: tuple[NextHop, ...]
-    oversubscription: float  # max over members of (weight share) / (LP share)
+    oversubscription: float  # max over members of (weight share) / (planned share)
     demand_gbps: float
+    equal_split: bool = False  # planned as ECMP over all paths, not the LP split (see TeSolver)
 
     @property
     def entries(self) -> int:
@@ -74,6 +81,7 @@ class Group:
                 {"via": h.via, "weight": h.weight, "share": round(h.share, 6)} for h in self.next_hops
             ],
             "oversubscription": round(self.oversubscription, 6),
+            "equal_split": self.equal_split,
         }
 
 
@@ -112,7 +120,7 @@ class TeResult:
     mlu_quantized: float  # routing the matrix with the integer weights
     stretch: float  # traffic-weighted mean block hops with the integer weights
     stretch_lp: float
-    oversubscription: float  # achieved: max over groups with demand (>= 1)
+    oversubscription: float  # achieved: max over groups with demand (>= 1), against their plan
     groups: tuple[Group, ...]
     links: tuple[LinkUtilisation, ...]
     baseline_mlu: float  # uniform mesh, ECMP over all paths, same matrix (inf: a demand has no path)
@@ -120,6 +128,7 @@ class TeResult:
     lp_columns: int
     lp_rounds: int
     lp_optimal: bool = True  # False only if column generation hit its round limit
+    equal_split_groups: int = 0  # groups that fell back to ECMP over all their paths
 
     @property
     def scale_factor(self) -> float | None:
@@ -156,6 +165,7 @@ class TeResult:
                 "kind": "uniform mesh, ECMP over all paths",
             },
             "solver": {"columns": self.lp_columns, "rounds": self.lp_rounds, "optimal": self.lp_optimal},
+            "equal_split_groups": self.equal_split_groups,
         }
 
 
@@ -228,6 +238,12 @@ def _ecmp_mlu(graph: LinkGraph, comm: Commodities, paths: CandidatePaths) -> flo
     return _mlu(graph, paths, flow)[0]
 
 
+def _weighted_flow(demand_gbps: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Gbit/s per path when each row's demand is split by its integer weights."""
+    totals = np.maximum(weights.sum(axis=1), 1)
+    return demand_gbps[:, None] * weights / totals[:, None]
+
+
 def _stretch(paths: CandidatePaths, flow_gbps: np.ndarray) -> float:
     total = float(flow_gbps.sum())
     return float((flow_gbps * paths.hops).sum()) / total if total > 0 else 1.0
@@ -296,9 +312,14 @@ class TeSolver:
         if comm.count:
             fractions[inst.comm_rows] = lp.flow_gbps / comm.demand_gbps[:, None]
         reduced = reduce_weights(fractions, self.table_size, self.max_oversubscription)
-        weights = reduced.weights
-        totals = np.maximum(weights.sum(axis=1), 1)
-        quantised_flow = comm.demand_gbps[:, None] * weights[inst.comm_rows] / totals[inst.comm_rows, None]
+        weights, equal_split = self._fallback_to_equal_split(inst, fractions, reduced)
+        if equal_split.any():
+            # Those groups' plan is now ECMP: shares and over-subscription are against it.
+            fractions[equal_split] = inst.pairs.valid[equal_split] / inst.pairs.valid[equal_split].sum(
+                axis=1, keepdims=True
+            )
+        group_oversubscription = oversubscription(weights, fractions)
+        quantised_flow = _weighted_flow(comm.demand_gbps, weights[inst.comm_rows])
         mlu_quantized, load = _mlu(graph, inst.comm_paths, quantised_flow)
         _, lp_load = _mlu(graph, inst.comm_paths, lp.flow_gbps)
         if topology is self.mesh:
@@ -309,8 +330,10 @@ class TeSolver:
 
         demand_of_pair = np.zeros(pairs.count)
         demand_of_pair[inst.comm_rows] = comm.demand_gbps
-        groups = _groups(graph, pairs, weights, fractions, reduced.oversubscription, demand_of_pair)
-        with_demand = reduced.oversubscription[inst.comm_rows]
+        groups = _groups(
+            graph, pairs, weights, fractions, group_oversubscription, demand_of_pair, equal_split
+        )
+        with_demand = group_oversubscription[inst.comm_rows]
         return TeResult(
             fabric=self.fabric.name,
             topology=topology,
@@ -329,7 +352,35 @@ class TeSolver:
             lp_columns=lp.columns,
             lp_rounds=lp.rounds,
             lp_optimal=lp.optimal,
+            equal_split_groups=int(equal_split.sum()),
         )
+
+    def _fallback_to_equal_split(
+        self, inst: _Instance, fractions: np.ndarray, reduced: ReducedWeights
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The reduced weights, or, if it routes the matrix with a lower MLU, the same with
+        an equal split over all paths (ECMP) in every group that missed the bound.
+
+        When a group spreads over more paths than its table has room for (an ML ring over
+        63 transits in 128 entries), one entry is a large slice of a link, and rounding
+        unequal shares can cost more than ECMP: the plan should never deploy worse.
+        """
+        weights = reduced.weights
+        comm, rows = inst.comm, inst.comm_rows
+        missed = np.zeros(inst.pairs.count, dtype=bool)
+        missed[rows] = reduced.oversubscription[rows] > self.max_oversubscription * (1 + 1e-9)
+        if not missed.any():
+            return weights, missed
+        every_path = inst.pairs.valid[missed].astype(np.float64)
+        equal = reduce_weights(every_path, self.table_size, 1.0).weights
+        candidate = weights.copy()
+        candidate[missed] = equal
+        graph, paths = inst.graph, inst.comm_paths
+        mlu_reduced = _mlu(graph, paths, _weighted_flow(comm.demand_gbps, weights[rows]))[0]
+        mlu_candidate = _mlu(graph, paths, _weighted_flow(comm.demand_gbps, candidate[rows]))[0]
+        if mlu_candidate < mlu_reduced:
+            return candidate, missed
+        return weights, np.zeros_like(missed)
 
 
 def _groups(
@@ -339,6 +390,7 @@ def _groups(
     fractions: np.ndarray,
     oversubscription: np.ndarray,
     demand: np.ndarray,
+    equal_split: np.ndarray,
 ) -> tuple[Group, ...]:
     nodes = graph.nodes
     rows, vias = np.nonzero(weights)
@@ -355,7 +407,14 @@ def _groups(
             NextHop(nodes[vias_list[i]], weight_list[i], share_list[i]) for i in range(begin, end)
         )
         groups.append(
-            Group(nodes[src[row]], nodes[dst[row]], hops, float(oversubscription[row]), float(demand[row]))
+            Group(
+                nodes[src[row]],
+                nodes[dst[row]],
+                hops,
+                float(oversubscription[row]),
+                float(demand[row]),
+                bool(equal_split[row]),
+            )
         )
         begin = end
     return tuple(groups)
