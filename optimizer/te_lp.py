@@ -20,7 +20,11 @@ Variables (scaled by ``unit``, a typical link capacity, so numbers are near 1)::
 ``W`` (the total demand) scales the objective so that reduced costs are well above the
 solver's tolerances. The hop term breaks the degeneracy of plain min-MLU (traffic that
 is not on a bottleneck stays on its direct path); it is small enough that it can raise
-U by at most ``SECONDARY_WEIGHT`` times a lower bound of U, a relative error below 1e-4.
+U by at most ``SECONDARY_WEIGHT`` times a lower bound of U (a relative error of 1e-5).
+
+With hedging, most paths sit at their upper bound: those outside the master may be fixed
+at either bound (their flow moved to the right-hand sides), and a path at its upper bound
+enters the master when its reduced cost is positive. See :func:`initial_hedged_split`.
 """
 
 from __future__ import annotations
@@ -47,6 +51,10 @@ COLUMNS_PER_ROUND = 20_000
 """A commodity's most improving paths enter the master in one round: NEW_PATHS_PER_ROUND of
 them, or more when there are few commodities (about COLUMNS_PER_ROUND in all), so that a
 few huge commodities (an ML ring) get all the paths they need in one or two rounds."""
+
+FLOOR_COVER = 4.0
+"""The first master has paths enough to carry each demand FLOOR_COVER times over at the MLU
+lower bound: the paths a hot pair needs, found by the first pricing rounds otherwise."""
 
 MAX_ROUNDS = 200
 REDUCED_COST_TOLERANCE = 1e-9
@@ -124,7 +132,8 @@ def initial_columns(
     np.put_along_axis(rank, order, np.arange(n_nodes)[None, :], axis=1)
     has_direct = direct.any(axis=1)
     chosen = rank < (INITIAL_TWO_HOP_PATHS + has_direct.astype(np.int64))[:, None]
-    chosen |= _prefix_until(order, np.where(paths.valid, paths.bottleneck_gbps * mlu_floor, 0.0), demand)
+    floor_capacity = np.where(paths.valid, paths.bottleneck_gbps * mlu_floor, 0.0)
+    chosen |= _prefix_until(order, floor_capacity, demand * FLOOR_COVER)
     if pool is not None:
         chosen |= pool
     return chosen & paths.valid
