@@ -288,7 +288,7 @@ class TeSolver:
         topology = self.mesh if topology is None else topology
         inst = _instance(self.fabric, topology, tm, spine)
         lp = self._solve_lp(inst)
-        return self._plan(inst, topology, tm, spine, lp)
+        return self._plan(inst, topology, spine, lp)
 
     def _solve_lp(self, inst: _Instance) -> LpSolution:
         lp, self._pool = solve_path_lp(inst.graph, inst.comm, inst.comm_paths, self.hedge, self._pool)
@@ -298,7 +298,6 @@ class TeSolver:
         self,
         inst: _Instance,
         topology: Topology,
-        tm: TrafficMatrix,
         spine: Sequence[SpineSwitch] | None,
         lp: LpSolution,
     ) -> TeResult:
@@ -315,9 +314,8 @@ class TeSolver:
         weights, equal_split = self._fallback_to_equal_split(inst, fractions, reduced)
         if equal_split.any():
             # Those groups' plan is now ECMP: shares and over-subscription are against it.
-            fractions[equal_split] = inst.pairs.valid[equal_split] / inst.pairs.valid[equal_split].sum(
-                axis=1, keepdims=True
-            )
+            every_path = pairs.valid[equal_split]
+            fractions[equal_split] = every_path / every_path.sum(axis=1, keepdims=True)
         group_oversubscription = oversubscription(weights, fractions)
         quantised_flow = _weighted_flow(comm.demand_gbps, weights[inst.comm_rows])
         mlu_quantized, load = _mlu(graph, inst.comm_paths, quantised_flow)
