@@ -135,6 +135,20 @@ class TeResult:
         """The largest factor the matrix can be multiplied by and still fit (1 / MLU)."""
         return 1.0 / self.mlu if self.mlu > 0 else None
 
+    def weights_by_source(self, include_spine: bool = True) -> dict[str, dict[str, dict[str, int]]]:
+        """{src: {dst: {via: weight}}}: each block's source groups, as devices take them.
+
+        Traffic that arrives at a block from an uplink (transit) only goes direct, so the
+        transit groups are not part of the plan.
+        """
+        blocks = set(self.topology.blocks)
+        tables: dict[str, dict[str, dict[str, int]]] = {b: {} for b in self.topology.blocks}
+        for g in self.groups:
+            hops = {h.via: h.weight for h in g.next_hops if include_spine or h.via in blocks}
+            if hops:
+                tables[g.src][g.dst] = hops
+        return tables
+
     def group(self, src: str, dst: str) -> Group:
         for g in self.groups:
             if g.src == src and g.dst == dst:

@@ -202,3 +202,27 @@ def test_stretch_counts_block_hops() -> None:
     result = solve_te(fab, topo, matrix(fab, {("b1", "b2"): 50.0, ("b1", "b3"): 50.0}))
     assert result.stretch == pytest.approx(1.5)  # half the traffic takes two hops
     assert np.isclose(result.mlu, 1.0)
+
+
+def test_weights_by_source_lists_every_group() -> None:
+    fab = load_fabric(f"{CONFIGS}/fabric-hybrid-8.yaml")
+    result = solve_te(fab, None, hotspot_matrix(fab, seed=1, load=0.9))
+    tables = result.weights_by_source()
+    assert set(tables) == set(fab.block_names)
+    assert sum(len(t) for t in tables.values()) == len(result.groups)
+    g = result.groups[0]
+    assert tables[g.src][g.dst] == {h.via: h.weight for h in g.next_hops}
+    no_spine = result.weights_by_source(include_spine=False)
+    assert all(not set(hops) & {"s1", "s2"} for t in no_spine.values() for hops in t.values())
+
+
+@pytest.mark.slow
+def test_jupiter_scale_matches_the_plain_path_lp() -> None:
+    # The headline claim of the benchmark, as a regression guard (PuLP + CBC takes ~20 s).
+    fab = load_fabric(f"{CONFIGS}/fabric-64.yaml")
+    tm = hotspot_matrix(fab, seed=1, load=0.9)
+    result = solve_te(fab, None, tm)
+    assert result.mlu == pytest.approx(reference_mlu(fab, tm), rel=1e-5)
+    assert result.lp_optimal
+    assert result.lp_columns < 0.1 * 4032 * 63
+    assert all(g.entries <= 128 for g in result.groups)
