@@ -163,11 +163,17 @@ def map_topology(
     target: Topology,
     current: Sequence[Circuit] = (),
     source: str = "<topology>",
+    rebalance: bool = False,
 ) -> MappingResult:
     """Circuits realising ``target`` on ``fabric``, keeping as many of ``current`` as possible.
 
     ``current`` may be any valid set of circuits (the uniform mesh, a previous result,
-    nothing at all). Raises :class:`~optimizer.errors.ConfigError` when the topology is
+    nothing at all).
+
+    Every pair whose circuit count changes is balanced over the domains. A pair whose
+    count stays the same keeps its circuits even if today's are unbalanced (so an
+    unchanged topology rewires nothing), unless ``rebalance`` is set; the result lists
+    unbalanced pairs in ``balance_violations`` either way. Raises :class:`~optimizer.errors.ConfigError` when the topology is
     over other blocks than the fabric or a current circuit is invalid, and
     :class:`~optimizer.errors.InfeasibleError` (naming the block) when a block needs more
     circuits than it has ports or the circuits cannot be placed.
@@ -191,6 +197,9 @@ def map_topology(
     total_ports = int(domain_ports.sum())
     limit = np.stack([pair_domain_limit(wanted, int(p), total_ports) for p in domain_ports])
     current_by_domain = np.stack([_symmetric(current_orientation(ocs_by_domain[d], n)) for d in domains])
+    if not rebalance:
+        unchanged = wanted == current_by_domain.sum(axis=0)
+        limit = np.where(unchanged[None, :, :], np.maximum(limit, current_by_domain), limit)
     split = split_over_domains(wanted, current_by_domain, capacity, limit, names)
     counts_by_ocs: dict[str, np.ndarray] = {}
     for di, d in enumerate(domains):

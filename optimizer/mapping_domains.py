@@ -163,7 +163,7 @@ def _shed_one(
                 if sym[e, v, w] < current[e, v, w]:
                     step -= 0.5
                 move = (v, w, d, e)
-                if room[e, w] > 0 and w != start:
+                if room[e, w] > 0:
                     found = (state, move)
                     break
                 nxt = (w, e, d)
