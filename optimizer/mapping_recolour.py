@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from optimizer.errors import InfeasibleError
 from optimizer.mapping_ports import OcsPorts
@@ -47,6 +48,8 @@ NOT_HOME = -1
 CHAIN_CANDIDATES = 24
 MAX_EXPANSIONS = 20000
 MAX_FORCED_PLACEMENTS_PER_CIRCUIT = 4
+SWAP_PASSES = 3
+FLIP_PASSES = 4
 DROP_PENALTY = 0.01
 STEP_PENALTY = 0.001
 
@@ -183,9 +186,15 @@ class Recolouring:
         iu, ju = np.nonzero(self.target)
         for a, b in zip(iu.tolist(), ju.tolist(), strict=True):
             pending.extend([(a, b)] * max(-self._surplus((a, b)), 0))
+        for _ in range(SWAP_PASSES):
+            if not self._pack_swap_cycles():
+                break
+        pending = []
+        for a, b in zip(iu.tolist(), ju.tolist(), strict=True):
+            pending.extend([(a, b)] * max(-self._surplus((a, b)), 0))
         order = self.rng.permutation(len(pending))
         pending = [pending[i] for i in order]
-        hard = deque(p for p in pending if not self._insert(*p, allow_chain=False))
+        hard = deque(self._insert_cheapest_first(pending))
         chains = len(hard)
         forced = 0
         while hard:
@@ -197,8 +206,84 @@ class Recolouring:
                 raise RecolouringStuck(f"no OCS or chain has room for a circuit between block indices {a}, {b}")
             hard.extend(self._force(a, b))
         self._drop_leftover_surplus()
-        log.debug("recolouring: %d insertions, %d needed a chain, %d forced", len(pending), chains, forced)
+        flips = self._improve_by_flips()
+        log.debug("recolouring: %d insertions, %d needed a chain, %d forced, %d improving flips",
+                  len(pending), chains, forced, flips)
         return self._counts()
+
+    def _pack_swap_cycles(self) -> int:
+        """On each OCS, replace surplus circuits by deficit ones along closed cycles.
+
+        On one OCS, dropping surplus circuits ``x_i->y_i`` frees the north ports of the
+        ``x_i`` and the south ports of the ``y_i``; deficit circuits ``x_i->y_j`` that use
+        exactly those ports cost nothing beyond the lower bound. Finding the most such
+        replacements is an assignment problem (tails x heads, keeping a circuit = matching
+        it to itself), solved per OCS; free ports join as extra rows and columns.
+        Returns the number of deficit circuits placed.
+        """
+        placed = 0
+        for o in self.rng.permutation(self.n_ocs).tolist():
+            placed += self._swap_on(o)
+        return placed
+
+    def _swap_on(self, o: int) -> int:
+        budget: dict[tuple[int, int], int] = {}
+        droppable: list[int] = []
+        for eid in sorted(set().union(*self.at[o][NORTH])):
+            e = self._edge(eid)
+            arc = (e.tail, e.head)
+            left = self._surplus(arc) - budget.get(arc, 0)
+            if left > 0:
+                budget[arc] = budget.get(arc, 0) + 1
+                droppable.append(eid)
+        free_north = [b for b in range(self.n) for _ in range(self._free(o, NORTH, b))]
+        free_south = [b for b in range(self.n) for _ in range(self._free(o, SOUTH, b))]
+        tails = [self._edge(e).tail for e in droppable] + free_north
+        heads = [self._edge(e).head for e in droppable] + free_south
+        if not tails or not heads:
+            return 0
+        k = len(droppable)
+        rows, cols = len(tails), len(heads)
+        size = rows + cols
+        forbidden = -1e6
+        weight = np.full((size, size), forbidden)
+        deficit = np.array(
+            [[self.target[t, h] - len(self.by_arc_get(t, h)) > 0 and t != h for h in heads] for t in tails]
+        )
+        weight[:rows, :cols] = np.where(deficit, 1.0, forbidden)
+        idx = np.arange(k)
+        weight[idx, idx] = 0.0  # keep
+        weight[rows + np.arange(cols), np.arange(cols)] = 0.0  # a free south port stays free
+        weight[np.arange(rows), cols + np.arange(rows)] = 0.0  # a free north port stays free
+        weight[rows:, cols:] = 0.0
+        for _ in range(4):
+            r, c = linear_sum_assignment(weight, maximize=True)
+            uses: dict[tuple[int, int], list[tuple[int, int]]] = {}
+            for i, j in zip(r.tolist(), c.tolist(), strict=True):
+                if i < rows and j < cols and weight[i, j] == 1.0:
+                    uses.setdefault((tails[i], heads[j]), []).append((i, j))
+            over = False
+            for arc, cells in uses.items():
+                room = int(self.target[arc]) - len(self.by_arc_get(*arc))
+                for i, j in cells[room:]:
+                    weight[i, j] = forbidden
+                    over = True
+            if not over:
+                break
+        else:
+            return 0
+        matched = [(i, j) for i, j in zip(r.tolist(), c.tolist(), strict=True)
+                   if i < rows and j < cols and weight[i, j] == 1.0]
+        if not matched:
+            return 0
+        for e in {droppable[i] for i, _ in matched if i < k} | {droppable[j] for _, j in matched if j < k}:
+            self._drop(e)
+        for i, j in matched:
+            self._add(tails[i], heads[j], o, NOT_HOME)
+        return len(matched)
+
+    def by_arc_get(self, tail: int, head: int) -> set[int]:
+        return self.by_pair.get((tail, head), set())
 
     def _drop_over_domain_limit(self) -> None:
         for d in range(self.limit.shape[0]):
@@ -209,7 +294,23 @@ class Recolouring:
                 for eid in here[:extra]:
                     self._drop(eid)
 
-    def _insert(self, a: int, b: int, allow_chain: bool) -> bool:
+    def _insert_cheapest_first(self, pending: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Insert what fits into free ports first, then what needs one drop, then two;
+        go back to free ports after every sweep that placed something. Returns the rest."""
+        remaining = pending
+        while remaining:
+            progressed = False
+            for level in (0, 1, 2):
+                still = [p for p in remaining if not self._insert(*p, allow_chain=False, max_drops=level)]
+                progressed = len(still) < len(remaining)
+                remaining = still
+                if progressed:
+                    break
+            if not progressed:
+                break
+        return remaining
+
+    def _insert(self, a: int, b: int, allow_chain: bool, max_drops: int = 2) -> bool:
         best: _Plan | None = None
         half_open: list[tuple[int, int, int, int]] = []  # (ocs, tail, head, blocked side)
         for o in range(self.n_ocs):
@@ -217,6 +318,8 @@ class Recolouring:
                 continue
             for tail, head in ((a, b),):
                 plan = self._direct_plan(o, tail, head)
+                if plan is not None and len(plan.drops) > max_drops:
+                    continue
                 if plan is None:
                     if allow_chain:
                         blocked = self._one_blocked_side(o, tail, head)
@@ -424,6 +527,80 @@ class Recolouring:
             if best is None:
                 best = eid
         return best
+
+    def _improve_by_flips(self) -> int:
+        """Local search: swap OCSes alpha and beta on alternating cycles that bring more
+        circuits home than they take away (Kempe interchanges). Only pairs of OCSes that
+        hold a circuit whose home is the other one can gain. Returns the flips made."""
+        flips = 0
+        for _ in range(FLIP_PASSES):
+            pairs: set[tuple[int, int]] = set()
+            for e in self.edges:
+                if e is not None and e.home != NOT_HOME and e.home != e.ocs:
+                    pairs.add((min(e.ocs, e.home), max(e.ocs, e.home)))
+            made = sum(self._flip_pair(alpha, beta) for alpha, beta in sorted(pairs))
+            flips += made
+            if not made:
+                break
+        return flips
+
+    def _flip_pair(self, alpha: int, beta: int) -> int:
+        """Flip every improving alternating component of the circuits on alpha and beta."""
+        partner: dict[tuple[int, int], int] = {}  # (edge, side) -> edge of the other colour
+        open_end: dict[tuple[int, int], tuple[int, int]] = {}  # (edge, side) -> (side, block)
+        members: set[int] = set()
+        for side in (NORTH, SOUTH):
+            for v in range(self.n):
+                on_a = sorted(self.at[alpha][side][v])
+                on_b = sorted(self.at[beta][side][v])
+                members.update(on_a)
+                members.update(on_b)
+                for x, y in zip(on_a, on_b, strict=False):
+                    partner[(x, side)] = y
+                    partner[(y, side)] = x
+                for extra in on_a[len(on_b):] + on_b[len(on_a):]:
+                    open_end[(extra, side)] = (side, v)
+        seen: set[int] = set()
+        flipped = 0
+        for start in sorted(members):
+            if start in seen:
+                continue
+            component = [start]
+            seen.add(start)
+            stack = [start]
+            while stack:
+                eid = stack.pop()
+                for side in (NORTH, SOUTH):
+                    other = partner.get((eid, side))
+                    if other is not None and other not in seen:
+                        seen.add(other)
+                        component.append(other)
+                        stack.append(other)
+            gain = 0
+            for eid in component:
+                e = self._edge(eid)
+                new = beta if e.ocs == alpha else alpha
+                gain += (e.home == new) - (e.home == e.ocs)
+            if gain <= 0 or not self._ends_fit(component, open_end, alpha, beta):
+                continue
+            for eid in component:
+                e = self._edge(eid)
+                self._move(eid, beta if e.ocs == alpha else alpha)
+            flipped += 1
+        return flipped
+
+    def _ends_fit(self, component: list[int], open_end: dict, alpha: int, beta: int) -> bool:
+        """A path (not a cycle) changes the counts at its ends: check the ports there."""
+        change: dict[tuple[int, int, int], int] = {}
+        for eid in component:
+            e = self._edge(eid)
+            src, dst = e.ocs, (beta if e.ocs == alpha else alpha)
+            for side in (NORTH, SOUTH):
+                if (eid, side) in open_end:
+                    _, v = open_end[(eid, side)]
+                    change[(dst, side, v)] = change.get((dst, side, v), 0) + 1
+                    change[(src, side, v)] = change.get((src, side, v), 0) - 1
+        return all(self._free(o, side, v) - by >= 0 for (o, side, v), by in change.items())
 
     def _drop_leftover_surplus(self) -> None:
         for pair, eids in self.by_pair.items():

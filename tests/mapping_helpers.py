@@ -52,3 +52,32 @@ def perturb(top: Topology, swaps: int, rng: np.random.Generator, hot_share: floa
 
 def as_pairs(top: Topology) -> dict[tuple[str, str], int]:
     return {(a, b): c for a, b, c in top.links()}
+
+
+def gravity_topology(fabric: Fabric, rng: np.random.Generator, skew: float = 1.0) -> Topology:
+    """A topology shaped like a skewed gravity traffic matrix, using every uplink.
+
+    Pair weights are ``w_a * w_b * noise_ab`` with log-normal block weights and pair noise
+    (sigma ``skew``); the shares are scaled (Sinkhorn) so every block's row sums to its
+    uplinks, floored, and the leftover ports paired up by the largest fractional parts.
+    """
+    n = fabric.n_blocks
+    uplinks = np.array([b.uplinks for b in fabric.blocks], dtype=float)
+    weight = rng.lognormal(0.0, skew, n)
+    noise = rng.lognormal(0.0, skew, (n, n))
+    share = np.outer(weight, weight) * (noise + noise.T) / 2
+    np.fill_diagonal(share, 0.0)
+    for _ in range(200):
+        share *= (uplinks / share.sum(axis=1))[:, None]
+        share = (share + share.T) / 2
+    counts = np.floor(share).astype(np.int64)
+    left = uplinks.astype(np.int64) - counts.sum(axis=1)
+    frac = share - counts
+    order = np.dstack(np.unravel_index(np.argsort(-frac, axis=None), frac.shape))[0]
+    for a, b in order:
+        if a < b and left[a] > 0 and left[b] > 0:
+            counts[a, b] += 1
+            counts[b, a] += 1
+            left[a] -= 1
+            left[b] -= 1
+    return Topology(fabric.block_names, counts)
