@@ -221,11 +221,36 @@ def map_topology(
     return _result(fabric, current, circuits)
 
 
-def _orient_domain(ocs_list: Sequence[OcsPorts], pairs: np.ndarray, names: tuple[str, ...], where: str) -> np.ndarray:
+def _orient_domain(
+    ocs_list: Sequence[OcsPorts], pairs: np.ndarray, names: tuple[str, ...], where: str
+) -> np.ndarray:
+    """Orient the domain's pairs; on ``any`` OCSes, then give the free ports the sides
+    the orientation needs (spread round-robin over the domain's ``any`` OCSes)."""
     n = len(names)
+    flex = np.array([sum(o.flexible_count(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
     north = np.array([sum(o.north_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
     south = np.array([sum(o.south_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
-    return orient(pairs, north, south, current_orientation(ocs_list, n), names, where)
+    fixed_north = north - np.array(
+        [sum(len(set(o.north[a]) & o.flexible[a]) for o in ocs_list if o.flexible) for a in range(n)],
+        dtype=np.int64,
+    )
+    fixed_south = north + south - flex - fixed_north
+    directed = orient(pairs, fixed_north + flex, fixed_south + flex, current_orientation(ocs_list, n),
+                      names, where)
+    if flex.any():
+        out = directed.sum(axis=1)
+        for a in np.nonzero(flex)[0].tolist():
+            need = int(np.clip(out[a] - fixed_north[a], 0, flex[a]))
+            any_ocs = [o for o in ocs_list if o.flexible_count(a)]
+            share = dict.fromkeys(range(len(any_ocs)), 0)
+            while need:
+                for i, o in enumerate(any_ocs):
+                    if need and share[i] < o.flexible_count(a):
+                        share[i] += 1
+                        need -= 1
+            for i, o in enumerate(any_ocs):
+                o.set_flexible_north(a, share[i])
+    return directed
 
 
 def _flow_construction(

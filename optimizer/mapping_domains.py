@@ -56,9 +56,38 @@ def split_over_domains(
 
     ``current[d]``: today's pair counts in domain number ``d`` (n x n, symmetric);
     ``capacity[d][a]``: block ``a``'s ports in domain ``d``; ``limit[d]``: the per-pair
-    most circuits domain ``d`` may hold (n x n). Raises InfeasibleError naming a block
-    when no split fits the ports.
+    most circuits domain ``d`` may hold (n x n). Two greedy orders are tried (most
+    constrained pair first; largest pair first) and the split with fewer pairs over
+    their limit, then more circuits kept in place, wins. Raises InfeasibleError naming
+    a block when neither fits the ports.
     """
+    best: DomainSplit | None = None
+    error: InfeasibleError | None = None
+    for most_constrained_first in (True, False):
+        try:
+            split = _split(target, current, capacity, limit, block_names, most_constrained_first)
+        except InfeasibleError as exc:
+            error = exc
+            continue
+        if best is None or _rank(split, current) < _rank(best, current):
+            best = split
+    if best is None:
+        raise error or InfeasibleError("no split of the topology over the failure domains fits the ports")
+    return best
+
+
+def _rank(split: DomainSplit, current: np.ndarray) -> tuple[int, int]:
+    return (len(split.over_limit), -int(np.minimum(split.counts, current).sum()))
+
+
+def _split(
+    target: np.ndarray,
+    current: np.ndarray,
+    capacity: np.ndarray,
+    limit: np.ndarray,
+    block_names: tuple[str, ...],
+    most_constrained_first: bool,
+) -> DomainSplit:
     n_dom, n = capacity.shape
     upper = np.triu(np.ones((n, n), dtype=bool), 1)
     x = np.minimum(np.minimum(current, limit), target[None, :, :])
@@ -77,20 +106,29 @@ def split_over_domains(
             load[d, a] -= 1
             load[d, b] -= 1
             excess -= 1
-    # Too few: add to the domains with the most room at both ends.
-    order = sorted(pairs.tolist(), key=lambda p: -int(target[p[0], p[1]]))
-    for a, b in order:
-        missing = int(target[a, b] - x[:, a, b].sum())
-        while missing > 0:
-            room = np.minimum(capacity[:, a] - load[:, a], capacity[:, b] - load[:, b]).astype(float)
-            room = np.where(x[:, a, b] < limit[:, a, b], room, -np.inf)
-            if np.all(np.isneginf(room)):
-                room = np.minimum(capacity[:, a] - load[:, a], capacity[:, b] - load[:, b]).astype(float)
-            d = int(np.argmax(room))
-            x[d, a, b] += 1
-            load[d, a] += 1
-            load[d, b] += 1
-            missing -= 1
+    # Too few: most constrained pair first (fewest domains with room at both ends and
+    # under the pair limit), into the domain with the most room; today's domains first.
+    missing = np.where(upper, target - x.sum(axis=0), 0)
+    while missing.any():
+        ia, ib = np.nonzero(missing)
+        room = np.minimum(capacity[:, ia] - load[:, ia], capacity[:, ib] - load[:, ib])
+        ok = (room > 0) & (x[:, ia, ib] < limit[:, ia, ib])
+        options = ok.sum(axis=0)
+        options = np.where(options == 0, n_dom + 1, options)
+        if not most_constrained_first:
+            options = np.zeros_like(options)
+        k = int(np.lexsort((-missing[ia, ib], options))[0])
+        a, b = int(ia[k]), int(ib[k])
+        score = np.where(ok[:, k], room[:, k].astype(float), -np.inf)
+        if np.all(np.isneginf(score)):
+            score = np.where(x[:, a, b] < limit[:, a, b], room[:, k].astype(float), -np.inf)
+            if np.all(np.isneginf(score)):
+                score = room[:, k].astype(float)
+        d = int(np.argmax(score))
+        x[d, a, b] += 1
+        load[d, a] += 1
+        load[d, b] += 1
+        missing[a, b] -= 1
 
     over_limit: set[tuple[int, int, int]] = set()
     repairs = 0

@@ -37,6 +37,19 @@ class OcsPorts:
     north: list[list[int]]
     south: list[list[int]]
     current: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
+    flexible: list[set[int]] = field(default_factory=list)
+
+    def flexible_count(self, block: int) -> int:
+        """Ports of ``block`` on an ``any`` OCS whose virtual side may still change."""
+        return len(self.flexible[block]) if self.flexible else 0
+
+    def set_flexible_north(self, block: int, count: int) -> None:
+        """Make ``count`` of the block's flexible ports north and the others south."""
+        flex = sorted(self.flexible[block])
+        fixed_north = [p for p in self.north[block] if p not in self.flexible[block]]
+        fixed_south = [p for p in self.south[block] if p not in self.flexible[block]]
+        self.north[block] = fixed_north + flex[:count]
+        self.south[block] = fixed_south + flex[count:]
 
     def north_budget(self, block: int) -> int:
         return len(self.north[block])
@@ -90,6 +103,8 @@ def build_port_model(fabric: Fabric, current: Sequence[Circuit], source: str = "
             for w in wired:
                 (north if side_of[w.port] is Side.NORTH else south)[block_of[w.port]].append(w.port)
         ports = OcsPorts(ocs.name, oi, ocs.domain, north, south)
+        if ocs.sides is OcsSides.ANY:
+            ports.flexible = [set(north[b]) | set(south[b]) for b in range(n)]
         for c in circuits:
             sa, sb = side_of[c.a], side_of[c.b]
             if sa is Side.NORTH and sb is Side.SOUTH:
@@ -100,6 +115,9 @@ def build_port_model(fabric: Fabric, current: Sequence[Circuit], source: str = "
                 unkeepable.append(c)
                 continue
             ports.current.setdefault((block_of[n_port], block_of[s_port]), []).append((n_port, s_port))
+            if ports.flexible:
+                ports.flexible[block_of[n_port]].discard(n_port)
+                ports.flexible[block_of[s_port]].discard(s_port)
         model.append(ports)
     return PortModel(model, unkeepable)
 
