@@ -196,11 +196,12 @@ def map_topology(
     domain_ports = capacity.sum(axis=1)
     total_ports = int(domain_ports.sum())
     limit = np.stack([pair_domain_limit(wanted, int(p), total_ports) for p in domain_ports])
-    current_by_domain = np.stack([_symmetric(current_orientation(ocs_by_domain[d], n)) for d in domains])
+    current_directed = np.stack([current_orientation(ocs_by_domain[d], n) for d in domains])
+    current_by_domain = current_directed + np.transpose(current_directed, (0, 2, 1))
     if not rebalance:
         unchanged = wanted == current_by_domain.sum(axis=0)
         limit = np.where(unchanged[None, :, :], np.maximum(limit, current_by_domain), limit)
-    split = split_over_domains(wanted, current_by_domain, capacity, limit, names)
+    split = split_over_domains(wanted, current_directed, capacity, limit, names)
     counts_by_ocs: dict[str, np.ndarray] = {}
     for di, d in enumerate(domains):
         ocs_list = ocs_by_domain[d]
@@ -224,14 +225,17 @@ def map_topology(
 def _orient_domain(
     ocs_list: Sequence[OcsPorts], pairs: np.ndarray, names: tuple[str, ...], where: str
 ) -> np.ndarray:
-    """Orient the domain's pairs; on ``any`` OCSes, then give the free ports the sides
-    the orientation needs (spread round-robin over the domain's ``any`` OCSes)."""
+    """Orient the domain's pairs. On ``any`` OCSes with an odd per-block share, the free
+    ports then take the sides the orientation needs (round-robin over those OCSes); with
+    even shares the half-and-half split of :mod:`optimizer.mapping_ports` always works."""
     n = len(names)
-    flex = np.array([sum(o.flexible_count(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
+    odd_any = [o for o in ocs_list if o.flexible and any(
+        (o.north_budget(a) + o.south_budget(a)) % 2 for a in range(n))]
+    flex = np.array([sum(o.flexible_count(a) for o in odd_any) for a in range(n)], dtype=np.int64)
     north = np.array([sum(o.north_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
     south = np.array([sum(o.south_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
     fixed_north = north - np.array(
-        [sum(len(set(o.north[a]) & o.flexible[a]) for o in ocs_list if o.flexible) for a in range(n)],
+        [sum(len(set(o.north[a]) & o.flexible[a]) for o in odd_any) for a in range(n)],
         dtype=np.int64,
     )
     fixed_south = north + south - flex - fixed_north
@@ -241,7 +245,7 @@ def _orient_domain(
         out = directed.sum(axis=1)
         for a in np.nonzero(flex)[0].tolist():
             need = int(np.clip(out[a] - fixed_north[a], 0, flex[a]))
-            any_ocs = [o for o in ocs_list if o.flexible_count(a)]
+            any_ocs = [o for o in odd_any if o.flexible_count(a)]
             share = dict.fromkeys(range(len(any_ocs)), 0)
             while need:
                 for i, o in enumerate(any_ocs):

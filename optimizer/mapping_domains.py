@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optimizer.errors import InfeasibleError
+from optimizer.mapping_ocs import fill_one_part, orient
 
 log = logging.getLogger(__name__)
 
@@ -47,33 +48,91 @@ class DomainSplit:
 
 def split_over_domains(
     target: np.ndarray,
-    current: np.ndarray,
+    current_directed: np.ndarray,
     capacity: np.ndarray,
     limit: np.ndarray,
     block_names: tuple[str, ...],
 ) -> DomainSplit:
     """Split ``target`` (n x n) over domains.
 
-    ``current[d]``: today's pair counts in domain number ``d`` (n x n, symmetric);
+    ``current_directed[d][a][b]``: today's circuits in domain number ``d`` from a north
+    port of ``a`` to a south port of ``b``;
     ``capacity[d][a]``: block ``a``'s ports in domain ``d``; ``limit[d]``: the per-pair
     most circuits domain ``d`` may hold (n x n). Two greedy orders are tried (most
-    constrained pair first; largest pair first) and the split with fewer pairs over
-    their limit, then more circuits kept in place, wins. Raises InfeasibleError naming
-    a block when neither fits the ports.
+    constrained pair first; largest pair first), then, if both leave a pair over its
+    limit or fail, the bipartite construction of :func:`split_by_orientation`, which
+    always fits the ports when domains have proportional ports. The split with fewer
+    pairs over their limit, then more circuits kept in place, wins. Raises
+    InfeasibleError naming a block when none fits the ports.
     """
+    current = current_directed + np.transpose(current_directed, (0, 2, 1))
     best: DomainSplit | None = None
     error: InfeasibleError | None = None
-    for most_constrained_first in (True, False):
+    for strategy in ("most constrained first", "largest first", "bipartite"):
+        if strategy == "bipartite" and best is not None and not best.over_limit:
+            break
         try:
-            split = _split(target, current, capacity, limit, block_names, most_constrained_first)
+            if strategy == "bipartite":
+                split = split_by_orientation(target, current_directed, capacity, limit, block_names)
+            else:
+                split = _split(target, current, capacity, limit, block_names,
+                               strategy == "most constrained first")
         except InfeasibleError as exc:
-            error = exc
+            error = error or exc
             continue
+        log.debug("domain split (%s): %d pairs over their limit", strategy, len(split.over_limit))
         if best is None or _rank(split, current) < _rank(best, current):
             best = split
     if best is None:
         raise error or InfeasibleError("no split of the topology over the failure domains fits the ports")
     return best
+
+
+def split_by_orientation(
+    target: np.ndarray,
+    current_directed: np.ndarray,
+    capacity: np.ndarray,
+    limit: np.ndarray,
+    block_names: tuple[str, ...],
+) -> DomainSplit:
+    """Orient the pairs (north to south) for the whole fabric, then peel off one domain at
+    a time with a bipartite flow: every directed arc gets at most ``ceil(count * share)``
+    in a domain, every block at most half of the domain's ports on each side, and at
+    least what the later domains cannot take. ``count * share`` per arc is a fractional
+    solution, so by total unimodularity an integral one exists. Pairs split both ways can
+    still end one circuit over their pair limit; those are reported.
+    """
+    n_dom, n = capacity.shape
+    half = capacity // 2
+    north = half.copy()
+    south = capacity - half
+    directed = orient(target, north.sum(axis=0), south.sum(axis=0), current_directed.sum(axis=0),
+                      block_names, "the fabric")
+    total_ports = int(capacity.sum())
+    shares = capacity.sum(axis=1)
+    remaining = directed.copy()
+    later_current = current_directed.sum(axis=0)
+    later_north = north.sum(axis=0)
+    later_south = south.sum(axis=0)
+    later_caps = sum(pair_domain_limit(directed, int(p), total_ports) for p in shares)
+    parts: list[np.ndarray] = []
+    for d in range(n_dom):
+        caps = pair_domain_limit(directed, int(shares[d]), total_ports)
+        later_current = later_current - current_directed[d]
+        later_north = later_north - north[d]
+        later_south = later_south - south[d]
+        later_caps = later_caps - caps
+        part = fill_one_part(remaining, current_directed[d], later_current, north[d], south[d],
+                             later_north, later_south, arc_upper=caps,
+                             arc_lower=np.maximum(remaining - later_caps, 0))
+        if part is None:
+            raise InfeasibleError(f"cannot split the circuits over the failure domains (domain number {d})")
+        remaining = remaining - part
+        parts.append(part + part.T)
+    counts = np.stack(parts)
+    upper = np.triu(np.ones((n, n), dtype=bool), 1)
+    over = [(d, int(a), int(b)) for d in range(n_dom) for a, b in np.argwhere(upper & (counts[d] > limit[d]))]
+    return DomainSplit(counts, over)
 
 
 def _rank(split: DomainSplit, current: np.ndarray) -> tuple[int, int]:

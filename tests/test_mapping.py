@@ -161,7 +161,7 @@ def test_mapping_names_a_block_when_odd_any_ocs_cannot_hold_the_topology():
     fabric = _odd_any_fabric()
     target = Topology.from_links(fabric.block_names, [("b0", "b1", 1), ("b0", "b2", 1), ("b0", "b3", 1),
                                                       ("b1", "b2", 2)])
-    with pytest.raises(InfeasibleError, match="block b[0-3]"):
+    with pytest.raises(InfeasibleError, match=r"block b[0-3]"):
         map_topology(fabric, target, ())
 
 
@@ -225,14 +225,14 @@ def test_mapping_rejects_more_circuits_than_ports():
 def test_mapping_rejects_unknown_blocks():
     fabric = load_fabric(CONFIGS / "fabric-4.yaml")
     target = Topology.from_links(("b1", "b2", "b3", "b9"), [("b1", "b9", 1)])
-    with pytest.raises(ConfigError, match="unknown block.*'b9'"):
+    with pytest.raises(ConfigError, match=r"unknown block.*'b9'"):
         map_topology(fabric, target, ())
 
 
 def test_mapping_rejects_a_topology_over_other_blocks():
     fabric = load_fabric(CONFIGS / "fabric-4.yaml")
     target = Topology.from_links(("b1", "b2", "b3"), [("b1", "b2", 1)])
-    with pytest.raises(ConfigError, match="different blocks.*missing 'b4'"):
+    with pytest.raises(ConfigError, match=r"different blocks.*missing 'b4'"):
         map_topology(fabric, target, ())
 
 
