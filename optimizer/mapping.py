@@ -173,8 +173,10 @@ def map_topology(
     Every pair whose circuit count changes is balanced over the domains. A pair whose
     count stays the same keeps its circuits even if today's are unbalanced (so an
     unchanged topology rewires nothing), unless ``rebalance`` is set; the result lists
-    unbalanced pairs in ``balance_violations`` either way. Raises :class:`~optimizer.errors.ConfigError` when the topology is
-    over other blocks than the fabric or a current circuit is invalid, and
+    unbalanced pairs in ``balance_violations`` either way.
+
+    Raises :class:`~optimizer.errors.ConfigError` when the topology is over other blocks
+    than the fabric or a current circuit is invalid, and
     :class:`~optimizer.errors.InfeasibleError` (naming the block) when a block needs more
     circuits than it has ports or the circuits cannot be placed.
     """
@@ -206,7 +208,8 @@ def map_topology(
     for di, d in enumerate(domains):
         ocs_list = ocs_by_domain[d]
         try:
-            per_ocs = recolour(ocs_list, _orient_domain(ocs_list, split.counts[di], names, f"failure domain {d}"))
+            directed = _orient_domain(ocs_list, split.counts[di], names, f"failure domain {d}")
+            per_ocs = recolour(ocs_list, directed)
         except RecolouringStuck as exc:
             log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
             per_ocs = _flow_construction(ocs_list, split.counts[di], names, f"failure domain {d}")

@@ -196,8 +196,9 @@ def _split(
         if overloaded.size == 0:
             break
         d, v = (int(i) for i in overloaded[0])
-        if not _shed_one(x, load, capacity, limit, current, v, d, strict=True):
-            if not _shed_one(x, load, capacity, limit, current, v, d, strict=False):
+        if not _shed_one(x, load, capacity, limit, current, v, d, strict=True) and not _shed_one(
+            x, load, capacity, limit, current, v, d, strict=False
+        ):
                 raise InfeasibleError(
                     f"cannot fit block {block_names[v]}'s circuits into the ports of failure domain "
                     f"number {d} ({int(load[d, v])} circuits, {int(capacity[d, v])} ports)"

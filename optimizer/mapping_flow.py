@@ -11,6 +11,7 @@ parallel columns with rising cost: still a flow, still integral.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,7 +42,7 @@ def concave_segments(total: int, keep_here: int, free_before_penalty: int) -> li
     """
     cuts = sorted({0, total, min(max(keep_here, 0), total), min(max(free_before_penalty, 0), total)})
     out: list[Segment] = []
-    for lo, hi in zip(cuts, cuts[1:], strict=False):
+    for lo, hi in itertools.pairwise(cuts):
         if hi <= lo:
             continue
         t = lo + 1

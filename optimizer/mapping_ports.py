@@ -189,7 +189,7 @@ def _euler_orientation(edges: list[tuple[int, int, int, int]], n: int) -> list[t
                 i = lst[pointer[v]]
                 used[i] = True
                 a, pa, b, pb = ends[i]
-                tail, tail_port, head, head_port = (a, pa, b, pb) if a == v else (b, pb, a, pa)
+                _tail, tail_port, head, head_port = (a, pa, b, pb) if a == v else (b, pb, a, pa)
                 if tail_port >= 0 and head_port >= 0:
                     oriented.append((tail_port, head_port))
                 v = head

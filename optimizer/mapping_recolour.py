@@ -203,7 +203,7 @@ class Recolouring:
                 continue
             forced += 1
             if forced > MAX_FORCED_PLACEMENTS_PER_CIRCUIT * (len(pending) + 1):
-                raise RecolouringStuck(f"no OCS or chain has room for a circuit between block indices {a}, {b}")
+                raise RecolouringStuck(f"no OCS or chain has room for a circuit between blocks #{a} and #{b}")
             hard.extend(self._force(a, b))
         self._drop_leftover_surplus()
         flips = self._improve_by_flips()
@@ -349,7 +349,7 @@ class Recolouring:
                 blocked = int(not self._available(o, NORTH, tail)) + int(not self._available(o, SOUTH, head))
                 options.append((blocked, int(self.rng.integers(1 << 30)), o, tail * self.n + head))
         if not options:
-            raise RecolouringStuck(f"no failure domain has room for another circuit between block indices {a}, {b}")
+            raise RecolouringStuck(f"no domain has room for another circuit between blocks #{a} and #{b}")
         _, _, o, code = min(options)
         tail, head = divmod(code, self.n)
         evicted: list[tuple[int, int]] = []
@@ -448,7 +448,8 @@ class Recolouring:
                 for o2 in targets:
                     if o2 == o:
                         continue
-                    if self.dom[o2] != self.dom[o] and self.in_domain[self.dom[o2]][pair] >= self.limit[self.dom[o2]][pair]:
+                    d2 = self.dom[o2]
+                    if d2 != self.dom[o] and self.in_domain[d2][pair] >= self.limit[d2][pair]:
                         continue
                     step = max(0.0, 1.0 if e.home == o else (-1.0 if e.home == o2 else 0.0)) + STEP_PENALTY
                     moves = (link, ("move", eid, o2))
@@ -461,7 +462,7 @@ class Recolouring:
 
     def _check_chain(self, origin: tuple[int, int, int, int], link: tuple) -> _Plan | None:
         """Turn a found chain into a plan, checking ports and pair limits on the real counts."""
-        alpha, tail, head, blocked = origin
+        alpha, tail, head, _blocked = origin
         steps: list[tuple[int, int]] = []
         node = link[1]
         while node is not None:
@@ -617,7 +618,8 @@ class Recolouring:
             if e is not None:
                 out[e.ocs][e.tail, e.head] += 1
         for o in range(self.n_ocs):
-            if (out[o].sum(axis=1) > self.cap[o, NORTH]).any() or (out[o].sum(axis=0) > self.cap[o, SOUTH]).any():
+            over_north = (out[o].sum(axis=1) > self.cap[o, NORTH]).any()
+            if over_north or (out[o].sum(axis=0) > self.cap[o, SOUTH]).any():
                 raise RecolouringStuck("internal error: recolouring overfilled an OCS")
         return out
 

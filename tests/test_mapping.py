@@ -69,7 +69,8 @@ def test_mapping_from_nothing_adds_every_circuit():
 def test_mapping_skewed_topology_is_valid_and_balanced():
     fabric = load_fabric(CONFIGS / "fabric-hybrid-8.yaml")
     mesh = uniform_mesh(fabric)
-    target = perturb(random_topology(fabric, np.random.default_rng(7), fill=0.9), 30, np.random.default_rng(7))
+    rng = np.random.default_rng(7)
+    target = perturb(random_topology(fabric, rng, fill=0.9), 30, rng)
     result = map_topology(fabric, target, mesh, rebalance=True)
     assert_valid(fabric, result, target)
     assert_accounting(result, mesh)
@@ -257,7 +258,9 @@ def test_mapping_accepts_blocks_in_another_order():
 # -- the change count on realistic cases ---------------------------------------------------
 
 
-@pytest.mark.parametrize(("blocks", "uplinks", "ocs", "ports", "domains"), [(8, 64, 4, 136, 2), (8, 64, 8, 72, 4)])
+@pytest.mark.parametrize(
+    ("blocks", "uplinks", "ocs", "ports", "domains"), [(8, 64, 4, 136, 2), (8, 64, 8, 72, 4)]
+)
 def test_mapping_changes_stay_near_the_lower_bound(blocks, uplinks, ocs, ports, domains):
     fabric = generate_fabric(blocks, uplinks, ocs, ports, domains=domains)
     mesh = uniform_mesh(fabric)

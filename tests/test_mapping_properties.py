@@ -51,7 +51,8 @@ def _current(fabric, kind: str, rng: np.random.Generator):
 
 
 def _odd_any_shares(fabric) -> bool:
-    return any(o.sides is OcsSides.ANY for o in fabric.ocs) and fabric.blocks[0].uplinks // len(fabric.ocs) % 2
+    share = fabric.blocks[0].uplinks // len(fabric.ocs)
+    return any(o.sides is OcsSides.ANY for o in fabric.ocs) and share % 2 == 1
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
