@@ -134,9 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         row = json.loads(child.stdout)
         rows.append(row)
         for s in row["steps"]:
-            log.info("%3d blocks  %-18s %6.2f s  %5d MB  removed %5d  LB %5d  ratio %.3f  unbalanced %d  valid %s",
-                     size, s["step"], s["seconds"], row["peak_mb"], s["removed"], s["lower_bound"],
-                     s["ratio"], s["unbalanced_pairs"], s["valid"])
+            log.info("%3d blocks  %-18s %6.2f s  %5d MB  removed %5d  LB %5d  ratio %.3f  "
+                     "unbalanced %d  valid %s", size, s["step"], s["seconds"], row["peak_mb"], s["removed"],
+                     s["lower_bound"], s["ratio"], s["unbalanced_pairs"], s["valid"])
     args.out.write_text(render(rows, machine()), encoding="utf-8")
     log.info("wrote %s", args.out)
     return 0

@@ -125,10 +125,24 @@ def _reorder(top: Topology, blocks: Sequence[str]) -> np.ndarray:
 
 def domain_pair_counts(fabric: Fabric, circuits: Sequence[Circuit]) -> dict[int, Topology]:
     """Per failure domain, the topology formed by the circuits on its OCSes."""
-    by_domain: dict[int, list[Circuit]] = {d: [] for d in fabric.domains}
+    return {d: Topology(fabric.block_names, m) for d, m in _pair_matrices(fabric, circuits).items()}
+
+
+def _pair_matrices(fabric: Fabric, circuits: Sequence[Circuit]) -> dict[int, np.ndarray]:
+    """Per domain, the symmetric pair-count matrix of the circuits (fast path)."""
+    n = fabric.n_blocks
+    block_of = {(w.ocs, w.port): fabric.block_index(w.block) for w in fabric.wiring}
+    domain_of = {o.name: o.domain for o in fabric.ocs}
+    out = {d: np.zeros((n, n), dtype=np.int64) for d in fabric.domains}
     for c in circuits:
-        by_domain[fabric.ocs_named(c.ocs).domain].append(c)
-    return {d: Topology.from_circuits(fabric, cs) for d, cs in by_domain.items()}
+        try:
+            a, b = block_of[(c.ocs, c.a)], block_of[(c.ocs, c.b)]
+        except KeyError:
+            raise ValueError(f"circuit {c} uses an uncabled port") from None
+        m = out[domain_of[c.ocs]]
+        m[a, b] += 1
+        m[b, a] += 1
+    return out
 
 
 def domain_balance_violations(
@@ -219,8 +233,8 @@ def map_topology(
     circuits: list[Circuit] = []
     for o, counts in zip(model.ocs, per_ocs, strict=True):
         circuits.extend(assign_ports(o, counts))
-    realised = Topology.from_circuits(fabric, circuits)
-    if not np.array_equal(np.asarray(realised.counts), wanted):
+    realised = sum(_pair_matrices(fabric, circuits).values())
+    if not np.array_equal(realised, wanted):
         raise SolverError("internal error: the mapped circuits do not realise the target topology")
     return _result(fabric, current, circuits)
 
@@ -290,9 +304,9 @@ def _result(fabric: Fabric, current: Sequence[Circuit], circuits: list[Circuit])
     kept = new_set & old_set
     removed = tuple(sorted(old_set - new_set))
     added = tuple(sorted(new_set - old_set))
-    old_top = Topology.from_circuits(fabric, current)
-    new_top = Topology.from_circuits(fabric, circuits)
+    old_top = Topology(fabric.block_names, sum(_pair_matrices(fabric, current).values()))
     per_domain = domain_pair_counts(fabric, circuits)
+    new_top = Topology(fabric.block_names, sum(np.asarray(t.counts) for t in per_domain.values()))
     result = MappingResult(
         circuits=tuple(sorted(circuits)),
         kept=len(kept),

@@ -169,25 +169,28 @@ def _split(
     # under the pair limit), into the domain with the most room; today's domains first.
     missing = np.where(upper, target - x.sum(axis=0), 0)
     while missing.any():
+        # One unit per pair per round, in the order of the round's start; each pair's own
+        # options are checked again when its turn comes.
         ia, ib = np.nonzero(missing)
         room = np.minimum(capacity[:, ia] - load[:, ia], capacity[:, ib] - load[:, ib])
-        ok = (room > 0) & (x[:, ia, ib] < limit[:, ia, ib])
-        options = ok.sum(axis=0)
+        options = ((room > 0) & (x[:, ia, ib] < limit[:, ia, ib])).sum(axis=0)
         options = np.where(options == 0, n_dom + 1, options)
         if not most_constrained_first:
             options = np.zeros_like(options)
-        k = int(np.lexsort((-missing[ia, ib], options))[0])
-        a, b = int(ia[k]), int(ib[k])
-        score = np.where(ok[:, k], room[:, k].astype(float), -np.inf)
-        if np.all(np.isneginf(score)):
-            score = np.where(x[:, a, b] < limit[:, a, b], room[:, k].astype(float), -np.inf)
+        for k in np.lexsort((-missing[ia, ib], options)).tolist():
+            a, b = int(ia[k]), int(ib[k])
+            room_k = np.minimum(capacity[:, a] - load[:, a], capacity[:, b] - load[:, b]).astype(float)
+            under = x[:, a, b] < limit[:, a, b]
+            score = np.where(under & (room_k > 0), room_k, -np.inf)
             if np.all(np.isneginf(score)):
-                score = room[:, k].astype(float)
-        d = int(np.argmax(score))
-        x[d, a, b] += 1
-        load[d, a] += 1
-        load[d, b] += 1
-        missing[a, b] -= 1
+                score = np.where(under, room_k, -np.inf)
+                if np.all(np.isneginf(score)):
+                    score = room_k
+            d = int(np.argmax(score))
+            x[d, a, b] += 1
+            load[d, a] += 1
+            load[d, b] += 1
+            missing[a, b] -= 1
 
     over_limit: set[tuple[int, int, int]] = set()
     repairs = 0

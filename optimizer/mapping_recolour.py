@@ -49,7 +49,7 @@ CHAIN_CANDIDATES = 24
 MAX_EXPANSIONS = 20000
 MAX_FORCED_PLACEMENTS_PER_CIRCUIT = 4
 SWAP_PASSES = 3
-FLIP_PASSES = 4
+FLIP_PASSES = 1
 DROP_PENALTY = 0.01
 STEP_PENALTY = 0.001
 
@@ -110,6 +110,11 @@ class Recolouring:
         ]
         self.by_pair: dict[tuple[int, int], set[int]] = {}
         self.in_domain = np.zeros_like(domain_limit)
+        self.dom_array = np.asarray(self.dom, dtype=np.int64)
+        # Per port group, the circuits whose arc has surplus (could be dropped), kept up
+        # to date arc by arc so that "is there a free or droppable port" is one lookup.
+        self.surplus_groups = np.zeros_like(self.cap)
+        self._arc_contribution: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
         for i, o in enumerate(ocs_list):
             for (a, b), circuits in o.current.items():
                 for _ in circuits:
@@ -121,7 +126,26 @@ class Recolouring:
         self.edges.append(_Edge(a, b, ocs, home))
         self._place(eid, a, b, ocs, +1)
         self.by_pair.setdefault(_pair(a, b), set()).add(eid)
+        self._refresh_arc((a, b))
         return eid
+
+    def _refresh_arc(self, arc: tuple[int, int]) -> None:
+        for o, t, h in self._arc_contribution.pop(arc, ()):
+            self.surplus_groups[o, NORTH, t] -= 1
+            self.surplus_groups[o, SOUTH, h] -= 1
+        if self._surplus(arc) > 0:
+            groups = []
+            for eid in self.by_pair[arc]:
+                e = self._edge(eid)
+                self.surplus_groups[e.ocs, NORTH, e.tail] += 1
+                self.surplus_groups[e.ocs, SOUTH, e.head] += 1
+                groups.append((e.ocs, e.tail, e.head))
+            self._arc_contribution[arc] = groups
+
+    def _avail_mask(self, side: int, block: int) -> np.ndarray:
+        """Per OCS: has ``block`` a free or droppable port on ``side``?"""
+        free = self.cap[:, side, block] > self.used[:, side, block]
+        return free | (self.surplus_groups[:, side, block] > 0)
 
     def _place(self, eid: int, a: int, b: int, ocs: int, sign: int) -> None:
         if sign > 0:
@@ -140,12 +164,15 @@ class Recolouring:
         self._place(eid, e.tail, e.head, e.ocs, -1)
         self.by_pair[_pair(e.tail, e.head)].discard(eid)
         self.edges[eid] = None
+        self._arc_contribution.setdefault((e.tail, e.head), [])
+        self._refresh_arc((e.tail, e.head))
 
     def _move(self, eid: int, to: int) -> None:
         e = self._edge(eid)
         self._place(eid, e.tail, e.head, e.ocs, -1)
         e.ocs = to
         self._place(eid, e.tail, e.head, to, +1)
+        self._refresh_arc((e.tail, e.head))
 
     def _edge(self, eid: int) -> _Edge:
         e = self.edges[eid]
@@ -313,21 +340,18 @@ class Recolouring:
     def _insert(self, a: int, b: int, allow_chain: bool, max_drops: int = 2) -> bool:
         best: _Plan | None = None
         half_open: list[tuple[int, int, int, int]] = []  # (ocs, tail, head, blocked side)
-        for o in range(self.n_ocs):
-            if self.in_domain[self.dom[o], a, b] >= self.limit[self.dom[o], a, b]:
+        room = self.in_domain[self.dom_array, a, b] < self.limit[self.dom_array, a, b]
+        north_ok = self._avail_mask(NORTH, a)
+        south_ok = self._avail_mask(SOUTH, b)
+        for o in np.nonzero(room & north_ok & south_ok)[0].tolist():
+            plan = self._direct_plan(o, a, b)
+            if plan is None or len(plan.drops) > max_drops:
                 continue
-            for tail, head in ((a, b),):
-                plan = self._direct_plan(o, tail, head)
-                if plan is not None and len(plan.drops) > max_drops:
-                    continue
-                if plan is None:
-                    if allow_chain:
-                        blocked = self._one_blocked_side(o, tail, head)
-                        if blocked is not None:
-                            half_open.append((o, tail, head, blocked))
-                    continue
-                if best is None or plan.cost < best.cost:
-                    best = plan
+            if best is None or plan.cost < best.cost:
+                best = plan
+        if best is None and allow_chain:
+            for o in np.nonzero(room & (north_ok ^ south_ok))[0].tolist():
+                half_open.append((o, a, b, SOUTH if north_ok[o] else NORTH))
         if best is None and allow_chain:
             best = self._best_chain(half_open)
         if best is None:
@@ -383,7 +407,8 @@ class Recolouring:
         return _Plan(sum(self._drop_cost(d) for d in drops), o, tail, head, [], drops)
 
     def _available(self, o: int, side: int, block: int) -> bool:
-        return self._free(o, side, block) > 0 or self._droppable(o, side, block, set(), {}) is not None
+        free = self.cap[o, side, block] > self.used[o, side, block]
+        return bool(free or self.surplus_groups[o, side, block] > 0)
 
     def _one_blocked_side(self, o: int, tail: int, head: int) -> int | None:
         north_ok = self._available(o, NORTH, tail)
@@ -437,7 +462,7 @@ class Recolouring:
             other = SOUTH if side == NORTH else NORTH
             key = (side, v)
             if key not in room_cache:
-                room_cache[key] = [x for x in range(self.n_ocs) if self._available(x, side, v)]
+                room_cache[key] = np.nonzero(self._avail_mask(side, v))[0].tolist()
             targets = list(room_cache[key])
             if came_from >= 0 and came_from not in targets:
                 targets.append(came_from)
@@ -546,34 +571,46 @@ class Recolouring:
         return flips
 
     def _flip_pair(self, alpha: int, beta: int) -> int:
-        """Flip every improving alternating component of the circuits on alpha and beta."""
-        partner: dict[tuple[int, int], int] = {}  # (edge, side) -> edge of the other colour
-        open_end: dict[tuple[int, int], tuple[int, int]] = {}  # (edge, side) -> (side, block)
-        members: set[int] = set()
-        for side in (NORTH, SOUTH):
-            for v in range(self.n):
-                on_a = sorted(self.at[alpha][side][v])
-                on_b = sorted(self.at[beta][side][v])
-                members.update(on_a)
-                members.update(on_b)
-                for x, y in zip(on_a, on_b, strict=False):
-                    partner[(x, side)] = y
-                    partner[(y, side)] = x
-                for extra in on_a[len(on_b):] + on_b[len(on_a):]:
-                    open_end[(extra, side)] = (side, v)
+        """Flip every improving alternating component of the circuits on alpha and beta.
+
+        At each port group the circuits on alpha and on beta are paired in a fixed order;
+        a component follows these pairings. Only components holding a circuit whose home
+        is alpha or beta can gain, so the walk starts from those.
+        """
+        cache: dict[tuple[int, int, int], list[int]] = {}
+
+        def group(o: int, side: int, v: int) -> list[int]:
+            key = (o, side, v)
+            if key not in cache:
+                cache[key] = sorted(self.at[o][side][v])
+            return cache[key]
+
+        def partner(eid: int, side: int) -> tuple[int | None, tuple[int, int] | None]:
+            e = self._edge(eid)
+            v = e.tail if side == NORTH else e.head
+            mine, other = (alpha, beta) if e.ocs == alpha else (beta, alpha)
+            index = group(mine, side, v).index(eid)
+            theirs = group(other, side, v)
+            return (theirs[index], None) if index < len(theirs) else (None, (side, v))
+
+        starts = [eid for o in (alpha, beta) for v in range(self.n) for eid in self.at[o][NORTH][v]
+                  if self._edge(eid).home in (alpha, beta) and self._edge(eid).home != o]
         seen: set[int] = set()
         flipped = 0
-        for start in sorted(members):
+        for start in starts:
             if start in seen:
                 continue
             component = [start]
+            open_end: dict[tuple[int, int], tuple[int, int]] = {}
             seen.add(start)
             stack = [start]
             while stack:
                 eid = stack.pop()
                 for side in (NORTH, SOUTH):
-                    other = partner.get((eid, side))
-                    if other is not None and other not in seen:
+                    other, end = partner(eid, side)
+                    if other is None:
+                        open_end[(eid, side)] = end  # type: ignore[assignment]
+                    elif other not in seen:
                         seen.add(other)
                         component.append(other)
                         stack.append(other)
@@ -587,6 +624,7 @@ class Recolouring:
             for eid in component:
                 e = self._edge(eid)
                 self._move(eid, beta if e.ocs == alpha else alpha)
+            cache.clear()
             flipped += 1
         return flipped
 
