@@ -29,7 +29,7 @@ Modules: :mod:`optimizer.mapping_ports` (port groups, ``any`` OCSes),
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -41,7 +41,7 @@ from optimizer.fabric import Fabric
 from optimizer.mapping_domains import pair_domain_limit, split_over_domains
 from optimizer.mapping_ocs import assign_ports, current_orientation, orient, split_over_ocs
 from optimizer.mapping_ports import OcsPorts, PortModel, build_port_model, require_same_blocks
-from optimizer.mapping_recolour import RecolouringStuck, recolour
+from optimizer.mapping_recolour import RecolouringStuck, recolour, recolour_pairs
 from optimizer.topology import Circuit, Topology
 
 log = logging.getLogger(__name__)
@@ -221,9 +221,13 @@ def map_topology(
     counts_by_ocs: dict[str, np.ndarray] = {}
     for di, d in enumerate(domains):
         ocs_list = ocs_by_domain[d]
+        where = f"failure domain {d}"
         try:
-            directed = _orient_domain(ocs_list, split.counts[di], names, f"failure domain {d}")
-            per_ocs = recolour(ocs_list, directed)
+            if any(o.flexible for o in ocs_list):
+                per_ocs = recolour(ocs_list, _orient_domain(ocs_list, split.counts[di], names, where))
+            else:
+                per_ocs = recolour_pairs(ocs_list, split.counts[di], _orienter(ocs_list, split.counts[di],
+                                                                                 names, where))
         except RecolouringStuck as exc:
             log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
             per_ocs = _flow_construction(ocs_list, split.counts[di], names, f"failure domain {d}")
@@ -237,6 +241,16 @@ def map_topology(
     if not np.array_equal(realised, wanted):
         raise SolverError("internal error: the mapped circuits do not realise the target topology")
     return _result(fabric, current, circuits)
+
+
+def _orienter(
+    ocs_list: Sequence[OcsPorts], pairs: np.ndarray, names: tuple[str, ...], where: str
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Orientation of the domain's pairs that agrees most with given directed counts."""
+    n = len(names)
+    north = np.array([sum(o.north_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
+    south = np.array([sum(o.south_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
+    return lambda current: orient(pairs, north, south, current, names, where)
 
 
 def _orient_domain(

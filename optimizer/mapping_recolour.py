@@ -1,30 +1,34 @@
-"""Moving today's circuits to the target with few changes: Kempe-chain recolouring.
+"""Moving today's circuits to the target with few changes: exchanges, then Kempe chains.
 
 Think of every circuit as an edge from the north copy of one block to the south copy of
 another, coloured by the OCS it is on. An OCS holds, per block, at most as many out-edges
-as the block has north ports there and as many in-edges as it has south ports. Today's
-circuits are a valid colouring. The target differs from them by *surplus* circuits
-(pairs that shrink) and *deficit* circuits (pairs that grow); the lower bound on changes
-is the total surplus.
+as the block has north ports there and as many in-edges as it has south ports; ports of
+one block and side on one OCS are interchangeable. Today's circuits are a valid
+colouring. The target differs from them by *surplus* circuits (pairs that shrink) and
+*deficit* circuits (pairs that grow); the lower bound on changes is the total surplus.
+Inside one failure domain (the caller splits the pairs over the domains first):
 
-1. Circuits that sit in a failure domain holding more of their pair than
-   :func:`~optimizer.mapping_domains.pair_domain_limit` allows are dropped there (from
-   the surplus when the pair shrinks anyway).
-2. Each deficit circuit a-b is inserted, in either orientation, on an OCS whose domain
-   has room for the pair and where both ends have a free port or a port held by a surplus
-   circuit (which is then dropped: it had to go anyway). Such an insertion costs nothing
-   beyond the lower bound.
-3. When no OCS has both ends available, a Kempe chain makes room: the blocking circuit at
-   one end moves to an OCS beta where that end is free, the circuit it collides with there
-   moves back, and so on until a free or droppable port ends the chain. Of the chains
-   tried, the one moving the fewest of today's circuits away from their OCS wins.
-4. The surplus circuits left over are dropped, circuits already moved first.
+1. **Exchange plan** (pairs still unoriented). An LP chooses, per OCS, surplus circuits
+   to drop and deficit circuits (either orientation) to add so that every OCS keeps every
+   block within its ports on each side: such exchanges cost nothing beyond the lower
+   bound. It is solved on batches of ``EXCHANGE_BATCH`` OCSes (interior point) and
+   rounded greedily, largest values first, each addition checked on the real counts.
+2. **Swap cycles**: per OCS, an assignment problem (tails of droppable circuits and free
+   north ports x heads and free south ports) finds further exchanges.
+3. The remaining pairs are **oriented** (min-cost flow agreeing with what is in place).
+4. Each remaining deficit circuit is inserted where both ends have a free or droppable
+   port (free ports first), else along the cheapest **Kempe chain** (Dijkstra over
+   overflowing port groups: the blocking circuit moves to an OCS where its end has room,
+   the one it collides with there moves on, ...), counting the circuits moved away from
+   their OCS. If no chain exists the circuits in the way are taken out and re-inserted.
+5. Surplus circuits left over are dropped (moved ones first), and a local search swaps
+   OCSes alpha/beta on alternating components that bring more circuits home (Kempe
+   interchanges).
 
-Every step keeps every OCS within its ports and every domain within its pair limits, so
-the result is always valid. Each insertion is polynomial: a scan of the OCSes and at most
-``CHAIN_CANDIDATES^2`` chains of at most ``2 * blocks * ports-per-side`` steps. When no
-chain exists (very tight fabrics) :class:`RecolouringStuck` is raised and the caller
-falls back to the flow-based construction.
+Every step keeps every OCS within its ports, so the result is always valid. Everything is
+polynomial: LPs, assignment problems, and shortest-path searches over
+``OCSes x 2 x blocks`` port groups. :class:`RecolouringStuck` asks the caller to fall
+back to the flow-based construction.
 """
 
 from __future__ import annotations
@@ -32,11 +36,12 @@ from __future__ import annotations
 import heapq
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
+import scipy.sparse as sp
+from scipy.optimize import linear_sum_assignment, linprog
 
 from optimizer.errors import InfeasibleError
 from optimizer.mapping_ports import OcsPorts
@@ -45,10 +50,14 @@ log = logging.getLogger(__name__)
 
 NORTH, SOUTH = 0, 1
 NOT_HOME = -1
-CHAIN_CANDIDATES = 24
 MAX_EXPANSIONS = 20000
 MAX_FORCED_PLACEMENTS_PER_CIRCUIT = 4
 SWAP_PASSES = 3
+EXCHANGE_ROUNDS = 2
+USE_EXCHANGE_LP = True
+EXCHANGE_LP_METHOD = "highs-ipm"
+EXCHANGE_OCS_PER_ARC = 16
+EXCHANGE_BATCH = 32
 FLIP_PASSES = 1
 DROP_PENALTY = 0.01
 STEP_PENALTY = 0.001
@@ -98,6 +107,8 @@ class Recolouring:
         self.limit = domain_limit  # (domains, n, n)
         self.dom = list(domain_index)  # OCS position -> domain position
         self.rng = rng
+        self.directed = True
+        self.orient_rest: Callable[[np.ndarray], np.ndarray] | None = None
         self.cap = np.zeros((self.n_ocs, 2, self.n), dtype=np.int64)
         for i, o in enumerate(ocs_list):
             for b in range(self.n):
@@ -121,11 +132,35 @@ class Recolouring:
                     self._add(a, b, i, home=i)
 
     # -- bookkeeping ------------------------------------------------------------------------
+    def _key(self, a: int, b: int) -> tuple[int, int]:
+        """The demand a circuit counts towards: its arc, or (undirected mode) its pair."""
+        return (a, b) if self.directed or a < b else (b, a)
+
+    def directed_counts(self) -> np.ndarray:
+        counts = np.zeros((self.n, self.n), dtype=np.int64)
+        for e in self.edges:
+            if e is not None:
+                counts[e.tail, e.head] += 1
+        return counts
+
+    def _switch_to_directed(self, target: np.ndarray) -> None:
+        """From pair demand to arc demand (once the orientation is chosen)."""
+        self.directed = True
+        self.target = target
+        self.by_pair = {}
+        for eid, e in enumerate(self.edges):
+            if e is not None:
+                self.by_pair.setdefault((e.tail, e.head), set()).add(eid)
+        self.surplus_groups[...] = 0
+        self._arc_contribution = {}
+        for key in list(self.by_pair):
+            self._refresh_arc(key)
+
     def _add(self, a: int, b: int, ocs: int, home: int) -> int:
         eid = len(self.edges)
         self.edges.append(_Edge(a, b, ocs, home))
         self._place(eid, a, b, ocs, +1)
-        self.by_pair.setdefault(_pair(a, b), set()).add(eid)
+        self.by_pair.setdefault(self._key(a, b), set()).add(eid)
         self._refresh_arc((a, b))
         return eid
 
@@ -162,7 +197,7 @@ class Recolouring:
     def _drop(self, eid: int) -> None:
         e = self._edge(eid)
         self._place(eid, e.tail, e.head, e.ocs, -1)
-        self.by_pair[_pair(e.tail, e.head)].discard(eid)
+        self.by_pair[self._key(e.tail, e.head)].discard(eid)
         self.edges[eid] = None
         self._arc_contribution.setdefault((e.tail, e.head), [])
         self._refresh_arc((e.tail, e.head))
@@ -186,20 +221,25 @@ class Recolouring:
     def _free(self, ocs: int, side: int, block: int) -> int:
         return int(self.cap[ocs, side, block] - self.used[ocs, side, block])
 
-    def _droppable(self, ocs: int, side: int, block: int, taken: set[int], spent: dict) -> int | None:
-        """A circuit in this port group whose pair still has surplus (moved ones first)."""
+    def _droppable(
+        self, ocs: int, side: int, block: int, taken: set[int], spent: dict, prefer: dict | None = None
+    ) -> int | None:
+        """A circuit in this port group whose pair still has surplus (moved ones first,
+        then those the exchange plan drops most)."""
         best: int | None = None
+        best_score = -1.0
         for eid in self.at[ocs][side][block]:
             if eid in taken:
                 continue
             e = self._edge(eid)
-            pair = _pair(e.tail, e.head)
+            pair = self._key(e.tail, e.head)
             if self._surplus(pair) - spent.get(pair, 0) <= 0:
                 continue
             if e.ocs != e.home:
                 return eid
-            if best is None:
-                best = eid
+            score = prefer.get((ocs, pair), 0.0) if prefer else 0.0
+            if best is None or score > best_score:
+                best, best_score = eid, score
         return best
 
     def _drop_cost(self, eid: int) -> float:
@@ -213,6 +253,27 @@ class Recolouring:
         iu, ju = np.nonzero(self.target)
         for a, b in zip(iu.tolist(), ju.tolist(), strict=True):
             pending.extend([(a, b)] * max(-self._surplus((a, b)), 0))
+        planned = 0
+        for _ in range(EXCHANGE_ROUNDS if USE_EXCHANGE_LP else 0):
+            placed = 0
+            order = self.rng.permutation(self.n_ocs)
+            for start in range(0, self.n_ocs, EXCHANGE_BATCH):
+                subset = np.zeros(self.n_ocs, dtype=bool)
+                subset[order[start:start + EXCHANGE_BATCH]] = True
+                placed += self._place_by_exchange_plan(subset)
+            planned += placed
+            if not placed:
+                break
+        for _ in range(SWAP_PASSES):
+            placed = self._pack_swap_cycles()
+            planned += placed
+            if not placed:
+                break
+        if not self.directed:
+            if self.orient_rest is None:
+                raise RecolouringStuck("internal error: undirected recolouring without an orientation")
+            self._switch_to_directed(self.orient_rest(self.directed_counts()))
+            iu, ju = np.nonzero(self.target)
         for _ in range(SWAP_PASSES):
             if not self._pack_swap_cycles():
                 break
@@ -234,9 +295,122 @@ class Recolouring:
             hard.extend(self._force(a, b))
         self._drop_leftover_surplus()
         flips = self._improve_by_flips()
-        log.debug("recolouring: %d insertions, %d needed a chain, %d forced, %d improving flips",
-                  len(pending), chains, forced, flips)
+        log.debug("recolouring: %d planned exchanges, then %d insertions, %d needed a chain, %d forced, "
+                  "%d improving flips", planned, len(pending), chains, forced, flips)
         return self._counts()
+
+    def _place_by_exchange_plan(self, subset: np.ndarray | None = None) -> int:
+        """Place deficit circuits where an LP says surplus circuits can make room for them.
+
+        The LP relaxation of "which surplus circuits to drop on which OCS, and which
+        deficit circuits to add there, so that every OCS keeps every block within its
+        ports": ``r[o, arc]`` drops (at most today's circuits of a shrinking arc on ``o``),
+        ``a[o, arc]`` additions (only where both ends have a free or droppable port),
+        per OCS and block ``sum a - sum r <= free ports`` on each side, and per arc at
+        most its surplus / deficit; maximise the additions. Its solution is not always
+        integral (a circuit uses two port groups and an arc budget); the additions with
+        the largest values are then made one by one, each checked on the real counts,
+        dropping the planned surplus circuits first. Returns how many were placed.
+        """
+        drop_count: dict[tuple[int, tuple[int, int]], int] = {}
+        for key, eids in self.by_pair.items():
+            if self._surplus(key) <= 0:
+                continue
+            for eid in eids:
+                e = self._edge(eid)
+                if subset is not None and not subset[e.ocs]:
+                    continue
+                col = (e.ocs, (e.tail, e.head))
+                drop_count[col] = drop_count.get(col, 0) + 1
+        drop_cols = list(drop_count)
+        deficit_arcs = [(int(a), int(b)) for a, b in zip(*np.nonzero(self.target), strict=True)
+                        if (self.directed or a < b) and self._surplus((int(a), int(b))) < 0]
+        add_cols: list[tuple[int, tuple[int, int]]] = []
+        for a, b in deficit_arcs:
+            for t, h in ((a, b),) if self.directed else ((a, b), (b, a)):
+                both = self._avail_mask(NORTH, t) & self._avail_mask(SOUTH, h)
+                room = self.in_domain[self.dom_array, t, h] < self.limit[self.dom_array, t, h]
+                mask = both & room
+                if subset is not None:
+                    mask &= subset
+                options = np.nonzero(mask)[0]
+                if options.size > EXCHANGE_OCS_PER_ARC:
+                    options = self.rng.choice(options, EXCHANGE_OCS_PER_ARC, replace=False)
+                add_cols.extend((int(o), (t, h)) for o in options)
+        if not add_cols:
+            return 0
+        group_row = {}  # (o, side, v) -> row
+        arc_row = {}
+        ri: list[int] = []
+        ci: list[int] = []
+        val: list[float] = []
+        upper: list[float] = []
+        cost: list[float] = []
+
+        def row_of(key: tuple[int, int, int]) -> int:
+            if key not in group_row:
+                group_row[key] = len(group_row)
+            return group_row[key]
+
+        for j, (o, (a, b)) in enumerate(add_cols):
+            for key in ((o, NORTH, a), (o, SOUTH, b)):
+                ri.append(row_of(key))
+                ci.append(j)
+                val.append(1.0)
+            upper.append(float(-self._surplus(self._key(a, b))))
+            cost.append(-1.0)
+        for jj, (o, arc) in enumerate(drop_cols):
+            j = len(add_cols) + jj
+            for key in ((o, NORTH, arc[0]), (o, SOUTH, arc[1])):
+                ri.append(row_of(key))
+                ci.append(j)
+                val.append(-1.0)
+            upper.append(float(drop_count[(o, arc)]))
+            cost.append(1e-3)
+        n_groups = len(group_row)
+        for j, (_, arc) in enumerate(add_cols + drop_cols):
+            key = self._key(*arc)
+            if key not in arc_row:
+                arc_row[key] = n_groups + len(arc_row)
+            ri.append(arc_row[key])
+            ci.append(j)
+            val.append(1.0)
+        rows = sp.csr_matrix((val, (ri, ci)), shape=(n_groups + len(arc_row), len(cost)))
+        bound = np.zeros(rows.shape[0])
+        for (o, side, v), r in group_row.items():
+            bound[r] = self._free(o, side, v)
+        for arc, r in arc_row.items():
+            bound[r] = abs(self._surplus(arc))
+        result = linprog(np.asarray(cost), A_ub=rows, b_ub=bound,
+                         bounds=np.column_stack([np.zeros(len(upper)), upper]), method=EXCHANGE_LP_METHOD,
+                         options={"ipm_optimality_tolerance": 1e-4})
+        if result.status != 0 or result.x is None:
+            return 0
+        values = result.x[: len(add_cols)]
+        log.debug("exchange LP: %.2f of %d deficit circuits placeable", values.sum(),
+                  sum(-self._surplus(a) for a in deficit_arcs))
+        drop_value: dict[tuple[int, tuple[int, int]], float] = {}
+        for i, (o, arc) in enumerate(drop_cols):
+            key = (o, self._key(*arc))
+            drop_value[key] = drop_value.get(key, 0.0) + float(result.x[len(add_cols) + i])
+        placed = 0
+        for j in np.argsort(-values).tolist():
+            if values[j] < 0.5:
+                break
+            o, (a, b) = add_cols[j]
+            for _ in range(round(values[j])):
+                if self._surplus(self._key(a, b)) >= 0:
+                    break
+                if self.in_domain[self.dom[o], a, b] >= self.limit[self.dom[o], a, b]:
+                    break
+                plan = self._direct_plan(o, a, b, prefer=drop_value)
+                if plan is None:
+                    break
+                for d in plan.drops:
+                    self._drop(d)
+                self._add(a, b, o, NOT_HOME)
+                placed += 1
+        return placed
 
     def _pack_swap_cycles(self) -> int:
         """On each OCS, replace surplus circuits by deficit ones along closed cycles.
@@ -258,7 +432,7 @@ class Recolouring:
         droppable: list[int] = []
         for eid in sorted(set().union(*self.at[o][NORTH])):
             e = self._edge(eid)
-            arc = (e.tail, e.head)
+            arc = self._key(e.tail, e.head)
             left = self._surplus(arc) - budget.get(arc, 0)
             if left > 0:
                 budget[arc] = budget.get(arc, 0) + 1
@@ -275,7 +449,7 @@ class Recolouring:
         forbidden = -1e6
         weight = np.full((size, size), forbidden)
         deficit = np.array(
-            [[self.target[t, h] - len(self.by_arc_get(t, h)) > 0 and t != h for h in heads] for t in tails]
+            [[t != h and self._surplus(self._key(t, h)) < 0 for h in heads] for t in tails]
         )
         weight[:rows, :cols] = np.where(deficit, 1.0, forbidden)
         idx = np.arange(k)
@@ -288,10 +462,10 @@ class Recolouring:
             uses: dict[tuple[int, int], list[tuple[int, int]]] = {}
             for i, j in zip(r.tolist(), c.tolist(), strict=True):
                 if i < rows and j < cols and weight[i, j] == 1.0:
-                    uses.setdefault((tails[i], heads[j]), []).append((i, j))
+                    uses.setdefault(self._key(tails[i], heads[j]), []).append((i, j))
             over = False
             for arc, cells in uses.items():
-                room = int(self.target[arc]) - len(self.by_arc_get(*arc))
+                room = -self._surplus(arc)
                 for i, j in cells[room:]:
                     weight[i, j] = forbidden
                     over = True
@@ -308,9 +482,6 @@ class Recolouring:
         for i, j in matched:
             self._add(tails[i], heads[j], o, NOT_HOME)
         return len(matched)
-
-    def by_arc_get(self, tail: int, head: int) -> set[int]:
-        return self.by_pair.get((tail, head), set())
 
     def _drop_over_domain_limit(self) -> None:
         for d in range(self.limit.shape[0]):
@@ -391,33 +562,24 @@ class Recolouring:
         self._add(tail, head, o, NOT_HOME)
         return evicted
 
-    def _direct_plan(self, o: int, tail: int, head: int) -> _Plan | None:
+    def _direct_plan(self, o: int, tail: int, head: int, prefer: dict | None = None) -> _Plan | None:
         drops: list[int] = []
         spent: dict[tuple[int, int], int] = {}
         for side, block in ((NORTH, tail), (SOUTH, head)):
             if self._free(o, side, block) > 0:
                 continue
-            d = self._droppable(o, side, block, set(drops), spent)
+            d = self._droppable(o, side, block, set(drops), spent, prefer)
             if d is None:
                 return None
             drops.append(d)
             e = self._edge(d)
-            pair = _pair(e.tail, e.head)
+            pair = self._key(e.tail, e.head)
             spent[pair] = spent.get(pair, 0) + 1
         return _Plan(sum(self._drop_cost(d) for d in drops), o, tail, head, [], drops)
 
     def _available(self, o: int, side: int, block: int) -> bool:
         free = self.cap[o, side, block] > self.used[o, side, block]
         return bool(free or self.surplus_groups[o, side, block] > 0)
-
-    def _one_blocked_side(self, o: int, tail: int, head: int) -> int | None:
-        north_ok = self._available(o, NORTH, tail)
-        south_ok = self._available(o, SOUTH, head)
-        if north_ok and not south_ok:
-            return SOUTH
-        if south_ok and not north_ok:
-            return NORTH
-        return None
 
     def _best_chain(self, half_open: list[tuple[int, int, int, int]]) -> _Plan | None:
         """Cheapest chain of moves (Dijkstra over overflowing port groups) for any start.
@@ -469,7 +631,7 @@ class Recolouring:
             for eid in self.at[o][side][v]:
                 e = self._edge(eid)
                 w = e.head if side == NORTH else e.tail
-                pair = _pair(e.tail, e.head)
+                pair = self._key(e.tail, e.head)
                 for o2 in targets:
                     if o2 == o:
                         continue
@@ -505,7 +667,7 @@ class Recolouring:
 
         shift(alpha, NORTH, tail, -1)
         shift(alpha, SOUTH, head, -1)
-        key = (self.dom[alpha], *_pair(tail, head))
+        key = (self.dom[alpha], *self._key(tail, head))
         pair_delta[key] = pair_delta.get(key, 0) + 1
         for eid, to in steps:
             e = self._edge(eid)
@@ -513,7 +675,7 @@ class Recolouring:
             shift(e.ocs, SOUTH, e.head, +1)
             shift(to, NORTH, e.tail, -1)
             shift(to, SOUTH, e.head, -1)
-            pair = _pair(e.tail, e.head)
+            pair = self._key(e.tail, e.head)
             for d, by in ((self.dom[e.ocs], -1), (self.dom[to], +1)):
                 pair_delta[(d, *pair)] = pair_delta.get((d, *pair), 0) + by
             cost += (1.0 if e.home == e.ocs else (-1.0 if e.home == to else 0.0)) + STEP_PENALTY
@@ -528,7 +690,7 @@ class Recolouring:
                     return None
                 e = self._edge(d)
                 taken.add(d)
-                pair = _pair(e.tail, e.head)
+                pair = self._key(e.tail, e.head)
                 spent[pair] = spent.get(pair, 0) + 1
                 drops.append(d)
                 cost += self._drop_cost(d)
@@ -660,6 +822,29 @@ class Recolouring:
             if over_north or (out[o].sum(axis=0) > self.cap[o, SOUTH]).any():
                 raise RecolouringStuck("internal error: recolouring overfilled an OCS")
         return out
+
+
+def recolour_pairs(
+    ocs_list: Sequence[OcsPorts],
+    pairs: np.ndarray,
+    orient_rest: Callable[[np.ndarray], np.ndarray],
+    seed: int = 0,
+) -> list[np.ndarray]:
+    """Like :func:`recolour` but from pair counts: the exchange plan may orient the new
+    circuits either way; ``orient_rest(directed counts so far)`` then orients the rest."""
+    limit = np.full((1, *pairs.shape), np.iinfo(np.int64).max // 4, dtype=np.int64)
+    job = Recolouring(ocs_list, pairs, limit, [0] * len(ocs_list), np.random.default_rng(seed))
+    job.directed = False
+    job.by_pair = {}
+    for eid, e in enumerate(job.edges):
+        if e is not None:
+            job.by_pair.setdefault(job._key(e.tail, e.head), set()).add(eid)
+    job.surplus_groups[...] = 0
+    job._arc_contribution = {}
+    for key in list(job.by_pair):
+        job._refresh_arc(key)
+    job.orient_rest = orient_rest
+    return job.run()
 
 
 def recolour(
