@@ -13,7 +13,7 @@ from optimizer.fabric import Block, Ocs, OcsSides, build_fabric
 from optimizer.mapping import MappingResult, change_lower_bound, map_topology, pair_domain_limit
 from optimizer.topology import Circuit, Topology, mesh_topology, uniform_mesh
 from tests.circuit_checker import check_mapping, circuit_rows, domain_balance_problems, ocs_rows, wiring_rows
-from tests.mapping_helpers import as_pairs, perturb, random_topology
+from tests.mapping_helpers import as_pairs, gravity_topology, perturb, random_topology
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
@@ -259,12 +259,27 @@ def test_mapping_accepts_blocks_in_another_order():
 
 
 @pytest.mark.parametrize(
-    ("blocks", "uplinks", "ocs", "ports", "domains"), [(8, 64, 4, 136, 2), (8, 64, 8, 72, 4)]
+    ("fabric_args", "kind", "bound"),
+    [
+        ((8, 64, 4, 136, 2), "gravity", 1.10),  # 8 north + 8 south ports per block per OCS
+        ((16, 128, 8, 264, 4), "gravity", 1.06),
+        ((8, 64, 4, 136, 2), "swaps", 1.10),
+        ((8, 64, 8, 72, 4), "gravity", 1.25),  # 4 + 4 ports: fewer exchanges on one OCS
+    ],
 )
-def test_mapping_changes_stay_near_the_lower_bound(blocks, uplinks, ocs, ports, domains):
+def test_mapping_changes_stay_near_the_lower_bound(fabric_args, kind, bound):
+    """Removals against sum(max(0, L_old - L_new)). With many ports per block per OCS the
+    lower bound is nearly reachable; with one north and one south port per OCS (Jupiter)
+    even the exact optimum is ~1.5x it (see benchmarks/RESULTS_mapping.md)."""
+    blocks, uplinks, ocs, ports, domains = fabric_args
     fabric = generate_fabric(blocks, uplinks, ocs, ports, domains=domains)
     mesh = uniform_mesh(fabric)
-    target = perturb(mesh_topology(fabric), 30, np.random.default_rng(1))
+    rng = np.random.default_rng(1)
+    if kind == "gravity":
+        target = gravity_topology(fabric, rng, 1.0)
+    else:
+        target = perturb(mesh_topology(fabric), 30, rng)
     result = map_topology(fabric, target, mesh)
     assert_valid(fabric, result, target)
-    assert result.removed <= 1.5 * result.lower_bound
+    assert result.lower_bound > 0
+    assert result.removed <= bound * result.lower_bound
