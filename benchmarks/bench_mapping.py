@@ -45,27 +45,29 @@ def run_size(blocks: int) -> dict:
     from tests.mapping_helpers import as_pairs, gravity_topology
 
     fabric = generate_fabric(blocks, UPLINKS, OCS_COUNT, OCS_PORTS, domains=DOMAINS)
-    current = uniform_mesh(fabric)
     steps = []
-    for step, seed in (("mesh -> skewed", 1), ("skewed -> shifted", 2)):
-        target = gravity_topology(fabric, np.random.default_rng(seed), SKEW)
-        start = time.perf_counter()
-        result = map_topology(fabric, target, current)
-        seconds = time.perf_counter() - start
-        problems = check_mapping(fabric, result.circuits, as_pairs(target))
-        steps.append({
-            "step": step,
-            "seconds": round(seconds, 2),
-            "circuits": len(result.circuits),
-            "kept": result.kept,
-            "removed": result.removed,
-            "added": result.added,
-            "lower_bound": result.lower_bound,
-            "ratio": round(result.removed / result.lower_bound, 3) if result.lower_bound else 1.0,
-            "unbalanced_pairs": len(result.balance_violations),
-            "valid": not problems,
-        })
-        current = result.circuits
+    for mode, exchange_plan in (("default", True), ("exchange_plan=False", False)):
+        current = uniform_mesh(fabric)
+        for step, seed in (("mesh -> skewed", 1), ("skewed -> shifted", 2)):
+            target = gravity_topology(fabric, np.random.default_rng(seed), SKEW)
+            start = time.perf_counter()
+            result = map_topology(fabric, target, current, exchange_plan=exchange_plan)
+            seconds = time.perf_counter() - start
+            problems = check_mapping(fabric, result.circuits, as_pairs(target))
+            steps.append({
+                "mode": mode,
+                "step": step,
+                "seconds": round(seconds, 2),
+                "circuits": len(result.circuits),
+                "kept": result.kept,
+                "removed": result.removed,
+                "added": result.added,
+                "lower_bound": result.lower_bound,
+                "ratio": round(result.removed / result.lower_bound, 3) if result.lower_bound else 1.0,
+                "unbalanced_pairs": len(result.balance_violations),
+                "valid": not problems,
+            })
+            current = result.circuits
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"blocks": blocks, "peak_mb": round(peak_mb), "steps": steps}
 
@@ -101,15 +103,15 @@ def render(rows: list[dict], info: dict[str, str]) -> str:
         "circuits torn down (each re-made elsewhere); `lower bound` = sum over pairs of "
         "max(0, L_old - L_new). Peak memory is the subprocess's max RSS (includes numpy/scipy).",
         "",
-        "| blocks | step | time (s) | peak MB | circuits | kept | removed | lower bound | removed / LB "
-        "| unbalanced pairs | valid |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| blocks | mode | step | time (s) | peak MB | circuits | kept | removed | lower bound "
+        "| removed / LB | unbalanced pairs | valid |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         for s in row["steps"]:
             lines.append(
-                f"| {row['blocks']} | {s['step']} | {s['seconds']} | {row['peak_mb']} | {s['circuits']} "
-                f"| {s['kept']} | {s['removed']} | {s['lower_bound']} | {s['ratio']} "
+                f"| {row['blocks']} | {s['mode']} | {s['step']} | {s['seconds']} | {row['peak_mb']} "
+                f"| {s['circuits']} | {s['kept']} | {s['removed']} | {s['lower_bound']} | {s['ratio']} "
                 f"| {s['unbalanced_pairs']} | {'yes' if s['valid'] else 'NO'} |"
             )
     return "\n".join(lines) + "\n"
@@ -134,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         row = json.loads(child.stdout)
         rows.append(row)
         for s in row["steps"]:
-            log.info("%3d blocks  %-18s %6.2f s  %5d MB  removed %5d  LB %5d  ratio %.3f  "
-                     "unbalanced %d  valid %s", size, s["step"], s["seconds"], row["peak_mb"], s["removed"],
-                     s["lower_bound"], s["ratio"], s["unbalanced_pairs"], s["valid"])
+            log.info("%3d blocks  %-20s %-18s %6.2f s  %5d MB  removed %5d  LB %5d  ratio %.3f  "
+                     "unbalanced %d  valid %s", size, s["mode"], s["step"], s["seconds"], row["peak_mb"],
+                     s["removed"], s["lower_bound"], s["ratio"], s["unbalanced_pairs"], s["valid"])
     args.out.write_text(render(rows, machine()), encoding="utf-8")
     log.info("wrote %s", args.out)
     return 0

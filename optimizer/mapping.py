@@ -178,6 +178,7 @@ def map_topology(
     current: Sequence[Circuit] = (),
     source: str = "<topology>",
     rebalance: bool = False,
+    exchange_plan: bool = True,
 ) -> MappingResult:
     """Circuits realising ``target`` on ``fabric``, keeping as many of ``current`` as possible.
 
@@ -188,6 +189,10 @@ def map_topology(
     count stays the same keeps its circuits even if today's are unbalanced (so an
     unchanged topology rewires nothing), unless ``rebalance`` is set; the result lists
     unbalanced pairs in ``balance_violations`` either way.
+
+    ``exchange_plan=False`` skips the exchange LP of
+    :mod:`optimizer.mapping_recolour`: about twice as fast at 64 blocks, with more
+    circuits changed (see ``benchmarks/RESULTS_mapping.md``).
 
     Raises :class:`~optimizer.errors.ConfigError` when the topology is over other blocks
     than the fabric or a current circuit is invalid, and
@@ -226,8 +231,8 @@ def map_topology(
             if any(o.flexible for o in ocs_list):
                 per_ocs = recolour(ocs_list, _orient_domain(ocs_list, split.counts[di], names, where))
             else:
-                per_ocs = recolour_pairs(ocs_list, split.counts[di], _orienter(ocs_list, split.counts[di],
-                                                                                 names, where))
+                orienter = _orienter(ocs_list, split.counts[di], names, where)
+                per_ocs = recolour_pairs(ocs_list, split.counts[di], orienter, exchange_plan=exchange_plan)
         except RecolouringStuck as exc:
             log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
             per_ocs = _flow_construction(ocs_list, split.counts[di], names, f"failure domain {d}")

@@ -53,11 +53,12 @@ NOT_HOME = -1
 MAX_EXPANSIONS = 20000
 MAX_FORCED_PLACEMENTS_PER_CIRCUIT = 4
 SWAP_PASSES = 3
-EXCHANGE_ROUNDS = 2
+EXCHANGE_ROUNDS = 1
 USE_EXCHANGE_LP = True
 EXCHANGE_LP_METHOD = "highs-ipm"
 EXCHANGE_OCS_PER_ARC = 16
-EXCHANGE_BATCH = 32
+EXCHANGE_BATCH = 16
+EXCHANGE_MAX_COLUMNS = 8000
 FLIP_PASSES = 1
 DROP_PENALTY = 0.01
 STEP_PENALTY = 0.001
@@ -108,6 +109,7 @@ class Recolouring:
         self.dom = list(domain_index)  # OCS position -> domain position
         self.rng = rng
         self.directed = True
+        self.use_exchange_plan = USE_EXCHANGE_LP
         self.orient_rest: Callable[[np.ndarray], np.ndarray] | None = None
         self.cap = np.zeros((self.n_ocs, 2, self.n), dtype=np.int64)
         for i, o in enumerate(ocs_list):
@@ -254,7 +256,7 @@ class Recolouring:
         for a, b in zip(iu.tolist(), ju.tolist(), strict=True):
             pending.extend([(a, b)] * max(-self._surplus((a, b)), 0))
         planned = 0
-        for _ in range(EXCHANGE_ROUNDS if USE_EXCHANGE_LP else 0):
+        for _ in range(EXCHANGE_ROUNDS if self.use_exchange_plan else 0):
             placed = 0
             order = self.rng.permutation(self.n_ocs)
             for start in range(0, self.n_ocs, EXCHANGE_BATCH):
@@ -326,6 +328,7 @@ class Recolouring:
         deficit_arcs = [(int(a), int(b)) for a, b in zip(*np.nonzero(self.target), strict=True)
                         if (self.directed or a < b) and self._surplus((int(a), int(b))) < 0]
         add_cols: list[tuple[int, tuple[int, int]]] = []
+        per_arc = int(np.clip(EXCHANGE_MAX_COLUMNS // max(1, 2 * len(deficit_arcs)), 2, EXCHANGE_OCS_PER_ARC))
         for a, b in deficit_arcs:
             for t, h in ((a, b),) if self.directed else ((a, b), (b, a)):
                 both = self._avail_mask(NORTH, t) & self._avail_mask(SOUTH, h)
@@ -334,8 +337,8 @@ class Recolouring:
                 if subset is not None:
                     mask &= subset
                 options = np.nonzero(mask)[0]
-                if options.size > EXCHANGE_OCS_PER_ARC:
-                    options = self.rng.choice(options, EXCHANGE_OCS_PER_ARC, replace=False)
+                if options.size > per_arc:
+                    options = self.rng.choice(options, per_arc, replace=False)
                 add_cols.extend((int(o), (t, h)) for o in options)
         if not add_cols:
             return 0
@@ -829,9 +832,11 @@ def recolour_pairs(
     pairs: np.ndarray,
     orient_rest: Callable[[np.ndarray], np.ndarray],
     seed: int = 0,
+    exchange_plan: bool = True,
 ) -> list[np.ndarray]:
     """Like :func:`recolour` but from pair counts: the exchange plan may orient the new
-    circuits either way; ``orient_rest(directed counts so far)`` then orients the rest."""
+    circuits either way; ``orient_rest(directed counts so far)`` then orients the rest.
+    ``exchange_plan=False`` skips the LP (faster, more changes)."""
     limit = np.full((1, *pairs.shape), np.iinfo(np.int64).max // 4, dtype=np.int64)
     job = Recolouring(ocs_list, pairs, limit, [0] * len(ocs_list), np.random.default_rng(seed))
     job.directed = False
@@ -844,6 +849,7 @@ def recolour_pairs(
     for key in list(job.by_pair):
         job._refresh_arc(key)
     job.orient_rest = orient_rest
+    job.use_exchange_plan = exchange_plan
     return job.run()
 
 
