@@ -283,3 +283,30 @@ def test_mapping_changes_stay_near_the_lower_bound(fabric_args, kind, bound):
     assert_valid(fabric, result, target)
     assert result.lower_bound > 0
     assert result.removed <= bound * result.lower_bound
+
+
+def test_mapping_falls_back_to_the_flow_construction_when_recolouring_is_stuck(monkeypatch):
+    import optimizer.mapping as mapping
+    from optimizer.mapping_recolour import RecolouringStuck
+
+    def stuck(*args, **kwargs):
+        raise RecolouringStuck("forced by the test")
+
+    monkeypatch.setattr(mapping, "recolour_pairs", stuck)
+    monkeypatch.setattr(mapping, "recolour", stuck)
+    fabric = load_fabric(CONFIGS / "fabric-hybrid-8.yaml")
+    mesh = uniform_mesh(fabric)
+    target = perturb(mesh_topology(fabric), 20, np.random.default_rng(2))
+    result = map_topology(fabric, target, mesh)
+    assert_valid(fabric, result, target)
+    assert_accounting(result, mesh)
+    assert map_topology(fabric, target, result.circuits).removed == 0
+
+
+def test_mapping_fast_mode_is_valid_too():
+    fabric = generate_fabric(8, 64, 8, 72, domains=4)
+    mesh = uniform_mesh(fabric)
+    target = gravity_topology(fabric, np.random.default_rng(3), 1.0)
+    result = map_topology(fabric, target, mesh, exchange_plan=False)
+    assert_valid(fabric, result, target)
+    assert_accounting(result, mesh)
