@@ -14,15 +14,26 @@
 
 The algorithm is polynomial (no ILP over ports):
 
-1. split every pair's circuits over the failure domains (greedy, keeping circuits in the
-   domain they are in, then alternating-chain repairs so each block fits every domain);
-2. per domain, orient the pairs north-to-south with a min-cost flow;
-3. per domain, fill the OCSes one by one with a bipartite min-cost flow that keeps the
-   OCS's current circuits and leaves the later OCSes a feasible remainder (Koenig);
-4. give kept circuits their old ports and new circuits free ports.
+1. split every pair's circuits over the failure domains, keeping them in the domain they
+   are in (greedy with alternating-chain repairs; if a pair stays over its limit, a
+   bipartite flow split that always fits the ports is tried too);
+2. per domain, recolour (:mod:`optimizer.mapping_recolour`): an exchange LP swaps
+   surplus circuits for deficit ones on the same OCS at no extra cost, the rest of the
+   pairs are oriented north-to-south by a min-cost flow, remaining circuits are inserted
+   directly or along Kempe chains, and a Kempe-interchange local search tidies up; if
+   that ever gets stuck, orient and fill the OCSes one by one with bipartite flows that
+   leave the later OCSes a feasible remainder (Koenig), which always succeeds;
+3. give kept circuits their old ports and new circuits free ports.
+
+Changed circuits against the lower bound: see ``benchmarks/RESULTS_mapping.md`` (with one
+north and one south port per block per OCS, as in Jupiter, even the exact optimum is
+about 1.5x the bound; with more ports per OCS the mapping comes within a few percent).
 
 Modules: :mod:`optimizer.mapping_ports` (port groups, ``any`` OCSes),
-:mod:`optimizer.mapping_domains` (step 1), :mod:`optimizer.mapping_ocs` (steps 2-4),
+:mod:`optimizer.mapping_domains` (step 1), :mod:`optimizer.mapping_recolour` with
+:mod:`optimizer.mapping_edges`, :mod:`optimizer.mapping_exchange`,
+:mod:`optimizer.mapping_chains`, :mod:`optimizer.mapping_flips` (step 2),
+:mod:`optimizer.mapping_ocs` (orientation, the flow fallback, step 3),
 :mod:`optimizer.mapping_flow` (the flow LPs).
 """
 
