@@ -19,7 +19,7 @@ from optimizer.mapping_edges import NORTH, NOT_HOME, SOUTH, EdgeState
 log = logging.getLogger(__name__)
 
 SWAP_PASSES = 3
-EXCHANGE_ROUNDS = 1
+EXCHANGE_ROUNDS = 3
 EXCHANGE_LP_METHOD = "highs-ipm"
 EXCHANGE_OCS_PER_ARC = 16
 EXCHANGE_BATCH = 16
@@ -34,16 +34,21 @@ class ExchangeMixin(EdgeState):
     def _run_exchanges(self, lp: bool = True) -> int:
         """The exchange plan (if enabled), then swap cycles. Returns circuits placed."""
         planned = 0
-        for _ in range(EXCHANGE_ROUNDS if lp and self.use_exchange_plan else 0):
+        rounds = EXCHANGE_ROUNDS if lp and self.use_exchange_plan else 0
+        round_number = 0
+        while round_number < rounds:
+            # Early rounds place only what the LP gives whole circuits; the last rounds up.
+            threshold = 0.5 if round_number == rounds - 1 else 0.999
+            round_number += 1
             placed = 0
             order = self.rng.permutation(self.n_ocs)
             for start in range(0, self.n_ocs, EXCHANGE_BATCH):
                 subset = np.zeros(self.n_ocs, dtype=bool)
                 subset[order[start:start + EXCHANGE_BATCH]] = True
-                placed += self._place_by_exchange_plan(subset)
+                placed += self._place_by_exchange_plan(subset, threshold)
             planned += placed
             if not placed:
-                break
+                round_number = rounds - 1 if threshold > 0.5 else rounds
         for _ in range(SWAP_PASSES):
             placed = self._pack_swap_cycles()
             planned += placed
@@ -51,7 +56,7 @@ class ExchangeMixin(EdgeState):
                 break
         return planned
 
-    def _place_by_exchange_plan(self, subset: np.ndarray | None = None) -> int:
+    def _place_by_exchange_plan(self, subset: np.ndarray | None = None, threshold: float = 0.5) -> int:
         """Place deficit circuits where an LP says surplus circuits can make room for them.
 
         The LP relaxation of "which surplus circuits to drop on which OCS, and which
@@ -148,10 +153,10 @@ class ExchangeMixin(EdgeState):
             drop_value[key] = drop_value.get(key, 0.0) + float(result.x[len(add_cols) + i])
         placed = 0
         for j in np.argsort(-values).tolist():
-            if values[j] < 0.5:
+            if values[j] < threshold:
                 break
             o, (a, b) = add_cols[j]
-            for _ in range(round(values[j])):
+            for _ in range(int(values[j] + 1 - threshold)):
                 if self._surplus(self._key(a, b)) >= 0:
                     break
                 if self.in_domain[self.dom[o], a, b] >= self.limit[self.dom[o], a, b]:
