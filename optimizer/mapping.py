@@ -239,8 +239,9 @@ def map_topology(
         ocs_list = ocs_by_domain[d]
         where = f"failure domain {d}"
         try:
-            if any(o.flexible for o in ocs_list):
-                per_ocs = recolour(ocs_list, _orient_domain(ocs_list, split.counts[di], names, where))
+            if _odd_any_ocs(ocs_list, n):
+                directed = _orient_domain(ocs_list, split.counts[di], names, where)
+                per_ocs = recolour(ocs_list, directed, exchange_plan=exchange_plan)
             else:
                 orienter = _orienter(ocs_list, split.counts[di], names, where)
                 per_ocs = recolour_pairs(ocs_list, split.counts[di], orienter, exchange_plan=exchange_plan)
@@ -257,6 +258,12 @@ def map_topology(
     if not np.array_equal(realised, wanted):
         raise SolverError("internal error: the mapped circuits do not realise the target topology")
     return _result(fabric, current, circuits)
+
+
+def _odd_any_ocs(ocs_list: Sequence[OcsPorts], n: int) -> list[OcsPorts]:
+    """The ``any`` OCSes on which some block has an odd number of ports."""
+    return [o for o in ocs_list if o.flexible and any(
+        (o.north_budget(a) + o.south_budget(a)) % 2 for a in range(n))]
 
 
 def _orienter(
@@ -276,8 +283,7 @@ def _orient_domain(
     ports then take the sides the orientation needs (round-robin over those OCSes); with
     even shares the half-and-half split of :mod:`optimizer.mapping_ports` always works."""
     n = len(names)
-    odd_any = [o for o in ocs_list if o.flexible and any(
-        (o.north_budget(a) + o.south_budget(a)) % 2 for a in range(n))]
+    odd_any = _odd_any_ocs(ocs_list, n)
     flex = np.array([sum(o.flexible_count(a) for o in odd_any) for a in range(n)], dtype=np.int64)
     north = np.array([sum(o.north_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
     south = np.array([sum(o.south_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)

@@ -154,6 +154,7 @@ def recolour(
     domain_limit: np.ndarray | None = None,
     domain_index: Sequence[int] | None = None,
     seed: int = 0,
+    exchange_plan: bool = True,
 ) -> list[np.ndarray]:
     """Per OCS of ``ocs_list``, the directed counts (north block, south block) realising
     the symmetric ``target`` with few changes. Without ``domain_limit`` (per domain
@@ -162,4 +163,6 @@ def recolour(
     if domain_limit is None or domain_index is None:
         domain_limit = target[None, :, :].copy()
         domain_index = [0] * len(ocs_list)
-    return Recolouring(ocs_list, target, domain_limit, domain_index, np.random.default_rng(seed)).run()
+    job = Recolouring(ocs_list, target, domain_limit, domain_index, np.random.default_rng(seed))
+    job.use_exchange_plan = exchange_plan
+    return job.run()
