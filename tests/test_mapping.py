@@ -310,3 +310,20 @@ def test_mapping_fast_mode_is_valid_too():
     result = map_topology(fabric, target, mesh, exchange_plan=False)
     assert_valid(fabric, result, target)
     assert_accounting(result, mesh)
+
+
+@pytest.mark.slow
+def test_mapping_jupiter_scale_is_valid_fast_and_balanced():
+    """The 64-block config (32,768 cabled ports): mesh -> skewed, checked independently."""
+    import time
+
+    fabric = load_fabric(CONFIGS / "fabric-64.yaml")
+    mesh = uniform_mesh(fabric)
+    target = gravity_topology(fabric, np.random.default_rng(1), 1.0)
+    start = time.perf_counter()
+    result = map_topology(fabric, target, mesh)
+    assert time.perf_counter() - start < 60
+    assert_valid(fabric, result, target)
+    assert_accounting(result, mesh)
+    assert result.domain_balanced
+    assert result.removed <= 1.5 * result.lower_bound
