@@ -207,6 +207,7 @@ def _split(
                     f"number {d} ({int(load[d, v])} circuits, {int(capacity[d, v])} ports)"
                 )
         repairs += 1
+    _rebalance_pairs(x, load, capacity, limit, current)
     for d in range(n_dom):
         for a, b in np.argwhere(upper & (x[d] > limit[d])):
             over_limit.add((d, int(a), int(b)))
@@ -214,6 +215,45 @@ def _split(
         log.debug("domain split needed %d repair chains", repairs)
     full = x + np.transpose(x, (0, 2, 1))
     return DomainSplit(full, sorted(over_limit))
+
+
+def _rebalance_pairs(
+    x: np.ndarray, load: np.ndarray, capacity: np.ndarray, limit: np.ndarray, current: np.ndarray
+) -> None:
+    """Move circuits of pairs over their limit to a domain under it, then repair the
+    ports that overflow with strict alternating chains; undo a move that cannot be repaired."""
+    n_dom = capacity.shape[0]
+    upper = np.triu(np.ones(x.shape[1:], dtype=bool), 1)
+    for _ in range(int(np.maximum(x - limit, 0).sum())):
+        over = np.argwhere(upper[None] & (x > limit))
+        if over.size == 0:
+            return
+        moved = False
+        for d, a, b in over.tolist():
+            for d2 in range(n_dom):
+                if d2 == d or x[d2, a, b] >= limit[d2, a, b]:
+                    continue
+                trial_x, trial_load = x.copy(), load.copy()
+                trial_x[d, a, b] -= 1
+                trial_x[d2, a, b] += 1
+                trial_load[d, [a, b]] -= 1
+                trial_load[d2, [a, b]] += 1
+                for _step in range(4 * x.shape[1]):
+                    overloaded = np.argwhere(trial_load > capacity)
+                    if overloaded.size == 0:
+                        break
+                    od, ov = (int(i) for i in overloaded[0])
+                    if not _shed_one(trial_x, trial_load, capacity, limit, current, ov, od, strict=True):
+                        break
+                if (trial_load <= capacity).all() and not (trial_x > np.maximum(limit, x)).any():
+                    x[...] = trial_x
+                    load[...] = trial_load
+                    moved = True
+                    break
+            if moved:
+                break
+        if not moved:
+            return
 
 
 def _loads(x_upper: np.ndarray) -> np.ndarray:
