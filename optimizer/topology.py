@@ -252,14 +252,43 @@ def uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
     are spread over the OCSes (and so over the failure domains). Blocks with unequal port
     shares fall back to a greedy pairing that balances pair counts.
     """
+    spread = _mesh(fabric, restart_per_domain=False)
+    if _domain_balanced(fabric, spread):
+        return spread
+    # Small fabrics (fewer slots per domain than shifts) can leave a pair's circuits all in
+    # one domain; restarting the shift cycle in every domain gives each domain the same
+    # pairs, which is balanced at some cost in uniformity.
+    return _mesh(fabric, restart_per_domain=True)
+
+
+def _mesh(fabric: Fabric, restart_per_domain: bool) -> tuple[Circuit, ...]:
     circuits: list[Circuit] = []
     pair_counts: Counter[tuple[str, str]] = Counter()
     slot = 0
-    for ocs in fabric.ocs:
+    domain = None
+    for ocs in sorted(fabric.ocs, key=lambda o: o.domain) if restart_per_domain else fabric.ocs:
+        if restart_per_domain and ocs.domain != domain:
+            slot, domain = 0, ocs.domain
         ports = fabric.ports_on_ocs(ocs.name)
         made, slot = _mesh_one_ocs(fabric, ocs, ports, slot, pair_counts)
         circuits.extend(made)
     return tuple(circuits)
+
+
+def _domain_balanced(fabric: Fabric, circuits: Iterable[Circuit]) -> bool:
+    """Whether no domain holds more than ``ceil(L * its share of the ports)`` of any pair."""
+    per_domain: Counter[tuple[int, tuple[str, str]]] = Counter()
+    totals: Counter[tuple[str, str]] = Counter()
+    for c in circuits:
+        pair = _pair(*c.blocks(fabric))
+        per_domain[(fabric.ocs_named(c.ocs).domain, pair)] += 1
+        totals[pair] += 1
+    ports = Counter(fabric.ocs_named(w.ocs).domain for w in fabric.wiring)
+    total_ports = sum(ports.values())
+    return all(
+        count * total_ports <= -(-totals[pair] * ports[domain] // total_ports) * total_ports
+        for (domain, pair), count in per_domain.items()
+    )
 
 
 def _mesh_one_ocs(

@@ -86,3 +86,16 @@ def test_topology_json_errors() -> None:
     with pytest.raises(ConfigError) as info:
         topology_from_json({"links": [{"a": "b1", "b": "b2", "count": 9}]}, fabric, "t.json")
     assert "only 8 uplinks" in info.value.problem
+
+
+@pytest.mark.parametrize(
+    ("blocks", "uplinks", "ocs", "domains"),
+    [(4, 8, 2, 2), (6, 12, 3, 3), (10, 40, 4, 4), (16, 64, 8, 4), (12, 24, 6, 3), (16, 512, 256, 4)],
+)
+def test_mesh_is_domain_balanced(blocks: int, uplinks: int, ocs: int, domains: int) -> None:
+    from optimizer.mapping import domain_balance_violations
+
+    fabric = generate_fabric(blocks, uplinks, ocs, blocks * uplinks // ocs + 8, domains)
+    circuits = uniform_mesh(fabric)
+    check_circuits(fabric, circuits)
+    assert domain_balance_violations(fabric, circuits) == ()
