@@ -81,4 +81,7 @@ def test_split_follows_the_weights_and_shifts_when_they_change(fabric: Running) 
     set_b1_group_to_b3(net, shifted)
     after = measured_split(net, src_port_base=20000)  # the same flows as before
     assert_split_meets(after, shifted)
-    assert after["b3"] > before["b3"] + 0.3 and after["b4"] < 0.01
+    # the direct share moves by (most of) what the weights move it by, whatever the mesh gave
+    moved_by_weights = 3 / 4 - mesh_weights["b3"] / sum(mesh_weights.values())
+    assert moved_by_weights > 0.2
+    assert after["b3"] - before["b3"] > 0.8 * moved_by_weights and after["b4"] < 0.01
