@@ -30,6 +30,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["emulate"] and "--packet" in argv:
+        # The packet-level fabric has its own options (and needs root); it lives apart from
+        # the flow-level emulator so that importing the CLI never needs Mininet.
+        from emulation.mininet import cli as packet_cli
+
+        return packet_cli.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)

@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 
 DESCRIPTION = (
     "Run an emulated fabric (gRPC devices + flow-level data plane) until interrupted, "
-    "printing where its devices listen."
+    "printing where its devices listen. With --packet, run the packet-level fabric "
+    "(Mininet + Open vSwitch + OpenFlow agent) instead: see `heliostat emulate --packet --help`."
 )
 
 
