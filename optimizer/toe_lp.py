@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 _INF = highspy.kHighsInf
 _RC_TOL = 1e-7
 _MAX_ROUNDS = 200
+_SEED_ALL_UP_TO = 24  # blocks: below this every transit path is in the LP from the start
+_SEED_PER_COMMODITY = 6
 
 
 @dataclass(frozen=True)
@@ -224,7 +226,11 @@ class ToeLp:
         del n
 
     def _add_columns(
-        self, cols: list[tuple[np.ndarray, np.ndarray]], costs: np.ndarray, lower: np.ndarray, upper: np.ndarray
+        self,
+        cols: list[tuple[np.ndarray, np.ndarray]],
+        costs: np.ndarray,
+        lower: np.ndarray,
+        upper: np.ndarray,
     ) -> None:
         starts = np.zeros(len(cols), dtype=np.int32)
         nnz = 0
@@ -233,7 +239,8 @@ class ToeLp:
             nnz += len(rows)
         index = np.concatenate([r for r, _ in cols]).astype(np.int32) if cols else np.zeros(0, np.int32)
         value = np.concatenate([v for _, v in cols]).astype(np.float64) if cols else np.zeros(0)
-        self._check(self.h.addCols(len(cols), costs, lower, upper, nnz, starts, index, value), "adding columns")
+        status = self.h.addCols(len(cols), costs, lower, upper, nnz, starts, index, value)
+        self._check(status, "adding columns")
 
     def _add_path_columns(self, m: np.ndarray, s: np.ndarray, k: np.ndarray, d: np.ndarray) -> None:
         """Add path columns (vectorised): each has -1 in its demand row and +1 on each link."""
@@ -293,6 +300,32 @@ class ToeLp:
         self._add_path_columns(ms, ss, np.full(len(ss), -1), ds)
         for sp in range(self.p.n_spines):
             self._add_path_columns(ms, ss, np.full(len(ss), self.n + sp), ds)
+        self._seed_transit_paths()
+
+    def _seed_transit_paths(self) -> None:
+        """Start every commodity with its widest transit paths on a reference topology.
+
+        Max-scale duals sit on the bottleneck commodities only, so pricing alone adds few
+        paths per round; seeding the widest paths (by min(L[s,k], L[k,d]) on the fixed or
+        today's topology) makes the first LP nearly optimal. Small fabrics get every path.
+        """
+        n = self.n
+        if n < 3:
+            return
+        ref = (self.p.fixed if self.p.fixed is not None else self.p.current).astype(np.float64)
+        width = np.minimum(ref[:, :, None], ref[None, :, :])  # [s, k, d]
+        eye = np.eye(n, dtype=bool)
+        invalid = eye[:, :, None] | eye[None, :, :] | eye[:, None, :]
+        width = np.where(invalid, -1.0, width)
+        take = n - 2 if n <= _SEED_ALL_UP_TO else min(_SEED_PER_COMMODITY, n - 2)
+        best_k = np.argpartition(-width, take - 1, axis=1)[:, :take, :]
+        s_idx, _, d_idx = np.indices(best_k.shape)
+        for m in range(self.n_matrices):
+            keep = (self.dem_row[m][s_idx, d_idx] >= 0) & (width[s_idx, best_k, d_idx] >= 0)
+            if n > _SEED_ALL_UP_TO:
+                keep &= width[s_idx, best_k, d_idx] > 0
+            s, k, d = s_idx[keep], best_k[keep], d_idx[keep]
+            self._add_path_columns(np.full(len(s), m), s, k, d)
 
     # -- solving -------------------------------------------------------------------------
     def _check(self, status: object, what: str) -> None:
@@ -305,7 +338,7 @@ class ToeLp:
         if status != highspy.HighsModelStatus.kOptimal:
             raise SolverError(f"topology LP stopped without an optimum: {self.h.modelStatusToString(status)}")
 
-    def solve(self, max_new_per_commodity: int = 2) -> None:
+    def solve(self, max_new_per_commodity: int = 4) -> None:
         """Solve to optimality over all paths, generating transit paths as they pay off."""
         n = self.n
         eye = np.eye(n, dtype=bool)
@@ -368,10 +401,8 @@ class ToeLp:
                 )
         total_current = max(float(p.current.sum() / 2), 1.0)
         d_cols = np.arange(self.d_base, self.d_base + self.n_pairs, dtype=np.int32)
-        self._check(
-            self.h.changeColsCost(self.n_pairs, d_cols, np.full(self.n_pairs, weights.changes / total_current)),
-            "changing costs",
-        )
+        d_costs = np.full(self.n_pairs, weights.changes / total_current)
+        self._check(self.h.changeColsCost(self.n_pairs, d_cols, d_costs), "changing costs")
         if self.track_mesh:
             total_mesh = max(float(p.mesh.sum() / 2), 1.0)
             u_cols = np.arange(self.u_base, self.u_base + self.n_pairs, dtype=np.int32)
