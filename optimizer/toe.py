@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from optimizer.errors import ConfigError, InfeasibleError
 from optimizer.fabric import Fabric
+from optimizer.staging import MluFunction
 from optimizer.toe_lp import Relaxation, StageWeights, ToeLp, ToeProblem, max_scale
 from optimizer.toe_round import port_budget, removed_count, round_topology
 from optimizer.topology import Circuit, Topology, mesh_topology
@@ -29,9 +30,6 @@ log = logging.getLogger(__name__)
 
 #: Stage 2 keeps the scale factor within this fraction of the optimum.
 NEAR_OPTIMAL = 0.995
-
-#: fabric, topology, matrix -> the minimum MLU traffic engineering reaches.
-MluFunction = Callable[[Fabric, Topology, TrafficMatrix], float]
 
 
 @dataclass(frozen=True)
