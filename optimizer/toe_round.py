@@ -18,6 +18,7 @@ from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric, OcsSides
 
 _EPS = 1e-6
+_KEEP_BONUS = 0.5  # fractional parts count this much more where today's circuit exists
 
 
 def port_budget(fabric: Fabric) -> np.ndarray:
@@ -61,11 +62,13 @@ def round_topology(
     iu, ju = np.triu_indices(n, 1)
     frac = (sym - counts)[iu, ju]
     pair_demand = (demand + demand.T)[iu, ju]
-    order = np.lexsort((-pair_demand, -frac))
+    # rounding up where today's topology already has the circuit avoids a change
+    keeps = (current[iu, ju] > counts[iu, ju]) & (frac > _EPS)
+    order = np.lexsort((-pair_demand, -(frac + _KEEP_BONUS * keeps)))
     spare = budget - counts.sum(axis=1)
     for q in order:
         if frac[q] <= _EPS:
-            break
+            continue
         i, j = iu[q], ju[q]
         if spare[i] > 0 and spare[j] > 0:
             counts[i, j] += 1
