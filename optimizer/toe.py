@@ -14,13 +14,14 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from optimizer.errors import ConfigError, InfeasibleError
 from optimizer.fabric import Fabric
 from optimizer.staging import MluFunction
+from optimizer.te import TeSolver
 from optimizer.toe_lp import Relaxation, StageWeights, ToeLp, ToeProblem, max_scale
 from optimizer.toe_round import port_budget, removed_count, round_topology
 from optimizer.topology import Circuit, Topology, mesh_topology
@@ -94,20 +95,24 @@ def plan_topology(
     current: Topology | Sequence[Circuit] | None = None,
     knobs: ToeKnobs | None = None,
     evaluate: MluFunction | None = None,
+    max_removed: int | None = None,
 ) -> ToePlan:
     """Choose an integer logical topology for ``demands`` starting from ``current``.
 
     ``current`` is today's logical topology or circuits (default: the uniform mesh).
-    ``evaluate`` gives the min-MLU of a matrix on a topology (default: the LP in
-    :mod:`optimizer.toe_lp` with L fixed). Raises ConfigError for bad knobs or inputs and
-    InfeasibleError when some demand cannot be carried at all.
+    ``evaluate`` gives the min-MLU of a matrix on a topology (default: traffic engineering,
+    :func:`optimizer.te.min_mlu`, with the knobs' hedge). ``max_removed`` overrides the
+    change limit the knobs give, in circuits. Raises ConfigError for bad knobs or inputs
+    and InfeasibleError when some demand cannot be carried at all.
     """
     knobs = knobs or ToeKnobs()
     knobs.validate()
     matrices = _matrices(fabric, demands)
     current_topo = _current_topology(fabric, current)
-    evaluate = evaluate or lp_min_mlu
+    evaluate = evaluate or te_min_mlu(knobs.hedge)
     problem = build_problem(fabric, matrices, current_topo, knobs)
+    if max_removed is not None:
+        problem = replace(problem, max_removed=max_removed)
     _check_reachable(fabric, problem, matrices)
 
     bound, relaxed = solve_relaxation(problem, knobs)
@@ -189,16 +194,38 @@ def worst_scale(
     fabric: Fabric, topology: Topology, matrices: Sequence[TrafficMatrix], evaluate: MluFunction
 ) -> float:
     """The largest scale at which every matrix fits on ``topology``: min over 1 / MLU."""
+    if topology.total_circuits() == 0 and not fabric.has_spine:
+        return 0.0  # nothing to route on (and optimizer.te cannot index an empty link graph)
     worst = 0.0
     for tm in matrices:
         if tm.total() <= 0:
             continue
-        worst = max(worst, evaluate(fabric, topology, tm))
+        try:
+            worst = max(worst, evaluate(fabric, topology, tm))
+        except InfeasibleError:
+            return 0.0  # some demand has no path on this topology
     return 1.0 / worst if worst > 0 else math.inf
 
 
+def te_min_mlu(hedge: float | None = None) -> MluFunction:
+    """Traffic engineering's min-MLU (warm-started across calls) as an evaluator."""
+    solvers: dict[str, TeSolver] = {}
+
+    def evaluate(fabric: Fabric, topology: Topology, tm: TrafficMatrix) -> float:
+        solver = solvers.get(fabric.name)
+        if solver is None or solver.fabric is not fabric:
+            solver = solvers[fabric.name] = TeSolver(fabric, hedge=hedge)
+        return solver.min_mlu(topology, tm)
+
+    return evaluate
+
+
 def lp_min_mlu(fabric: Fabric, topology: Topology, tm: TrafficMatrix) -> float:
-    """Min-MLU of ``tm`` on ``topology`` over direct, one-transit and spine paths (1 / max scale)."""
+    """Min-MLU of ``tm`` on ``topology`` over direct, one-transit and spine paths (1 / max scale).
+
+    Built on the ToE LP with L fixed: an independent check of :mod:`optimizer.te`, and
+    fine for small fabrics; use :func:`te_min_mlu` at scale.
+    """
     problem = build_problem(fabric, [tm], topology, ToeKnobs(), fixed=topology)
     scale = max_scale(problem)
     return 1.0 / scale if scale > 0 else math.inf
