@@ -76,6 +76,7 @@ class StagingPlan:
     threshold: float
     start_mlu: float
     final_topology: Topology
+    final_circuits: frozenset[Circuit]
     final_mlu: float
 
     def to_json(self, fabric: Fabric) -> list[dict[str, object]]:
@@ -157,6 +158,7 @@ def stage_changes(
         threshold=threshold,
         start_mlu=start_mlu,
         final_topology=Topology.from_circuits(fabric, state),
+        final_circuits=frozenset(state),
         final_mlu=mlu_now,
     )
 

@@ -32,17 +32,24 @@ def wiring_problems(fabric: Fabric, circuits: Iterable[Circuit]) -> list[str]:
     return problems
 
 
-def swap_rewire(fabric: Fabric, circuits: Iterable[Circuit], swaps: int, seed: int) -> list[Circuit]:
-    """Rewire ``swaps`` random pairs of circuits on the same OCS: (n1-s1, n2-s2) -> (n1-s2, n2-s1)."""
+def swap_rewire(
+    fabric: Fabric, circuits: Iterable[Circuit], swaps: int, seed: int, blocks: set[str] | None = None
+) -> list[Circuit]:
+    """Rewire ``swaps`` random pairs of circuits on the same OCS: (n1-s1, n2-s2) -> (n1-s2, n2-s1).
+
+    With ``blocks``, only circuits with both ends in ``blocks`` are rewired.
+    """
     rng = random.Random(seed)
     result = list(circuits)
     done = 0
-    for _ in range(swaps * 50):
+    for _ in range(swaps * 200):
         if done == swaps:
             break
         i, j = rng.sample(range(len(result)), 2)
         c1, c2 = result[i], result[j]
         if c1.ocs != c2.ocs:
+            continue
+        if blocks is not None and not set(c1.blocks(fabric)) | set(c2.blocks(fabric)) <= blocks:
             continue
         n1, s1 = _north_south(fabric, c1)
         n2, s2 = _north_south(fabric, c2)
