@@ -39,14 +39,16 @@ class Decision:
 
 def relative_gains(
     current_mlu: float, proposed_mlu: float, current_scale: float | None, proposed_scale: float | None
-) -> tuple[float, float]:
-    """(MLU gain, throughput gain), each relative to today's figure; 0 when undefined."""
-    mlu_gain = (
-        (current_mlu - proposed_mlu) / current_mlu if current_mlu > 0 and math.isfinite(current_mlu) else 0.0
-    )
-    if current_mlu == math.inf and math.isfinite(proposed_mlu):
-        mlu_gain = 1.0  # today's topology cannot carry the demand at all; the new one can
-    scale_gain = 0.0
+) -> tuple[float, float | None]:
+    """(MLU gain, throughput gain or None when the scales are not given), relative to today."""
+    if current_mlu == math.inf:
+        # today's topology cannot carry the demand at all: any topology that can is a full gain
+        mlu_gain = 1.0 if math.isfinite(proposed_mlu) else 0.0
+    elif current_mlu > 0:
+        mlu_gain = (current_mlu - proposed_mlu) / current_mlu
+    else:
+        mlu_gain = 0.0
+    scale_gain = None
     if current_scale is not None and proposed_scale is not None and current_scale > 0:
         scale_gain = (proposed_scale - current_scale) / current_scale
     return mlu_gain, scale_gain
@@ -66,7 +68,7 @@ def should_reconfigure(
     policy = policy or ReconfigurePolicy()
     policy.validate()
     mlu_gain, scale_gain = relative_gains(current_mlu, proposed_mlu, current_scale, proposed_scale)
-    gain = max(mlu_gain, scale_gain)
+    gain = mlu_gain if scale_gain is None else max(mlu_gain, scale_gain)
     if circuits_changed == 0:
         return Decision(False, "the proposed topology changes no circuits", gain)
     if last_change_at is not None:
@@ -77,7 +79,7 @@ def should_reconfigure(
                 f"last change was {since:.0f} s ago; the minimum interval is {policy.min_interval_s:.0f} s",
                 gain,
             )
-    figure = "MLU" if mlu_gain >= scale_gain else "throughput"
+    figure = "MLU" if scale_gain is None or mlu_gain >= scale_gain else "throughput"
     if gain <= policy.min_gain:
         return Decision(
             False,
