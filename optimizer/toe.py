@@ -84,7 +84,7 @@ class ToePlan:
             "throughput_scale": round(self.throughput_scale, 6),
             "throughput_scale_relaxed": round(self.throughput_scale_relaxed, 6),
             "current_throughput_scale": round(self.current_throughput_scale, 6),
-            "rounding_gap": round(self.rounding_gap, 6),
+            "rounding_gap": round(self.rounding_gap, 6) + 0.0,  # no -0.0
             "transit_share_relaxed": round(self.transit_share_relaxed, 6),
         }
 

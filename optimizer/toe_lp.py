@@ -93,7 +93,7 @@ class ToeLp:
         self.pair_of[self.pi, self.pj] = np.arange(self.n_pairs)
         self.pair_of[self.pj, self.pi] = np.arange(self.n_pairs)
         self.track_mesh = mesh_weight > 0
-        self.h = highspy.Highs()
+        self.h = highspy._Highs()  # the private class: the public one prints a banner to stdout
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("threads", 1)
         self._transit_cost = np.zeros(self.n_matrices)

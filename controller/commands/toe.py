@@ -98,7 +98,8 @@ def format_table(plan: ReconfigurationPlan, seconds: float) -> str:
         f"  MLU of the predicted demand  {toe.current_mlu:.4f} -> {staging.final_mlu:.4f}",
         f"  circuits kept/removed/added  {mapping.kept} / {mapping.removed} / {mapping.added}"
         f"  (lower bound {mapping.lower_bound} removed)",
-        f"  routing MLU (integer weights) {plan.routing.mlu_quantized:.4f}, stretch {plan.routing.stretch:.3f}",
+        f"  routing MLU (int. weights)   {plan.routing.mlu_quantized:.4f}, "
+        f"stretch {plan.routing.stretch:.3f} block hops",
         f"  plan time                    {seconds:.2f} s",
         "",
         f"stages (drained MLU limit: max({staging.threshold:g}, MLU at the stage's start)):",
