@@ -7,22 +7,26 @@ no clock; the policy decision (:mod:`optimizer.policy`) is left to the caller.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric
 from optimizer.mapping import MappingResult, map_topology
 from optimizer.staging import DEFAULT_THRESHOLD, MluFunction, StagingPlan, stage_changes
 from optimizer.te import TeResult, TeSolver
 from optimizer.toe import ToeKnobs, ToePlan, plan_topology
-from optimizer.topology import Circuit, check_circuits, uniform_mesh
+from optimizer.topology import Circuit, Topology, check_circuits, uniform_mesh
 from optimizer.traffic import TrafficMatrix
 from optimizer.wcmp import DEFAULT_TABLE_SIZE
 
 log = logging.getLogger(__name__)
 
 _MAX_CHANGE_RETRIES = 3
+
+#: fabric, target topology, today's circuits -> the circuits realising the target.
+Mapper = Callable[[Fabric, Topology, Sequence[Circuit]], MappingResult]
 
 
 @dataclass(frozen=True)
@@ -69,13 +73,15 @@ def plan_reconfiguration(
     knobs: ToeKnobs | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     table_size: int = DEFAULT_TABLE_SIZE,
+    mapper: Mapper = map_topology,
 ) -> ReconfigurationPlan:
     """Plan the topology for ``demands``, lay it on the OCSes and stage the change.
 
     ``current`` is today's circuits (default: the uniform mesh of a fresh fabric). The
     change limit in ``knobs`` bounds the circuits the mapping really removes: if the
     mapping needs a few more than the topology's lower bound, the topology is re-planned
-    with a tighter limit.
+    with a tighter limit. ``mapper`` lays a topology on the OCSes (default
+    :func:`optimizer.mapping.map_topology`; tests inject others).
     """
     knobs = knobs or ToeKnobs()
     knobs.validate()
@@ -86,7 +92,7 @@ def plan_reconfiguration(
     evaluate = te_evaluator(solver)
 
     toe = plan_topology(fabric, matrices, circuits, knobs, evaluate)
-    mapping = map_topology(fabric, toe.topology, circuits)
+    mapping = mapper(fabric, toe.topology, circuits)
     limit = toe.max_removed
     for _ in range(_MAX_CHANGE_RETRIES):
         if limit is None or mapping.removed <= limit:
@@ -96,7 +102,12 @@ def plan_reconfiguration(
             "mapping removes %d circuits > limit %d: re-planning with %d", mapping.removed, limit, tighter
         )
         toe = plan_topology(fabric, matrices, circuits, knobs, evaluate, max_removed=tighter)
-        mapping = map_topology(fabric, toe.topology, circuits)
+        mapping = mapper(fabric, toe.topology, circuits)
+    if limit is not None and mapping.removed > limit:
+        raise InfeasibleError(
+            f"the mapping removes {mapping.removed} circuits, over the change limit of {limit} "
+            f"(max_change {knobs.max_change:g}), even after re-planning with tighter limits"
+        )
 
     staging = stage_changes(fabric, circuits, mapping.circuits, matrices, evaluate, threshold)
     worst = matrices[0]

@@ -3,10 +3,12 @@
 :func:`plan_topology` maximises the scale factor of the demand that fits (every predicted
 matrix must fit at that scale: plan for the worst), with traffic engineering over direct,
 one-transit and spine paths. Among topologies within 0.5% of that optimum it then prefers
-less transit (stretch), fewer removed circuits and, with a weight, nearness to the uniform
-mesh. The LP relaxation is rounded to integer counts within every block's port budget
-(:mod:`optimizer.toe_round`), and the rounded topology is re-evaluated by min-MLU traffic
-engineering to report the scale factor it really gives.
+the least transit traffic (stretch) and, among those within ``STRETCH_TOLERANCE`` of it,
+the fewest removed circuits and (with a weight) nearness to the uniform mesh: a
+lexicographic LP in three stages (:mod:`optimizer.toe_lp`). The relaxation is rounded to
+integer counts within every block's port budget (:mod:`optimizer.toe_round`), and the
+rounded topology is re-evaluated by min-MLU traffic engineering to report the scale factor
+it really gives.
 """
 
 from __future__ import annotations
@@ -22,15 +24,18 @@ from optimizer.errors import ConfigError, InfeasibleError
 from optimizer.fabric import Fabric
 from optimizer.staging import MluFunction
 from optimizer.te import TeSolver
-from optimizer.toe_lp import Relaxation, StageWeights, ToeLp, ToeProblem, max_scale
+from optimizer.toe_lp import Relaxation, ToeLp, ToeProblem, max_scale
 from optimizer.toe_round import port_budget, removed_count, round_topology
 from optimizer.topology import Circuit, Topology, mesh_topology
 from optimizer.traffic import TrafficMatrix
 
 log = logging.getLogger(__name__)
 
-#: Stage 2 keeps the scale factor within this fraction of the optimum.
+#: Stages 2 and 3 keep the scale factor within this fraction of the optimum.
 NEAR_OPTIMAL = 0.995
+#: Stage 3 lets the share of traffic through a transit block rise this much (absolute) over
+#: stage 2's minimum, to keep today's circuits (rounding alone costs a few tenths of a percent).
+STRETCH_TOLERANCE = 0.01
 
 
 @dataclass(frozen=True)
@@ -144,18 +149,32 @@ def plan_topology(
 
 
 def solve_relaxation(problem: ToeProblem, knobs: ToeKnobs) -> tuple[float, Relaxation]:
-    """Stage 1 (max scale), then stage 2 (tie-breaks with the scale kept near the optimum).
+    """The lexicographic LP: max scale; then min stretch within ``NEAR_OPTIMAL`` of that
+    scale; then min removed circuits (+ mesh distance) within ``STRETCH_TOLERANCE`` of that
+    stretch. Returns the stage 1 optimum (the bound) and the final solution.
 
-    Returns the stage 1 optimum (the bound) and stage 2's solution.
+    Hysteresis: if today's topology reaches the scale floor with a stretch within twice the
+    tolerance, it is returned as it is, so re-planning a plan for the same demand changes
+    nothing (rounding alone moves stretch by a little).
     """
     lp = ToeLp(problem, mesh_weight=knobs.mesh_weight)
     lp.solve()
     best = lp.theta()
     if best <= 1e-12:
         raise InfeasibleError("no positive scale of the predicted demand fits any topology")
-    lp.set_stage2(NEAR_OPTIMAL * best, StageWeights(mesh=knobs.mesh_weight))
+    lp.set_stage2(NEAR_OPTIMAL * best)
     lp.solve()
-    return best, lp.result()
+    least_transit = lp.transit_share()
+    lp.set_stage3(least_transit + STRETCH_TOLERANCE, knobs.mesh_weight)
+    lp.solve()
+    relaxed = lp.result()
+    if relaxed.removed > 0.5:
+        today = lp.transit_share_of(problem.current)
+        if today is not None and today <= least_transit + 2 * STRETCH_TOLERANCE:
+            log.info("toe: today's topology is within the stretch tolerance; keeping it")
+            current = problem.current.astype(np.float64)
+            return best, replace(relaxed, counts=current, transit_share=today, removed=0.0)
+    return best, relaxed
 
 
 def build_problem(

@@ -10,9 +10,9 @@ directed block link ``(i, j)``, ``flows over it <= speed(i,j) * L[pair(i,j)]``; 
 have fixed capacities. Shared rows: each block's circuits within its port budget, and (with a
 change limit) ``sum d <= max_removed``.
 
-Stage 1 maximises ``theta``. Stage 2 keeps ``theta >= floor`` and minimises, in order of
-weight, the share of traffic sent through a transit block (stretch), the circuits removed,
-and the distance from the uniform mesh.
+Stage 1 maximises ``theta``. Stage 2 keeps ``theta >= floor`` and minimises the share of
+traffic sent through a transit block (stretch). Stage 3 also caps that share near its stage 2
+optimum and minimises the circuits removed plus (weighted) the distance from the mesh.
 
 Transit paths (``n^3`` of them per matrix) are generated on demand: a path enters the LP when
 its reduced cost ``c_p - A_p^T y`` is negative under the current duals. Spine and direct
@@ -61,15 +61,6 @@ class ToeProblem:
 
 
 @dataclass(frozen=True)
-class StageWeights:
-    """Stage 2 objective weights (each term is normalised to about 0..1)."""
-
-    stretch: float = 1.0
-    changes: float = 0.25
-    mesh: float = 0.0
-
-
-@dataclass(frozen=True)
 class Relaxation:
     theta: float  # the scale factor of the solution read back
     counts: np.ndarray  # n x n continuous circuit counts
@@ -93,10 +84,13 @@ class ToeLp:
         self.pair_of[self.pi, self.pj] = np.arange(self.n_pairs)
         self.pair_of[self.pj, self.pi] = np.arange(self.n_pairs)
         self.track_mesh = mesh_weight > 0
+        self.mesh_weight = mesh_weight
+        self.stretch_row = -1
         self.h = highspy._Highs()  # the private class: the public one prints a banner to stdout
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("threads", 1)
         self._transit_cost = np.zeros(self.n_matrices)
+        self._transit_weight = np.zeros(self.n_matrices)
         self._layout_rows()
         self._add_rows()
         self._add_fixed_columns()
@@ -262,7 +256,8 @@ class ToeLp:
             for idx in np.nonzero(spine)[0]:
                 first[idx] = self.spine_up_row(int(m[idx]), s[idx], sp[idx])
                 second[idx] = self.spine_down_row(int(m[idx]), sp[idx], d[idx])
-        n_entries = np.where(second >= 0, 3, 2)
+        in_stretch = transit & (self.stretch_row >= 0)
+        n_entries = np.where(second >= 0, 3, 2) + in_stretch
         starts = np.zeros(count, dtype=np.int64)
         starts[1:] = np.cumsum(n_entries)[:-1]
         nnz = int(n_entries.sum())
@@ -273,7 +268,10 @@ class ToeLp:
         index[starts + 1] = first
         has2 = second >= 0
         index[starts[has2] + 2] = second[has2]
-        # HiGHS wants row indices within a column; order does not matter but keep them sorted.
+        if in_stretch.any():  # transit columns also count in the stage 3 stretch cap
+            at = starts[in_stretch] + 3
+            index[at] = self.stretch_row
+            value[at] = self._transit_weight[m[in_stretch]]
         costs = np.where(transit, self._transit_cost[m], 0.0)
         self._check(
             self.h.addCols(
@@ -355,6 +353,8 @@ class ToeLp:
                 y_link = duals[self.link_base + m * n * n : self.link_base + (m + 1) * n * n].reshape(n, n)
                 # reduced cost of s -> k -> d: c - (-y_dem[s,d] + y_link[s,k] + y_link[k,d])
                 rc = self._transit_cost[m] + y_dem[:, None, :] - y_link[:, :, None] - y_link[None, :, :]
+                if self.stretch_row >= 0:
+                    rc = rc - duals[self.stretch_row] * self._transit_weight[m]
                 bad = invalid | (rows < 0)[:, None, :] | self.present[m]
                 rc = np.where(bad, np.inf, rc)
                 take = min(max_new_per_commodity, n)
@@ -381,35 +381,101 @@ class ToeLp:
             log.debug("toe lp round %d: theta %.6f, %d transit paths added", self.rounds, self.theta(), added)
         log.warning("topology LP column generation stopped after %d rounds", _MAX_ROUNDS)
 
-    def set_stage2(self, theta_floor: float, weights: StageWeights) -> None:
-        """Fix theta >= floor and switch to the tie-breaking objective."""
+    def set_stage2(self, theta_floor: float, tie_break: float = 1e-3) -> None:
+        """Keep theta >= floor and minimise the share of traffic sent through a transit block.
+
+        Changes and mesh distance get ``tie_break`` times their stage 3 weight, so that among
+        equal-stretch topologies the LP already leans towards today's.
+        """
         p = self.p
         self._check(self.h.changeColBounds(self.theta_col, theta_floor, _INF), "fixing theta")
         self._check(self.h.changeColCost(self.theta_col, 0.0), "changing costs")
         totals = np.array([max(float(dem.sum()), 1e-12) for dem in p.demands])
-        self._transit_cost = weights.stretch / (self.n_matrices * totals * max(theta_floor, 1e-12))
+        self._transit_weight = 1.0 / (self.n_matrices * totals * max(theta_floor, 1e-12))
+        self._set_transit_costs(self._transit_weight)
+        self._set_change_costs(tie_break)
+
+    def set_stage3(self, transit_cap: float, mesh_weight: float) -> None:
+        """Cap the transit share at ``transit_cap`` and minimise removed circuits (+ mesh distance)."""
         flows = self._flow_arrays()
+        idx = np.zeros(0, dtype=np.int64)
+        coef = np.zeros(0)
         if flows is not None:
             m, _, k, _ = flows
             transit = (k >= 0) & (k < self.n)
             idx = np.nonzero(transit)[0] + self.n_fixed_cols
-            if len(idx):
-                costs = self._transit_cost[m[transit]]
-                self._check(
-                    self.h.changeColsCost(len(idx), idx.astype(np.int32), costs.astype(np.float64)),
-                    "changing costs",
-                )
+            coef = self._transit_weight[m[transit]]
+        self._check(
+            self.h.addRow(-_INF, transit_cap, len(idx), idx.astype(np.int32), coef.astype(np.float64)),
+            "adding the stretch row",
+        )
+        self.stretch_row = self.n_rows
+        self.n_rows += 1
+        self._set_transit_costs(np.zeros(self.n_matrices))
+        self._set_change_costs(1.0, mesh_weight)
+
+    def _set_transit_costs(self, per_matrix: np.ndarray) -> None:
+        self._transit_cost = per_matrix
+        flows = self._flow_arrays()
+        if flows is None:
+            return
+        m, _, k, _ = flows
+        transit = (k >= 0) & (k < self.n)
+        idx = np.nonzero(transit)[0] + self.n_fixed_cols
+        if len(idx):
+            costs = per_matrix[m[transit]].astype(np.float64)
+            self._check(self.h.changeColsCost(len(idx), idx.astype(np.int32), costs), "changing costs")
+
+    def _set_change_costs(self, scale: float, mesh_weight: float | None = None) -> None:
+        p = self.p
         total_current = max(float(p.current.sum() / 2), 1.0)
         d_cols = np.arange(self.d_base, self.d_base + self.n_pairs, dtype=np.int32)
-        d_costs = np.full(self.n_pairs, weights.changes / total_current)
+        d_costs = np.full(self.n_pairs, scale / total_current)
         self._check(self.h.changeColsCost(self.n_pairs, d_cols, d_costs), "changing costs")
         if self.track_mesh:
+            weight = self.mesh_weight if mesh_weight is None else mesh_weight
             total_mesh = max(float(p.mesh.sum() / 2), 1.0)
             u_cols = np.arange(self.u_base, self.u_base + self.n_pairs, dtype=np.int32)
-            self._check(
-                self.h.changeColsCost(self.n_pairs, u_cols, np.full(self.n_pairs, weights.mesh / total_mesh)),
-                "changing costs",
-            )
+            u_costs = np.full(self.n_pairs, scale * weight / total_mesh)
+            self._check(self.h.changeColsCost(self.n_pairs, u_cols, u_costs), "changing costs")
+
+    def transit_share_of(self, counts: np.ndarray) -> float | None:
+        """Stage 2's measure for L fixed to ``counts`` (None if it cannot reach the theta floor).
+
+        Warm-started on this LP (its transit paths are already generated); the L bounds and
+        the stretch cap are restored afterwards.
+        """
+        lv = counts[self.pi, self.pj].astype(np.float64)
+        cols = np.arange(self.l_base, self.l_base + self.n_pairs, dtype=np.int32)
+        ub = np.minimum(self.p.budget[self.pi], self.p.budget[self.pj]).astype(np.float64)
+        cap = None
+        if self.stretch_row >= 0:
+            lp = self.h.getLp()
+            cap = float(lp.row_upper_[self.stretch_row])
+            self._check(self.h.changeRowBounds(self.stretch_row, -_INF, _INF), "freeing the stretch cap")
+        saved_costs = self._transit_cost
+        self._set_transit_costs(self._transit_weight)
+        self._check(self.h.changeColsBounds(self.n_pairs, cols, lv, lv), "fixing L")
+        try:
+            self.solve()
+            share: float | None = self.transit_share()
+        except SolverError:
+            share = None
+        self._check(self.h.changeColsBounds(self.n_pairs, cols, np.zeros(self.n_pairs), ub), "freeing L")
+        self._set_transit_costs(saved_costs)
+        if cap is not None:
+            self._check(self.h.changeRowBounds(self.stretch_row, -_INF, cap), "restoring the stretch cap")
+        return share
+
+    def transit_share(self) -> float:
+        """The stage 2 measure of the current solution: weighted transit flow."""
+        flows = self._flow_arrays()
+        if flows is None:
+            return 0.0
+        m, _, k, _ = flows
+        transit = (k >= 0) & (k < self.n)
+        x = np.asarray(self.h.getSolution().col_value)[self.n_fixed_cols :]
+        return float((x[transit] * self._transit_weight[m[transit]]).sum())
 
     # -- reading back --------------------------------------------------------------------
     def _flow_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
