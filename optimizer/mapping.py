@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from optimizer.errors import InfeasibleError
+from optimizer.errors import InfeasibleError, SolverError
 from optimizer.fabric import Fabric
 from optimizer.mapping_domains import pair_domain_limit, split_over_domains
 from optimizer.mapping_ocs import assign_ports, current_orientation, orient, split_over_ocs
-from optimizer.mapping_recolour import recolour_domain
-from optimizer.mapping_ports import PortModel, build_port_model, require_same_blocks
+from optimizer.mapping_ports import OcsPorts, PortModel, build_port_model, require_same_blocks
+from optimizer.mapping_recolour import RecolouringStuck, recolour
 from optimizer.topology import Circuit, Topology
 
 log = logging.getLogger(__name__)
@@ -190,23 +190,40 @@ def map_topology(
     domain_ports = capacity.sum(axis=1)
     total_ports = int(domain_ports.sum())
     limit = np.stack([pair_domain_limit(wanted, int(p), total_ports) for p in domain_ports])
-    current_by_domain = np.stack(
-        [_symmetric(current_orientation(ocs_by_domain[d], n)) for d in domains]
-    )
+    current_by_domain = np.stack([_symmetric(current_orientation(ocs_by_domain[d], n)) for d in domains])
     split = split_over_domains(wanted, current_by_domain, capacity, limit, names)
-
-    circuits: list[Circuit] = []
+    counts_by_ocs: dict[str, np.ndarray] = {}
     for di, d in enumerate(domains):
         ocs_list = ocs_by_domain[d]
-        where = f"failure domain {d}"
-        north = np.array([sum(o.north_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
-        south = np.array([sum(o.south_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
-        directed = orient(split.counts[di], north, south, current_orientation(ocs_list, n), names, where)
-        per_ocs = recolour_domain(ocs_list, directed)
-        for o, counts in zip(ocs_list, per_ocs, strict=True):
-            circuits.extend(assign_ports(o, counts))
-
+        try:
+            per_ocs = recolour(ocs_list, _orient_domain(ocs_list, split.counts[di], names, f"failure domain {d}"))
+        except RecolouringStuck as exc:
+            log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
+            per_ocs = _flow_construction(ocs_list, split.counts[di], names, f"failure domain {d}")
+        for o, c in zip(ocs_list, per_ocs, strict=True):
+            counts_by_ocs[o.name] = c
+    per_ocs = [counts_by_ocs[o.name] for o in model.ocs]
+    circuits: list[Circuit] = []
+    for o, counts in zip(model.ocs, per_ocs, strict=True):
+        circuits.extend(assign_ports(o, counts))
+    realised = Topology.from_circuits(fabric, circuits)
+    if not np.array_equal(np.asarray(realised.counts), wanted):
+        raise SolverError("internal error: the mapped circuits do not realise the target topology")
     return _result(fabric, current, circuits)
+
+
+def _orient_domain(ocs_list: Sequence[OcsPorts], pairs: np.ndarray, names: tuple[str, ...], where: str) -> np.ndarray:
+    n = len(names)
+    north = np.array([sum(o.north_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
+    south = np.array([sum(o.south_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
+    return orient(pairs, north, south, current_orientation(ocs_list, n), names, where)
+
+
+def _flow_construction(
+    ocs_list: Sequence[OcsPorts], pairs: np.ndarray, names: tuple[str, ...], where: str
+) -> list[np.ndarray]:
+    """The always-feasible construction for one domain: orientation, then OCS by OCS."""
+    return split_over_ocs(_orient_domain(ocs_list, pairs, names, where), ocs_list, names, where)
 
 
 def _symmetric(directed: np.ndarray) -> np.ndarray:

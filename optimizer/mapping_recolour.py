@@ -1,29 +1,37 @@
 """Moving today's circuits to the target with few changes: Kempe-chain recolouring.
 
-Inside one failure domain the oriented demand is a bipartite multigraph (north copies of
-the blocks -> south copies) and every OCS is a "colour" that may hold, per block, at most
-its north ports' worth of out-edges and its south ports' worth of in-edges. Today's
-circuits are a valid colouring of today's graph; the target differs from it by
-*surplus* circuits (pairs that shrink) and *deficit* circuits (pairs that grow).
+Think of every circuit as an edge from the north copy of one block to the south copy of
+another, coloured by the OCS it is on. An OCS holds, per block, at most as many out-edges
+as the block has north ports there and as many in-edges as it has south ports. Today's
+circuits are a valid colouring. The target differs from them by *surplus* circuits
+(pairs that shrink) and *deficit* circuits (pairs that grow); the lower bound on changes
+is the total surplus.
 
-Each deficit circuit ``a->b`` is inserted in turn:
+1. Circuits that sit in a failure domain holding more of their pair than
+   :func:`~optimizer.mapping_domains.pair_domain_limit` allows are dropped there (from
+   the surplus when the pair shrinks anyway).
+2. Each deficit circuit a-b is inserted, in either orientation, on an OCS whose domain
+   has room for the pair and where both ends have a free port or a port held by a surplus
+   circuit (which is then dropped: it had to go anyway). Such an insertion costs nothing
+   beyond the lower bound.
+3. When no OCS has both ends available, a Kempe chain makes room: the blocking circuit at
+   one end moves to an OCS beta where that end is free, the circuit it collides with there
+   moves back, and so on until a free or droppable port ends the chain. Of the chains
+   tried, the one moving the fewest of today's circuits away from their OCS wins.
+4. The surplus circuits left over are dropped, circuits already moved first.
 
-- on an OCS where ``a`` has a free (or surplus, hence droppable) north port and ``b`` a
-  free or droppable south port, if there is one: this costs nothing beyond the lower
-  bound;
-- otherwise along a Kempe chain: ``a`` is free on OCS alpha, ``b`` on OCS beta; ``b``'s
-  circuit on alpha moves to beta, the circuit that collides with it there moves to alpha,
-  and so on until a free or droppable port ends the chain. Of all (alpha, beta) choices
-  the chain that moves the fewest of today's circuits away from their OCS wins.
-
-Finally the surplus circuits that are left are dropped, those already moved first. Every
-step keeps every OCS within its ports, so the result is always valid; each insertion is
-polynomial (at most ``#OCS^2`` chains of at most ``2 * blocks * ports`` steps).
+Every step keeps every OCS within its ports and every domain within its pair limits, so
+the result is always valid. Each insertion is polynomial: a scan of the OCSes and at most
+``CHAIN_CANDIDATES^2`` chains of at most ``2 * blocks * ports-per-side`` steps. When no
+chain exists (very tight fabrics) :class:`RecolouringStuck` is raised and the caller
+falls back to the flow-based construction.
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,40 +44,69 @@ log = logging.getLogger(__name__)
 
 NORTH, SOUTH = 0, 1
 NOT_HOME = -1
+CHAIN_CANDIDATES = 24
+MAX_EXPANSIONS = 20000
+MAX_FORCED_PLACEMENTS_PER_CIRCUIT = 4
+DROP_PENALTY = 0.01
+STEP_PENALTY = 0.001
+
+
+class RecolouringStuck(InfeasibleError):
+    """No chain could make room for a circuit; the caller may try another construction."""
 
 
 @dataclass
 class _Edge:
     tail: int  # block on the north side
     head: int  # block on the south side
-    ocs: int  # position in the domain's OCS list
-    home: int  # OCS it is on today, or NOT_HOME for a new circuit
+    ocs: int
+    home: int  # the OCS it is on today, or NOT_HOME for a new circuit
 
 
 @dataclass
-class _Chain:
+class _Plan:
     cost: float
+    ocs: int
+    tail: int
+    head: int
     moves: list[tuple[int, int]]  # (edge id, to OCS)
     drops: list[int]
 
 
-class DomainRecolouring:
-    """The circuits of one domain as edges coloured by OCS, changed one circuit at a time."""
+def _pair(a: int, b: int) -> tuple[int, int]:
+    """The key of a circuit's demand: the directed arc (north block, south block)."""
+    return (a, b)
 
-    def __init__(self, ocs_list: Sequence[OcsPorts], demand: np.ndarray) -> None:
-        self.n = demand.shape[0]
+
+class Recolouring:
+    """All circuits of the fabric as coloured edges, changed one circuit at a time."""
+
+    def __init__(
+        self,
+        ocs_list: Sequence[OcsPorts],
+        target: np.ndarray,
+        domain_limit: np.ndarray,
+        domain_index: Sequence[int],
+        rng: np.random.Generator,
+    ) -> None:
+        self.n = target.shape[0]
         self.n_ocs = len(ocs_list)
-        self.demand = demand
+        self.target = target
+        self.limit = domain_limit  # (domains, n, n)
+        self.dom = list(domain_index)  # OCS position -> domain position
+        self.rng = rng
         self.cap = np.zeros((self.n_ocs, 2, self.n), dtype=np.int64)
         for i, o in enumerate(ocs_list):
             for b in range(self.n):
                 self.cap[i, NORTH, b] = o.north_budget(b)
                 self.cap[i, SOUTH, b] = o.south_budget(b)
+        self.used = np.zeros_like(self.cap)
         self.edges: list[_Edge | None] = []
         self.at: list[list[list[set[int]]]] = [
             [[set() for _ in range(self.n)] for _ in range(2)] for _ in range(self.n_ocs)
         ]
-        self.by_arc: dict[tuple[int, int], set[int]] = {}
+        self.by_pair: dict[tuple[int, int], set[int]] = {}
+        self.in_domain = np.zeros_like(domain_limit)
         for i, o in enumerate(ocs_list):
             for (a, b), circuits in o.current.items():
                 for _ in circuits:
@@ -79,217 +116,321 @@ class DomainRecolouring:
     def _add(self, a: int, b: int, ocs: int, home: int) -> int:
         eid = len(self.edges)
         self.edges.append(_Edge(a, b, ocs, home))
-        self.at[ocs][NORTH][a].add(eid)
-        self.at[ocs][SOUTH][b].add(eid)
-        self.by_arc.setdefault((a, b), set()).add(eid)
+        self._place(eid, a, b, ocs, +1)
+        self.by_pair.setdefault(_pair(a, b), set()).add(eid)
         return eid
 
+    def _place(self, eid: int, a: int, b: int, ocs: int, sign: int) -> None:
+        if sign > 0:
+            self.at[ocs][NORTH][a].add(eid)
+            self.at[ocs][SOUTH][b].add(eid)
+        else:
+            self.at[ocs][NORTH][a].discard(eid)
+            self.at[ocs][SOUTH][b].discard(eid)
+        self.used[ocs, NORTH, a] += sign
+        self.used[ocs, SOUTH, b] += sign
+        d = self.dom[ocs]
+        self.in_domain[d, a, b] += sign
+
     def _drop(self, eid: int) -> None:
-        e = self.edges[eid]
-        assert e is not None
-        self.at[e.ocs][NORTH][e.tail].discard(eid)
-        self.at[e.ocs][SOUTH][e.head].discard(eid)
-        self.by_arc[(e.tail, e.head)].discard(eid)
+        e = self._edge(eid)
+        self._place(eid, e.tail, e.head, e.ocs, -1)
+        self.by_pair[_pair(e.tail, e.head)].discard(eid)
         self.edges[eid] = None
 
     def _move(self, eid: int, to: int) -> None:
-        e = self.edges[eid]
-        assert e is not None
-        self.at[e.ocs][NORTH][e.tail].discard(eid)
-        self.at[e.ocs][SOUTH][e.head].discard(eid)
+        e = self._edge(eid)
+        self._place(eid, e.tail, e.head, e.ocs, -1)
         e.ocs = to
-        self.at[to][NORTH][e.tail].add(eid)
-        self.at[to][SOUTH][e.head].add(eid)
+        self._place(eid, e.tail, e.head, to, +1)
 
-    def _surplus(self, arc: tuple[int, int]) -> int:
-        return len(self.by_arc.get(arc, ())) - int(self.demand[arc])
+    def _edge(self, eid: int) -> _Edge:
+        e = self.edges[eid]
+        if e is None:
+            raise RecolouringStuck("internal error: a dropped circuit was used again")
+        return e
+
+    def _surplus(self, pair: tuple[int, int]) -> int:
+        return len(self.by_pair.get(pair, ())) - int(self.target[pair])
 
     def _free(self, ocs: int, side: int, block: int) -> int:
-        return int(self.cap[ocs, side, block]) - len(self.at[ocs][side][block])
+        return int(self.cap[ocs, side, block] - self.used[ocs, side, block])
 
-    def _droppable(self, ocs: int, side: int, block: int, taken: set[int], budget: dict) -> int | None:
-        """A circuit at this port group whose pair has surplus left (one already moved first)."""
+    def _droppable(self, ocs: int, side: int, block: int, taken: set[int], spent: dict) -> int | None:
+        """A circuit in this port group whose pair still has surplus (moved ones first)."""
         best: int | None = None
         for eid in self.at[ocs][side][block]:
             if eid in taken:
                 continue
-            e = self.edges[eid]
-            assert e is not None
-            arc = (e.tail, e.head)
-            if self._surplus(arc) - budget.get(arc, 0) <= 0:
+            e = self._edge(eid)
+            pair = _pair(e.tail, e.head)
+            if self._surplus(pair) - spent.get(pair, 0) <= 0:
                 continue
             if e.ocs != e.home:
                 return eid
-            best = eid if best is None else best
+            if best is None:
+                best = eid
         return best
 
     def _drop_cost(self, eid: int) -> float:
-        e = self.edges[eid]
-        assert e is not None
-        return -1.0 if e.ocs != e.home else 0.0
+        e = self._edge(eid)
+        return (-1.0 if e.ocs != e.home else 0.0) + DROP_PENALTY
 
     # -- the algorithm ----------------------------------------------------------------------
     def run(self) -> list[np.ndarray]:
+        self._drop_over_domain_limit()
         pending: list[tuple[int, int]] = []
-        for (a, b) in zip(*np.nonzero(self.demand), strict=True):
-            missing = int(self.demand[a, b]) - len(self.by_arc.get((int(a), int(b)), ()))
-            pending.extend([(int(a), int(b))] * max(missing, 0))
-        # Cheap insertions first (they need no chain), then chains.
-        hard: list[tuple[int, int]] = []
-        for a, b in pending:
-            if not self._insert_direct(a, b):
-                hard.append((a, b))
-        chains = 0
-        for a, b in hard:
-            if not self._insert_direct(a, b):
-                self._insert_by_chain(a, b)
-                chains += 1
+        iu, ju = np.nonzero(self.target)
+        for a, b in zip(iu.tolist(), ju.tolist(), strict=True):
+            pending.extend([(a, b)] * max(-self._surplus((a, b)), 0))
+        order = self.rng.permutation(len(pending))
+        pending = [pending[i] for i in order]
+        hard = deque(p for p in pending if not self._insert(*p, allow_chain=False))
+        chains = len(hard)
+        forced = 0
+        while hard:
+            a, b = hard.popleft()
+            if self._insert(a, b, allow_chain=True):
+                continue
+            forced += 1
+            if forced > MAX_FORCED_PLACEMENTS_PER_CIRCUIT * (len(pending) + 1):
+                raise RecolouringStuck(f"no OCS or chain has room for a circuit between block indices {a}, {b}")
+            hard.extend(self._force(a, b))
         self._drop_leftover_surplus()
-        if chains:
-            log.debug("recolouring needed %d Kempe chains for %d insertions", chains, len(pending))
+        log.debug("recolouring: %d insertions, %d needed a chain, %d forced", len(pending), chains, forced)
         return self._counts()
 
-    def _insert_direct(self, a: int, b: int) -> bool:
-        best: tuple[float, int, list[int]] | None = None
+    def _drop_over_domain_limit(self) -> None:
+        for d in range(self.limit.shape[0]):
+            over = np.argwhere(self.in_domain[d] > self.limit[d])
+            for a, b in over.tolist():
+                extra = int(self.in_domain[d, a, b] - self.limit[d, a, b])
+                here = [eid for eid in self.by_pair[(a, b)] if self.dom[self._edge(eid).ocs] == d]
+                for eid in here[:extra]:
+                    self._drop(eid)
+
+    def _insert(self, a: int, b: int, allow_chain: bool) -> bool:
+        best: _Plan | None = None
+        half_open: list[tuple[int, int, int, int]] = []  # (ocs, tail, head, blocked side)
         for o in range(self.n_ocs):
-            drops: list[int] = []
-            budget: dict[tuple[int, int], int] = {}
-            if self._free(o, NORTH, a) <= 0:
-                d = self._droppable(o, NORTH, a, set(), budget)
-                if d is None:
+            if self.in_domain[self.dom[o], a, b] >= self.limit[self.dom[o], a, b]:
+                continue
+            for tail, head in ((a, b),):
+                plan = self._direct_plan(o, tail, head)
+                if plan is None:
+                    if allow_chain:
+                        blocked = self._one_blocked_side(o, tail, head)
+                        if blocked is not None:
+                            half_open.append((o, tail, head, blocked))
                     continue
-                drops.append(d)
-                self._charge(d, budget)
-            if self._free(o, SOUTH, b) <= 0:
-                d = self._droppable(o, SOUTH, b, set(drops), budget)
-                if d is None:
-                    continue
-                drops.append(d)
-            cost = sum(self._drop_cost(d) for d in drops) + 0.01 * len(drops)
-            if best is None or cost < best[0]:
-                best = (cost, o, drops)
+                if best is None or plan.cost < best.cost:
+                    best = plan
+        if best is None and allow_chain:
+            best = self._best_chain(half_open)
         if best is None:
             return False
-        _, o, drops = best
-        for d in drops:
+        for d in best.drops:
             self._drop(d)
-        self._add(a, b, o, NOT_HOME)
+        for eid, to in best.moves:
+            self._move(eid, to)
+        self._add(best.tail, best.head, best.ocs, NOT_HOME)
         return True
 
-    def _charge(self, eid: int, budget: dict[tuple[int, int], int]) -> None:
-        e = self.edges[eid]
-        assert e is not None
-        arc = (e.tail, e.head)
-        budget[arc] = budget.get(arc, 0) + 1
-
-    def _insert_by_chain(self, a: int, b: int) -> None:
-        alphas = [o for o in range(self.n_ocs) if self._free(o, NORTH, a) > 0
-                  or self._droppable(o, NORTH, a, set(), {}) is not None]
-        betas = [o for o in range(self.n_ocs) if self._free(o, SOUTH, b) > 0
-                 or self._droppable(o, SOUTH, b, set(), {}) is not None]
-        best: tuple[_Chain, int] | None = None
-        for alpha in alphas:
-            for beta in betas:
-                if alpha == beta:
-                    continue
-                chain = self._plan_chain(a, b, alpha, beta)
-                if chain is not None and (best is None or chain.cost < best[0].cost):
-                    best = (chain, alpha)
-        if best is None:
-            raise InfeasibleError(f"no recolouring chain places a circuit from block index {a} to {b}")
-        chain, alpha = best
-        for d in chain.drops:
-            self._drop(d)
-        for eid, to in chain.moves:
-            self._move(eid, to)
-        self._add(a, b, alpha, NOT_HOME)
-
-    def _plan_chain(self, a: int, b: int, alpha: int, beta: int) -> _Chain | None:
-        """Plan making room for ``a->b`` on alpha by pushing ``b``'s alpha circuit to beta."""
-        taken: set[int] = set()
-        budget: dict[tuple[int, int], int] = {}
-        delta: dict[tuple[int, int, int], int] = {}
-        cost = 0.0
-        drops: list[int] = []
-        moves: list[tuple[int, int]] = []
-
-        def free(o: int, side: int, v: int) -> int:
-            return self._free(o, side, v) + delta.get((o, side, v), 0)
-
-        def take_drop(o: int, side: int, v: int) -> bool:
-            nonlocal cost
-            d = self._droppable(o, side, v, taken, budget)
+    def _force(self, a: int, b: int) -> list[tuple[int, int]]:
+        """Place a-b by taking out the circuits in its way; they become circuits to insert."""
+        options: list[tuple[int, int, int, int]] = []
+        for o in range(self.n_ocs):
+            if self.in_domain[self.dom[o], a, b] >= self.limit[self.dom[o], a, b]:
+                continue
+            for tail, head in ((a, b),):
+                blocked = int(not self._available(o, NORTH, tail)) + int(not self._available(o, SOUTH, head))
+                options.append((blocked, int(self.rng.integers(1 << 30)), o, tail * self.n + head))
+        if not options:
+            raise RecolouringStuck(f"no failure domain has room for another circuit between block indices {a}, {b}")
+        _, _, o, code = min(options)
+        tail, head = divmod(code, self.n)
+        evicted: list[tuple[int, int]] = []
+        for side, block in ((NORTH, tail), (SOUTH, head)):
+            if self._free(o, side, block) > 0:
+                continue
+            d = self._droppable(o, side, block, set(), {})
             if d is None:
-                return False
-            e = self.edges[d]
-            assert e is not None
-            taken.add(d)
-            self._charge(d, budget)
-            drops.append(d)
-            cost += self._drop_cost(d)
-            delta[(o, NORTH, e.tail)] = delta.get((o, NORTH, e.tail), 0) + 1
-            delta[(o, SOUTH, e.head)] = delta.get((o, SOUTH, e.head), 0) + 1
-            return True
+                d = self._pick_to_move(o, side, block, set())
+                if d is None:
+                    raise RecolouringStuck("internal error: a full port group without circuits")
+                e = self._edge(d)
+                evicted.append((e.tail, e.head))
+            self._drop(d)
+        self._add(tail, head, o, NOT_HOME)
+        return evicted
 
-        # a's north port on alpha must be free or freed.
-        if free(alpha, NORTH, a) <= 0 and not take_drop(alpha, NORTH, a):
-            return None
-        delta[(alpha, NORTH, a)] = delta.get((alpha, NORTH, a), 0) - 1
-        # b's south port on alpha is full: push one of its circuits along the chain.
-        side, v, src, dst = SOUTH, b, alpha, beta
-        if free(src, side, v) > 0:
-            delta[(alpha, SOUTH, b)] = delta.get((alpha, SOUTH, b), 0) - 1
-            return _Chain(cost, moves, drops)
-        max_steps = 2 * self.n * int(self.cap.max(initial=1)) + 4
-        for _ in range(max_steps):
-            eid = self._pick_to_move(src, side, v, taken)
-            if eid is None:
+    def _direct_plan(self, o: int, tail: int, head: int) -> _Plan | None:
+        drops: list[int] = []
+        spent: dict[tuple[int, int], int] = {}
+        for side, block in ((NORTH, tail), (SOUTH, head)):
+            if self._free(o, side, block) > 0:
+                continue
+            d = self._droppable(o, side, block, set(drops), spent)
+            if d is None:
                 return None
-            e = self.edges[eid]
-            assert e is not None
-            taken.add(eid)
-            moves.append((eid, dst))
-            cost += 1.0 if e.home == src else (-1.0 if e.home == dst else 0.0)
-            cost += 0.001
-            for s, blk in ((NORTH, e.tail), (SOUTH, e.head)):
-                delta[(src, s, blk)] = delta.get((src, s, blk), 0) + 1
-                delta[(dst, s, blk)] = delta.get((dst, s, blk), 0) - 1
-            # The moved circuit's far end (from v) may now overflow on dst.
-            side = NORTH if side == SOUTH else SOUTH
-            v = e.tail if side == NORTH else e.head
-            if free(dst, side, v) >= 0:
-                break
-            if take_drop(dst, side, v):
-                break
-            src, dst = dst, src
-        else:
+            drops.append(d)
+            e = self._edge(d)
+            pair = _pair(e.tail, e.head)
+            spent[pair] = spent.get(pair, 0) + 1
+        return _Plan(sum(self._drop_cost(d) for d in drops), o, tail, head, [], drops)
+
+    def _available(self, o: int, side: int, block: int) -> bool:
+        return self._free(o, side, block) > 0 or self._droppable(o, side, block, set(), {}) is not None
+
+    def _one_blocked_side(self, o: int, tail: int, head: int) -> int | None:
+        north_ok = self._available(o, NORTH, tail)
+        south_ok = self._available(o, SOUTH, head)
+        if north_ok and not south_ok:
+            return SOUTH
+        if south_ok and not north_ok:
+            return NORTH
+        return None
+
+    def _best_chain(self, half_open: list[tuple[int, int, int, int]]) -> _Plan | None:
+        """Cheapest chain of moves (Dijkstra over overflowing port groups) for any start.
+
+        A state ``(o, side, v, came_from)``: port group ``(o, side, v)`` holds one circuit
+        too many. A move takes one of its circuits to an OCS where ``v`` has room on that
+        side (a free or droppable port, or the OCS the previous move left: it freed one);
+        the circuit's far end ``w`` may then overflow there, the next state. A chain ends
+        when ``w`` has a free or droppable port. Each found chain is checked on the real
+        counts before it is used; a failing one is skipped for the next best.
+        """
+        heap: list[tuple[float, int, tuple]] = []
+        counter = 0
+        for alpha, tail, head, blocked in half_open:
+            open_side = NORTH if blocked == SOUTH else SOUTH
+            open_block = tail if open_side == NORTH else head
+            cost = 0.0
+            if self._free(alpha, open_side, open_block) <= 0:
+                d = self._droppable(alpha, open_side, open_block, set(), {})
+                if d is None:
+                    continue
+                cost = self._drop_cost(d)
+            blk = head if blocked == SOUTH else tail
+            start = (alpha, blocked, blk, -1)
+            heapq.heappush(heap, (max(cost, 0.0), counter, (start, None, (alpha, tail, head, blocked))))
+            counter += 1
+        settled: set[tuple[int, int, int, int]] = set()
+        room_cache: dict[tuple[int, int], list[int]] = {}
+        expansions = 0
+        while heap and expansions < MAX_EXPANSIONS:
+            cost, _, (state, link, origin) = heapq.heappop(heap)
+            if link is not None and link[0] == "end":
+                plan = self._check_chain(origin, link)
+                if plan is not None:
+                    return plan
+                continue
+            if state in settled:
+                continue
+            settled.add(state)
+            expansions += 1
+            o, side, v, came_from = state
+            other = SOUTH if side == NORTH else NORTH
+            key = (side, v)
+            if key not in room_cache:
+                room_cache[key] = [x for x in range(self.n_ocs) if self._available(x, side, v)]
+            targets = list(room_cache[key])
+            if came_from >= 0 and came_from not in targets:
+                targets.append(came_from)
+            for eid in self.at[o][side][v]:
+                e = self._edge(eid)
+                w = e.head if side == NORTH else e.tail
+                pair = _pair(e.tail, e.head)
+                for o2 in targets:
+                    if o2 == o:
+                        continue
+                    if self.dom[o2] != self.dom[o] and self.in_domain[self.dom[o2]][pair] >= self.limit[self.dom[o2]][pair]:
+                        continue
+                    step = max(0.0, 1.0 if e.home == o else (-1.0 if e.home == o2 else 0.0)) + STEP_PENALTY
+                    moves = (link, ("move", eid, o2))
+                    if self._available(o2, other, w):
+                        heapq.heappush(heap, (cost + step, counter, (state, ("end", moves), origin)))
+                    else:
+                        heapq.heappush(heap, (cost + step, counter, ((o2, other, w, o), moves, origin)))
+                    counter += 1
+        return None
+
+    def _check_chain(self, origin: tuple[int, int, int, int], link: tuple) -> _Plan | None:
+        """Turn a found chain into a plan, checking ports and pair limits on the real counts."""
+        alpha, tail, head, blocked = origin
+        steps: list[tuple[int, int]] = []
+        node = link[1]
+        while node is not None:
+            node, (_, eid, to) = node
+            steps.append((eid, to))
+        steps.reverse()
+        if len({eid for eid, _ in steps}) != len(steps):
             return None
-        # The port group that started the chain (b's south on alpha) now has room.
-        if free(alpha, SOUTH, b) <= 0:
-            return None
-        # b's south port on beta received the pushed circuit: make room there too.
-        if free(beta, SOUTH, b) < 0 and not take_drop(beta, SOUTH, b):
-            return None
-        return _Chain(cost, moves, drops)
+        port_delta: dict[tuple[int, int, int], int] = {}
+        pair_delta: dict[tuple[int, int, int], int] = {}
+        cost = 0.0
+
+        def shift(o: int, side: int, v: int, by: int) -> None:
+            port_delta[(o, side, v)] = port_delta.get((o, side, v), 0) + by
+
+        shift(alpha, NORTH, tail, -1)
+        shift(alpha, SOUTH, head, -1)
+        key = (self.dom[alpha], *_pair(tail, head))
+        pair_delta[key] = pair_delta.get(key, 0) + 1
+        for eid, to in steps:
+            e = self._edge(eid)
+            shift(e.ocs, NORTH, e.tail, +1)
+            shift(e.ocs, SOUTH, e.head, +1)
+            shift(to, NORTH, e.tail, -1)
+            shift(to, SOUTH, e.head, -1)
+            pair = _pair(e.tail, e.head)
+            for d, by in ((self.dom[e.ocs], -1), (self.dom[to], +1)):
+                pair_delta[(d, *pair)] = pair_delta.get((d, *pair), 0) + by
+            cost += (1.0 if e.home == e.ocs else (-1.0 if e.home == to else 0.0)) + STEP_PENALTY
+        taken = {eid for eid, _ in steps}
+        spent: dict[tuple[int, int], int] = {}
+        drops: list[int] = []
+        for (o, side, v), by in sorted(port_delta.items()):
+            need = -(self._free(o, side, v) + by)
+            for _ in range(max(need, 0)):
+                d = self._droppable(o, side, v, taken, spent)
+                if d is None:
+                    return None
+                e = self._edge(d)
+                taken.add(d)
+                pair = _pair(e.tail, e.head)
+                spent[pair] = spent.get(pair, 0) + 1
+                drops.append(d)
+                cost += self._drop_cost(d)
+                shift(o, NORTH, e.tail, +1)
+                shift(o, SOUTH, e.head, +1)
+                pair_delta[(self.dom[o], *pair)] = pair_delta.get((self.dom[o], *pair), 0) - 1
+        for (o, side, v), by in port_delta.items():
+            if self._free(o, side, v) + by < 0:
+                return None
+        for (d, a, b), by in pair_delta.items():
+            if by > 0 and self.in_domain[d, a, b] + by > self.limit[d, a, b]:
+                return None
+        return _Plan(cost, alpha, tail, head, steps, drops)
 
     def _pick_to_move(self, o: int, side: int, v: int, taken: set[int]) -> int | None:
         best: int | None = None
         for eid in self.at[o][side][v]:
             if eid in taken:
                 continue
-            e = self.edges[eid]
-            assert e is not None
-            if e.home != o:
+            if self._edge(eid).home != o:
                 return eid
-            best = eid if best is None else best
+            if best is None:
+                best = eid
         return best
 
     def _drop_leftover_surplus(self) -> None:
-        for arc, eids in self.by_arc.items():
-            extra = len(eids) - int(self.demand[arc])
+        for pair, eids in self.by_pair.items():
+            extra = self._surplus(pair)
             if extra <= 0:
                 continue
-            ordered = sorted(eids, key=lambda i: 0 if self.edges[i].ocs != self.edges[i].home else 1)
+            ordered = sorted(eids, key=lambda i: 0 if self._edge(i).ocs != self._edge(i).home else 1)
             for eid in ordered[:extra]:
                 self._drop(eid)
 
@@ -300,10 +441,22 @@ class DomainRecolouring:
                 out[e.ocs][e.tail, e.head] += 1
         for o in range(self.n_ocs):
             if (out[o].sum(axis=1) > self.cap[o, NORTH]).any() or (out[o].sum(axis=0) > self.cap[o, SOUTH]).any():
-                raise InfeasibleError("internal error: recolouring overfilled an OCS")
+                raise RecolouringStuck("internal error: recolouring overfilled an OCS")
         return out
 
 
-def recolour_domain(ocs_list: Sequence[OcsPorts], demand: np.ndarray) -> list[np.ndarray]:
-    """Per OCS of ``ocs_list``, the directed counts realising ``demand`` with few changes."""
-    return DomainRecolouring(ocs_list, demand).run()
+def recolour(
+    ocs_list: Sequence[OcsPorts],
+    target: np.ndarray,
+    domain_limit: np.ndarray | None = None,
+    domain_index: Sequence[int] | None = None,
+    seed: int = 0,
+) -> list[np.ndarray]:
+    """Per OCS of ``ocs_list``, the directed counts (north block, south block) realising
+    the symmetric ``target`` with few changes. Without ``domain_limit`` (per domain
+    position, n x n) and ``domain_index`` (OCS position -> domain position) all the OCSes
+    form one domain with no pair limit. Raises RecolouringStuck when it cannot."""
+    if domain_limit is None or domain_index is None:
+        domain_limit = target[None, :, :].copy()
+        domain_index = [0] * len(ocs_list)
+    return Recolouring(ocs_list, target, domain_limit, domain_index, np.random.default_rng(seed)).run()
