@@ -82,7 +82,8 @@ class ToePlan:
     @property
     def rounding_gap(self) -> float:
         """1 - rounded / relaxed: how much the integer topology gives up against the bound."""
-        return 1.0 - self.throughput_scale / self.throughput_scale_relaxed
+        gap = 1.0 - self.throughput_scale / self.throughput_scale_relaxed
+        return 0.0 if abs(gap) < 1e-9 else gap
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -75,10 +75,12 @@ def round_topology(
             counts[j, i] += 1
             spare[i] -= 1
             spare[j] -= 1
-    counts = _fill_free_ports(counts, budget, current, demand)
+    floor = np.floor(np.maximum(sym, 0) + _EPS).astype(np.int64)
+    counts = _fill_free_ports(counts, budget, current, demand, keep=np.minimum(floor, counts))
     if max_removed is not None:
         counts = _restore_current(counts, budget, current, sym, max_removed)
-        counts = _fill_free_ports(counts, budget, current, demand)
+        keep = np.minimum(np.maximum(floor, current), counts)
+        counts = _fill_free_ports(counts, budget, current, demand, keep=keep)
     return counts
 
 
@@ -95,9 +97,12 @@ def _trim_to_budget(counts: np.ndarray, budget: np.ndarray, target: np.ndarray) 
 
 
 def _fill_free_ports(
-    counts: np.ndarray, budget: np.ndarray, current: np.ndarray, demand: np.ndarray
+    counts: np.ndarray, budget: np.ndarray, current: np.ndarray, demand: np.ndarray, keep: np.ndarray
 ) -> np.ndarray:
-    """Join blocks that still have free ports: extra circuits never lower throughput."""
+    """Join blocks that still have free ports: extra circuits never lower throughput.
+
+    A block left alone with two free ports is spliced into a circuit of a pair above ``keep``.
+    """
     counts = counts.copy()
     pair_demand = demand + demand.T
     n = counts.shape[0]
@@ -107,6 +112,9 @@ def _fill_free_ports(
         open_ = spare > 0
         ok = open_[:, None] & open_[None, :] & off_diag
         if not ok.any():
+            lonely = int(np.argmax(open_))
+            if open_.sum() == 1 and spare[lonely] >= 2 and _splice(counts, lonely, demand, keep):
+                continue
             return counts
         restores = current > counts
         # restoring today's circuits first (it avoids a change), then demand per circuit
@@ -118,6 +126,29 @@ def _fill_free_ports(
             add = min(add, int(current[i, j] - counts[i, j]))
         counts[i, j] += add
         counts[j, i] += add
+
+
+def _splice(counts: np.ndarray, a: int, demand: np.ndarray, keep: np.ndarray) -> bool:
+    """Block ``a`` alone has two free ports: replace a circuit x-y by a-x and a-y.
+
+    The pair given up is the one with the least demand per circuit among those above
+    ``keep`` and not involving ``a``. Returns False (nothing done) when there is none.
+    """
+    n = counts.shape[0]
+    pair_demand = demand + demand.T
+    per_circuit = np.where(counts > keep, pair_demand / np.maximum(counts, 1), np.inf)
+    per_circuit[a, :] = np.inf
+    per_circuit[:, a] = np.inf
+    per_circuit[np.tril_indices(n)] = np.inf
+    if not np.isfinite(per_circuit).any():
+        return False
+    x, y = np.unravel_index(int(np.argmin(per_circuit)), per_circuit.shape)
+    counts[x, y] -= 1
+    counts[y, x] -= 1
+    for end in (x, y):
+        counts[a, end] += 1
+        counts[end, a] += 1
+    return True
 
 
 def _restore_current(

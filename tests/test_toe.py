@@ -86,6 +86,13 @@ def test_rounding_fills_free_ports_between_blocks_that_have_them():
     assert counts.sum(axis=1).tolist() == [4, 4, 4]
 
 
+def test_a_block_left_alone_with_free_ports_is_spliced_into_a_circuit():
+    relaxed = np.array([[0, 1, 1, 0], [1, 0, 0, 0.9], [1, 0, 0, 0.9], [0, 0.9, 0.9, 0]])
+    counts = round_topology(relaxed, np.array([4, 2, 2, 2]), np.zeros((4, 4), int), np.ones((4, 4)))
+    assert counts.sum(axis=1).tolist() == [4, 2, 2, 2]
+    assert counts[0, 1] + counts[0, 2] + counts[0, 3] == 4
+
+
 def test_port_budget_counts_split_ports_and_drops_odd_shares_on_any_ocs():
     split = generate_fabric(4, 8, 2, 16, 1)
     assert port_budget(split).tolist() == [8, 8, 8, 8]
