@@ -10,11 +10,11 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from controller.commands import ctl, demand, fabric, plan
+from controller.commands import ctl, demand, fabric, plan, toe
 from emulation import service as emulate
 from optimizer.errors import HeliostatError
 
-COMMANDS = (fabric, demand, plan, emulate, ctl)
+COMMANDS = (fabric, demand, plan, toe, emulate, ctl)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,202 @@
+"""Benchmark: topology engineering + per-OCS mapping + staging, 8 to 64 blocks.
+
+Each size runs in a fresh subprocess (so peak memory is its own) and plans twice: from
+the uniform mesh to a skewed gravity matrix, then from that plan's circuits to a second
+skewed gravity matrix (a shift). Reported per step: wall time and peak RSS, throughput
+scale of the plan vs the LP relaxation bound and vs the uniform mesh on the same matrix,
+circuits removed vs the lower bound, stages, and whether every circuit is valid.
+
+    python -m benchmarks.bench_toe [--sizes 8 16 32 64] [--out benchmarks/RESULTS_toe.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SKEW = 2.0
+LOAD = 0.5
+TARGETS = {"seconds_64": 60.0, "rss_gb": 4.0, "bound_ratio": 0.98, "change_ratio": 1.03}
+
+
+def fabric_for(n: int) -> Any:
+    from optimizer.config import generate_fabric, load_fabric
+
+    if n == 64:
+        return load_fabric(Path(__file__).resolve().parent.parent / "configs" / "fabric-64.yaml")
+    # Jupiter-shaped: 512 uplinks per block over 256 OCS of 136 ports in 4 domains
+    return generate_fabric(n, 512, 256, 136, 4)
+
+
+def run_size(n: int) -> dict[str, Any]:
+    """One size, in this process: the two planning steps and their figures."""
+    from optimizer.errors import ConfigError
+    from optimizer.reconfigure import plan_reconfiguration
+    from optimizer.te import TeSolver
+    from optimizer.topology import check_circuits, mesh_topology, uniform_mesh
+    from optimizer.traffic import gravity_matrix
+
+    fabric = fabric_for(n)
+    mesh_circuits = uniform_mesh(fabric)
+    mesh_solver = TeSolver(fabric)
+    current = mesh_circuits
+    steps = []
+    for step, seed in (("mesh -> gravity A", 1), ("A -> gravity B (shift)", 2)):
+        tm = gravity_matrix(fabric, seed=seed, load=LOAD, skew=SKEW)
+        started = time.perf_counter()
+        plan = plan_reconfiguration(fabric, tm, current)
+        seconds = time.perf_counter() - started
+        try:
+            check_circuits(fabric, plan.mapping.circuits, "<plan>")
+            valid = True
+        except ConfigError:
+            valid = False
+        mesh_mlu = mesh_solver.min_mlu(mesh_topology(fabric), tm)
+        mesh_stretch = mesh_solver.solve(mesh_topology(fabric), tm).stretch
+        m = plan.mapping
+        steps.append(
+            {
+                "step": step,
+                "seconds": seconds,
+                "scale": plan.toe.throughput_scale,
+                "bound": plan.toe.throughput_scale_relaxed,
+                "today_scale": plan.toe.current_throughput_scale,
+                "mesh_scale": 1.0 / mesh_mlu,
+                "stretch": plan.routing.stretch,
+                "mesh_stretch": mesh_stretch,
+                "removed": m.removed,
+                "added": m.added,
+                "kept": m.kept,
+                "lower_bound": m.lower_bound,
+                "stages": len(plan.staging.stages),
+                "max_drained_mlu": max((s.mlu_drained for s in plan.staging.stages), default=0.0),
+                "circuits": len(m.circuits),
+                "valid": valid,
+            }
+        )
+        current = m.circuits
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"blocks": n, "steps": steps, "peak_rss_mb": peak_kb / 1024.0}
+
+
+def run_child(n: int) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_toe", "--child", str(n)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"size {n} failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def machine() -> str:
+    import os
+
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, {now}"
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    head = (
+        "| blocks | step | time (s) | peak RSS (MB) | scale | LP bound | scale / bound | mesh scale "
+        "| stretch (mesh) | removed | lower bound | removed / LB | stages | max drained MLU | valid |"
+    )
+    rows = [head, "|" + "---|" * 15]
+    for r in results:
+        for s in r["steps"]:
+            ratio = s["removed"] / s["lower_bound"] if s["lower_bound"] else 1.0
+            rows.append(
+                f"| {r['blocks']} | {s['step']} | {s['seconds']:.2f} | {r['peak_rss_mb']:.0f} "
+                f"| {s['scale']:.4f} | {s['bound']:.4f} | {s['scale'] / s['bound']:.4f} "
+                f"| {s['mesh_scale']:.4f} | {s['stretch']:.3f} ({s['mesh_stretch']:.3f}) "
+                f"| {s['removed']} | {s['lower_bound']} | {ratio:.3f} | {s['stages']} "
+                f"| {s['max_drained_mlu']:.4f} | {'yes' if s['valid'] else 'NO'} |"
+            )
+    return "\n".join(rows)
+
+
+def verdict(results: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for r in results:
+        for s in r["steps"]:
+            where = f"{r['blocks']} blocks, {s['step']}"
+            if s["scale"] < TARGETS["bound_ratio"] * s["bound"]:
+                lines.append(f"MISSED: {where}: scale below 98% of the bound")
+            if s["lower_bound"] and s["removed"] > TARGETS["change_ratio"] * s["lower_bound"]:
+                lines.append(f"MISSED: {where}: removed > 1.03x the lower bound")
+            if not s["valid"]:
+                lines.append(f"MISSED: {where}: invalid circuits")
+            if r["blocks"] == 64 and s["seconds"] > TARGETS["seconds_64"]:
+                lines.append(f"MISSED: {where}: over 60 s")
+        if r["peak_rss_mb"] > TARGETS["rss_gb"] * 1024:
+            lines.append(f"MISSED: {r['blocks']} blocks: peak RSS over 4 GB")
+    return lines or ["all targets met"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32, 64])
+    parser.add_argument("--out", default="benchmarks/RESULTS_toe.md")
+    parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child is not None:
+        print(json.dumps(run_size(args.child)))
+        return 0
+    results = []
+    for n in args.sizes:
+        print(f"running {n} blocks ...", file=sys.stderr, flush=True)
+        results.append(run_child(n))
+    text = "\n".join(
+        [
+            "# Topology engineering benchmark",
+            "",
+            f"Machine: {machine()}.",
+            "",
+            "Command: `python -m benchmarks.bench_toe` (each size in a fresh subprocess; peak RSS is",
+            "the subprocess's). Each size plans twice: uniform mesh -> skewed gravity matrix A",
+            f"(seed 1, log-normal sigma {SKEW}, busiest block at {LOAD:.0%} load), then A's circuits ->",
+            "gravity matrix B (seed 2): a shift. 8-32 blocks are Jupiter-shaped (512 uplinks, 256",
+            "OCS x 136 ports, 4 domains); 64 blocks is `configs/fabric-64.yaml`. Time is",
+            "`plan_reconfiguration` end to end (ToE LP + rounding + TE re-evaluation, mapping,",
+            "staging with TE checks, final TE with weights).",
+            "",
+            "scale = throughput scale factor of the plan (TE on the rounded topology); LP bound =",
+            "the relaxation's optimum; mesh scale = the uniform mesh on the same matrix; stretch =",
+            "mean block hops with integer weights (the mesh's in brackets); removed vs lower bound =",
+            "sum over pairs of max(0, L_old - L_new).",
+            "",
+            table(results),
+            "",
+            "Targets (64 blocks <= 60 s and <= 4 GB, scale >= 98% of bound, removed <= 1.03x lower",
+            "bound, every circuit valid):",
+            "",
+            *[f"- {line}" for line in verdict(results)],
+            "",
+        ]
+    )
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""``heliostat toe``: topology engineering, per-OCS circuits and safe stages for predicted demand."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+from controller.commands.output import emit, emit_json, read_json
+from optimizer.config import load_fabric
+from optimizer.errors import ConfigError
+from optimizer.reconfigure import ReconfigurationPlan, plan_reconfiguration
+from optimizer.staging import DEFAULT_THRESHOLD
+from optimizer.toe import ToeKnobs
+from optimizer.topology import circuits_from_json
+from optimizer.traffic import load_matrix
+from optimizer.wcmp import DEFAULT_TABLE_SIZE
+
+ARGS = "<command line>"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "toe",
+        help="plan the logical topology, its circuits on every OCS and the stages to get there",
+    )
+    p.add_argument("--fabric", required=True, help="fabric YAML")
+    p.add_argument(
+        "--demand",
+        required=True,
+        action="append",
+        help="predicted traffic matrix (CSV or JSON); repeat to plan for the worst of several",
+    )
+    p.add_argument(
+        "--current", default=None, help="today's circuits as JSON {circuits: [...]} (default: uniform mesh)"
+    )
+    p.add_argument(
+        "--max-change", type=float, default=1.0, help="largest fraction of today's circuits that may change"
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=DEFAULT_THRESHOLD,
+        help="MLU a drained stage may reach (or the MLU it starts from, if higher)",
+    )
+    p.add_argument("--hedge", type=float, default=None, help="TE hedging S in (0, 1]; default: plain min-MLU")
+    p.add_argument("--mesh-weight", type=float, default=0.0, help="weight for staying near the uniform mesh")
+    p.add_argument("--table-size", type=int, default=DEFAULT_TABLE_SIZE, help="group table entries per group")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--out", default=None, help="file to write (default stdout)")
+    p.set_defaults(handler=_toe)
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if math.isnan(args.max_change) or not 0.0 <= args.max_change <= 1.0:
+        raise ConfigError(ARGS, "--max-change", f"must be between 0 and 1, got {args.max_change}")
+    if not 0.0 < args.threshold < math.inf:
+        raise ConfigError(ARGS, "--threshold", f"must be a number > 0, got {args.threshold}")
+    if args.hedge is not None and not 0.0 < args.hedge <= 1.0:
+        raise ConfigError(ARGS, "--hedge", f"must be in (0, 1], got {args.hedge}")
+    if not 0.0 <= args.mesh_weight < math.inf:
+        raise ConfigError(ARGS, "--mesh-weight", f"must be a number >= 0, got {args.mesh_weight}")
+    if args.table_size < 1:
+        raise ConfigError(ARGS, "--table-size", f"must be >= 1, got {args.table_size}")
+
+
+def _toe(args: argparse.Namespace) -> int:
+    _check_args(args)
+    fabric = load_fabric(args.fabric)
+    matrices = [load_matrix(path, fabric) for path in args.demand]
+    current = None
+    if args.current is not None:
+        current = circuits_from_json(read_json(args.current), fabric, args.current)
+    knobs = ToeKnobs(max_change=args.max_change, mesh_weight=args.mesh_weight, hedge=args.hedge)
+    started = time.perf_counter()
+    plan = plan_reconfiguration(
+        fabric, matrices, current, knobs, threshold=args.threshold, table_size=args.table_size
+    )
+    seconds = time.perf_counter() - started
+    if args.format == "json":
+        data = plan.to_json()
+        data["solver"] = {"seconds": round(seconds, 3)}
+        emit_json(data, args.out)
+    else:
+        emit(format_table(plan, seconds), args.out)
+    return 0
+
+
+def format_table(plan: ReconfigurationPlan, seconds: float) -> str:
+    toe, mapping, staging = plan.toe, plan.mapping, plan.staging
+    lines = [
+        f"fabric {plan.fabric.name}: {plan.fabric.n_blocks} blocks, {len(mapping.circuits)} circuits planned",
+        "",
+        f"  throughput scale (new)       {toe.throughput_scale:.4f}",
+        f"  throughput scale (today)     {toe.current_throughput_scale:.4f}",
+        f"  LP relaxation bound          {toe.throughput_scale_relaxed:.4f}"
+        f"  (rounding gives up {toe.rounding_gap:.2%})",
+        f"  MLU of the predicted demand  {toe.current_mlu:.4f} -> {staging.final_mlu:.4f}",
+        f"  circuits kept/removed/added  {mapping.kept} / {mapping.removed} / {mapping.added}"
+        f"  (lower bound {mapping.lower_bound} removed)",
+        f"  routing MLU (int. weights)   {plan.routing.mlu_quantized:.4f}, "
+        f"stretch {plan.routing.stretch:.3f} block hops",
+        f"  plan time                    {seconds:.2f} s",
+        "",
+        f"stages (drained MLU limit: max({staging.threshold:g}, MLU at the stage's start)):",
+    ]
+    if not staging.stages:
+        lines.append("  none: the circuits do not change")
+    for i, s in enumerate(staging.stages, start=1):
+        lines.append(
+            f"  {i:>3}. domain {s.domain}: -{len(s.remove)} +{len(s.add)} circuits, "
+            f"MLU {s.mlu_start:.4f} -> drained {s.mlu_drained:.4f} -> {s.mlu_after:.4f}"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,117 @@
+"""The whole slow loop in one call: topology engineering, per-OCS mapping, staging, final TE.
+
+:func:`plan_reconfiguration` is what the daemon and ``heliostat toe`` call. Pure: no I/O and
+no clock; the policy decision (:mod:`optimizer.policy`) is left to the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from optimizer.errors import InfeasibleError
+from optimizer.fabric import Fabric
+from optimizer.mapping import MappingResult, map_topology
+from optimizer.staging import DEFAULT_THRESHOLD, MluFunction, StagingPlan, stage_changes
+from optimizer.te import TeResult, TeSolver
+from optimizer.toe import ToeKnobs, ToePlan, plan_topology
+from optimizer.topology import Circuit, Topology, check_circuits, uniform_mesh
+from optimizer.traffic import TrafficMatrix
+from optimizer.wcmp import DEFAULT_TABLE_SIZE
+
+log = logging.getLogger(__name__)
+
+_MAX_CHANGE_RETRIES = 3
+
+#: fabric, target topology, today's circuits -> the circuits realising the target.
+Mapper = Callable[[Fabric, Topology, Sequence[Circuit]], MappingResult]
+
+
+@dataclass(frozen=True)
+class ReconfigurationPlan:
+    fabric: Fabric
+    toe: ToePlan
+    mapping: MappingResult
+    staging: StagingPlan
+    routing: TeResult  # TE on the final topology, for the matrix it serves worst
+
+    def to_json(self) -> dict[str, Any]:
+        fabric = self.fabric
+        return {
+            "fabric": fabric.name,
+            "circuits": [c.to_json(fabric) for c in sorted(self.mapping.circuits)],
+            "changes": {
+                "kept": self.mapping.kept,
+                "removed": self.mapping.removed,
+                "added": self.mapping.added,
+                "lower_bound": self.mapping.lower_bound,
+            },
+            "stages": self.staging.to_json(fabric),
+            "bound": self.toe.to_json(),
+            "threshold": self.staging.threshold,
+            "topology": self.mapping.topology.to_json(),
+            "routing": self.routing.to_json()["routing"],
+        }
+
+
+def te_evaluator(solver: TeSolver) -> MluFunction:
+    """Min-MLU by the TE LP, warm-started across calls (the ToE and staging checks)."""
+
+    def evaluate(fabric: Fabric, topology: Any, tm: TrafficMatrix) -> float:
+        del fabric  # the solver is bound to it
+        return solver.min_mlu(topology, tm)
+
+    return evaluate
+
+
+def plan_reconfiguration(
+    fabric: Fabric,
+    demands: TrafficMatrix | Sequence[TrafficMatrix],
+    current: Sequence[Circuit] | None = None,
+    knobs: ToeKnobs | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    table_size: int = DEFAULT_TABLE_SIZE,
+    mapper: Mapper = map_topology,
+) -> ReconfigurationPlan:
+    """Plan the topology for ``demands``, lay it on the OCSes and stage the change.
+
+    ``current`` is today's circuits (default: the uniform mesh of a fresh fabric). The
+    change limit in ``knobs`` bounds the circuits the mapping really removes: if the
+    mapping needs a few more than the topology's lower bound, the topology is re-planned
+    with a tighter limit. ``mapper`` lays a topology on the OCSes (default
+    :func:`optimizer.mapping.map_topology`; tests inject others).
+    """
+    knobs = knobs or ToeKnobs()
+    knobs.validate()
+    matrices = [demands] if isinstance(demands, TrafficMatrix) else list(demands)
+    circuits = tuple(uniform_mesh(fabric) if current is None else current)
+    check_circuits(fabric, circuits, "<current>")
+    solver = TeSolver(fabric, hedge=knobs.hedge, table_size=table_size)
+    evaluate = te_evaluator(solver)
+
+    toe = plan_topology(fabric, matrices, circuits, knobs, evaluate)
+    mapping = mapper(fabric, toe.topology, circuits)
+    limit = toe.max_removed
+    for _ in range(_MAX_CHANGE_RETRIES):
+        if limit is None or mapping.removed <= limit:
+            break
+        tighter = max(0, (toe.max_removed or 0) - (mapping.removed - limit))
+        log.info(
+            "mapping removes %d circuits > limit %d: re-planning with %d", mapping.removed, limit, tighter
+        )
+        toe = plan_topology(fabric, matrices, circuits, knobs, evaluate, max_removed=tighter)
+        mapping = mapper(fabric, toe.topology, circuits)
+    if limit is not None and mapping.removed > limit:
+        raise InfeasibleError(
+            f"the mapping removes {mapping.removed} circuits, over the change limit of {limit} "
+            f"(max_change {knobs.max_change:g}), even after re-planning with tighter limits"
+        )
+
+    staging = stage_changes(fabric, circuits, mapping.circuits, matrices, evaluate, threshold)
+    worst = matrices[0]
+    if len(matrices) > 1:
+        worst = max(matrices, key=lambda tm: evaluate(fabric, mapping.topology, tm))
+    routing = solver.solve(mapping.topology, worst)
+    return ReconfigurationPlan(fabric, toe, mapping, staging, routing)
