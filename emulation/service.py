@@ -1,0 +1,126 @@
+"""``heliostat emulate``: run an emulated fabric as a service until interrupted.
+
+The controller's CLI dispatches ``heliostat emulate ...`` to :func:`main`; it also runs
+alone as ``python -m emulation.service --fabric configs/fabric-8.yaml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from emulation.fabric import EmulatedFabric, FabricError
+from optimizer.config import load_fabric
+from optimizer.errors import ConfigError
+from optimizer.traffic import load_matrix
+from southbound.tls import ServerTlsConfig, TlsConfig, TlsConfigError
+
+log = logging.getLogger(__name__)
+
+
+def build_parser(prog: str = "heliostat emulate") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Run an emulated fabric (gRPC devices + flow-level data plane) until "
+        "interrupted, printing where its devices listen.",
+    )
+    p.add_argument("--fabric", required=True, type=Path, help="fabric YAML (configs/*.yaml)")
+    p.add_argument("--demand", type=Path, help="traffic matrix file (CSV src,dst,gbps or JSON)")
+    p.add_argument("--devices-file", type=Path, default=Path("heliostat-devices.yaml"),
+                   help="where to write the device endpoints (default: %(default)s)")
+    p.add_argument("--speed", type=float, default=1.0,
+                   help="emulated seconds per real second (default: %(default)s)")
+    p.add_argument("--tick", type=float, default=1.0,
+                   help="emulated seconds per data-plane step (default: %(default)s)")
+    p.add_argument("--switching-time-ms", type=float, default=50.0,
+                   help="OCS switching time (default: %(default)s)")
+    p.add_argument("--duration", type=float, default=0.0,
+                   help="stop after this many real seconds (default: run until interrupted)")
+    tls = p.add_argument_group("TLS (all optional; without --tls-cert devices are plaintext)")
+    tls.add_argument("--tls-cert", type=Path, help="device server certificate (PEM)")
+    tls.add_argument("--tls-key", type=Path, help="device server private key (PEM)")
+    tls.add_argument("--tls-client-ca", type=Path,
+                     help="require client certificates signed by this CA (mutual TLS)")
+    tls.add_argument("--tls-ca", type=Path, help="CA for clients, written to the devices file")
+    tls.add_argument("--tls-client-cert", type=Path, help="client certificate for the devices file")
+    tls.add_argument("--tls-client-key", type=Path, help="client key for the devices file")
+    tls.add_argument("--tls-server-name", help="server name clients expect, for the devices file")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.speed <= 0 or args.tick <= 0:
+        print("error: --speed and --tick must be positive", file=sys.stderr)
+        return 2
+    try:
+        fabric_model = load_fabric(args.fabric)
+        demand = load_matrix(args.demand, fabric_model) if args.demand else None
+        server_tls = client_tls = None
+        if args.tls_cert or args.tls_key:
+            if not (args.tls_cert and args.tls_key):
+                raise TlsConfigError("--tls-cert and --tls-key go together")
+            server_tls = ServerTlsConfig(args.tls_cert, args.tls_key, args.tls_client_ca)
+        if args.tls_ca:
+            client_tls = TlsConfig(args.tls_ca, args.tls_client_cert, args.tls_client_key,
+                                   args.tls_server_name)
+        fabric = EmulatedFabric(
+            fabric_model,
+            switching_time_s=args.switching_time_ms / 1000.0,
+            tick_s=args.tick,
+            devices_file=args.devices_file,
+            server_tls=server_tls,
+            client_tls=client_tls,
+        )
+    except (ConfigError, TlsConfigError, FabricError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    with fabric:
+        if demand is not None:
+            fabric.set_demand(demand)
+        print(f"fabric {fabric_model.name}: {len(fabric.agents)} devices; "
+              f"devices file {fabric.devices_file.resolve()}")
+        for name, agent in fabric.agents.items():
+            print(f"  {name:12s} {agent.kind:6s} {agent.address}")
+        sys.stdout.flush()
+        run(fabric, stop, speed=args.speed, duration_s=args.duration)
+        stats = fabric.stats()
+        print(f"stopped at t={stats.time_s:.1f}s: mlu={stats.mlu:.3f} "
+              f"delivered={stats.delivered_bytes:.3e}B dropped={stats.dropped_bytes:.3e}B "
+              f"blackholed={stats.blackholed_bytes:.3e}B")
+    return 0
+
+
+def run(fabric: EmulatedFabric, stop: threading.Event, *, speed: float, duration_s: float) -> None:
+    """Step the fabric in real time scaled by ``speed`` until ``stop`` is set."""
+    started = time.monotonic()
+    emulated_start = fabric.clock.now()
+    report_every = 10.0
+    next_report = started + report_every
+    while not stop.is_set():
+        if duration_s and time.monotonic() - started >= duration_s:
+            break
+        stop.wait(fabric.tick_s / speed)
+        target = emulated_start + (time.monotonic() - started) * speed
+        behind = target - fabric.clock.now()
+        if behind > 0:
+            fabric.step(behind)
+        if time.monotonic() >= next_report:
+            s = fabric.stats()
+            log.info("t=%.1fs mlu=%.3f dropped=%.3eB blackholed=%.3eB", s.time_s, s.mlu,
+                     s.dropped_bytes, s.blackholed_bytes)
+            next_report += report_every
+
+
+if __name__ == "__main__":
+    sys.exit(main())

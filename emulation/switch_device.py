@@ -1,0 +1,342 @@
+"""An emulated block switch: ports and their peers, WCMP next-hop groups (source and
+transit tables) of bounded size, drains and monotonic counters. Pure state; thread-safe.
+
+Forwarding model: a next hop "via block K" spreads its share equally over the *installed*
+members of trunk K: the undrained ports whose peer was K when the groups were last set
+(or the port was last undrained). A member whose link has since gone down, or now leads
+elsewhere, blackholes what it is given until the controller reprograms or drains it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from emulation.clock import EmulatedClock
+from emulation.errors import GenerationMismatch, MalformedRequest
+from emulation.idempotency import ReplayCache
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_GROUP_ENTRIES = 128
+DEFAULT_TABLE_CAPACITY = 16384
+DEFAULT_PACKET_BYTES = 1000.0
+
+Table = dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class LinkState:
+    """What a switch sees on its ports now: peer block index and port (-1 when the link is
+    not up, so no LLDP neighbour is heard)."""
+
+    peer_block: np.ndarray  # int64 per port
+    peer_port: np.ndarray  # int64 per port
+
+    @property
+    def oper_up(self) -> np.ndarray:
+        return self.peer_block >= 0
+
+
+class LinkProvider(Protocol):
+    def link_state(self, block: str) -> LinkState: ...
+
+
+class StaticLinks:
+    """A LinkProvider whose peers are set by hand (standalone devices, unit tests)."""
+
+    def __init__(self, blocks: Sequence[str], num_ports: int) -> None:
+        self._blocks = list(blocks)
+        self._states = {
+            b: LinkState(np.full(num_ports, -1, np.int64), np.full(num_ports, -1, np.int64))
+            for b in blocks
+        }
+
+    def connect(self, block: str, port: int, peer_block: str, peer_port: int) -> None:
+        self._states[block].peer_block[port] = self._blocks.index(peer_block)
+        self._states[block].peer_port[port] = peer_port
+        self._states[peer_block].peer_block[peer_port] = self._blocks.index(block)
+        self._states[peer_block].peer_port[peer_port] = port
+
+    def disconnect(self, block: str, port: int) -> None:
+        state = self._states[block]
+        peer, peer_port = int(state.peer_block[port]), int(state.peer_port[port])
+        state.peer_block[port] = state.peer_port[port] = -1
+        if peer >= 0:
+            far = self._states[self._blocks[peer]]
+            far.peer_block[peer_port] = far.peer_port[peer_port] = -1
+
+    def link_state(self, block: str) -> LinkState:
+        s = self._states[block]
+        return LinkState(s.peer_block.copy(), s.peer_port.copy())
+
+
+@dataclass(frozen=True)
+class ForwardingState:
+    """A switch's forwarding state as the data plane needs it (copies)."""
+
+    source: np.ndarray  # [dest, via] fractions; rows sum to 1
+    transit: np.ndarray  # [dest, via] fractions; rows sum to 1
+    installed: np.ndarray  # per port: installed trunk (block index) or -1
+    drained: np.ndarray  # per port bool
+
+
+class BlockSwitch:
+    """State of one aggregation block switch."""
+
+    def __init__(
+        self,
+        name: str,
+        block: str,
+        blocks: Sequence[str],
+        num_ports: int,
+        speed_gbps: float,
+        clock: EmulatedClock,
+        links: LinkProvider,
+        *,
+        max_group_entries: int = DEFAULT_MAX_GROUP_ENTRIES,
+        table_capacity: int = DEFAULT_TABLE_CAPACITY,
+        packet_bytes: float = DEFAULT_PACKET_BYTES,
+    ) -> None:
+        if block not in blocks:
+            raise ValueError(f"block {block!r} is not among the fabric's blocks")
+        self.name = name
+        self.block = block
+        self.blocks = tuple(blocks)
+        self.block_index = self.blocks.index(block)
+        self.num_ports = num_ports
+        self.speed_gbps = speed_gbps
+        self.max_group_entries = max_group_entries
+        self.table_capacity = table_capacity
+        self.packet_bytes = packet_bytes
+        self.clock = clock
+        self._links = links
+        self._index = {b: i for i, b in enumerate(self.blocks)}
+        self._lock = threading.RLock()
+        self.generation = 1
+        self._source: Table = {}
+        self._transit: Table = {}
+        self._drained = np.zeros(num_ports, dtype=bool)
+        self._installed = np.full(num_ports, -1, dtype=np.int64)
+        self._replays: ReplayCache[tuple[int, int]] = ReplayCache()
+        n = len(self.blocks)
+        # float64 accumulators: exact to 2**53 bytes, reported as uint64.
+        self._tx = np.zeros(num_ports)
+        self._rx = np.zeros(num_ports)
+        self._tx_drop = np.zeros(num_ports)
+        self._rx_drop = np.zeros(num_ports)
+        self._egress = np.zeros(n)
+        self._no_route = 0.0
+
+    # -- ports --------------------------------------------------------------------------
+    def link_state(self) -> LinkState:
+        return self._links.link_state(self.block)
+
+    def ports(self) -> list[dict[str, object]]:
+        links = self.link_state()
+        with self._lock:
+            drained = self._drained.copy()
+        out = []
+        for port in range(self.num_ports):
+            peer = int(links.peer_block[port])
+            out.append(
+                {
+                    "port": port,
+                    "oper_up": peer >= 0,
+                    "drained": bool(drained[port]),
+                    "speed_gbps": self.speed_gbps,
+                    "peer": (self.blocks[peer], int(links.peer_port[port])) if peer >= 0 else None,
+                }
+            )
+        return out
+
+    def install_current_peers(self, ports: Iterable[int] | None = None) -> None:
+        """Make the current LLDP peers the trunk members (all ports, or those given)."""
+        links = self.link_state()
+        with self._lock:
+            if ports is None:
+                self._installed = links.peer_block.copy()
+            else:
+                idx = np.fromiter(ports, dtype=np.int64)
+                self._installed[idx] = links.peer_block[idx]
+
+    def drain(self, ports: Iterable[int]) -> list[int]:
+        idx = self._checked_ports(ports)
+        with self._lock:
+            self._drained[idx] = True
+            return [int(p) for p in np.flatnonzero(self._drained)]
+
+    def undrain(self, ports: Iterable[int]) -> list[int]:
+        idx = self._checked_ports(ports)
+        with self._lock:
+            self._drained[idx] = False
+            self.install_current_peers(idx.tolist())
+            return [int(p) for p in np.flatnonzero(self._drained)]
+
+    def _checked_ports(self, ports: Iterable[int]) -> np.ndarray:
+        idx = np.fromiter(ports, dtype=np.int64)
+        bad = idx[(idx < 0) | (idx >= self.num_ports)]
+        if bad.size:
+            raise MalformedRequest(
+                f"unknown port {int(bad[0])} (ports are 0..{self.num_ports - 1})"
+            )
+        return idx
+
+    # -- groups -------------------------------------------------------------------------
+    def groups(self) -> tuple[int, Table, Table, int]:
+        with self._lock:
+            source = {d: dict(g) for d, g in self._source.items()}
+            transit = {d: dict(g) for d, g in self._transit.items()}
+            return self.generation, source, transit, _entries(self._source, self._transit)
+
+    def set_groups(
+        self,
+        request_id: str,
+        expected_generation: int,
+        source: Mapping[str, Mapping[str, int]],
+        transit: Mapping[str, Mapping[str, int]],
+        *,
+        replace: bool,
+        delete_source: Iterable[str] = (),
+        delete_transit: Iterable[str] = (),
+    ) -> tuple[int, bool, int]:
+        """Returns (generation, replayed, entries used); all or nothing."""
+        with self._lock:
+            cached = self._replays.get(request_id, expected_generation)
+            if cached is not None:
+                return cached[0], True, cached[1]
+            if expected_generation != self.generation:
+                raise GenerationMismatch(
+                    f"expected generation {expected_generation} but the device is at "
+                    f"{self.generation}",
+                    self.generation,
+                )
+            new_source = self._validated(source, transit_table=False)
+            new_transit = self._validated(transit, transit_table=True)
+            if not replace:
+                new_source = self._merged(self._source, new_source, delete_source)
+                new_transit = self._merged(self._transit, new_transit, delete_transit)
+            used = _entries(new_source, new_transit)
+            if used > self.table_capacity:
+                raise MalformedRequest(
+                    f"the groups need {used} entries but the table holds "
+                    f"{self.table_capacity}"
+                )
+            self._source, self._transit = new_source, new_transit
+            self.generation += 1
+            self._replays.put(request_id, expected_generation, (self.generation, used))
+            self.install_current_peers()
+            return self.generation, False, used
+
+    def _validated(self, table: Mapping[str, Mapping[str, int]], transit_table: bool) -> Table:
+        which = "transit" if transit_table else "source"
+        out: Table = {}
+        for dest, hops in table.items():
+            where = f"{which} group for {dest!r}"
+            if dest not in self._index:
+                raise MalformedRequest(f"{where}: unknown destination block")
+            if dest == self.block:
+                raise MalformedRequest(f"{where}: a block does not route to itself")
+            group: dict[str, int] = {}
+            for via, weight in hops.items():
+                if via not in self._index or via == self.block:
+                    raise MalformedRequest(f"{where}: next hop {via!r} is not a neighbour block")
+                if weight < 0:
+                    raise MalformedRequest(f"{where}: negative weight for {via!r}")
+                if transit_table and via != dest:
+                    raise MalformedRequest(
+                        f"{where}: transit traffic may only go direct, not via {via!r}"
+                    )
+                if weight:
+                    group[via] = int(weight)
+            if not group:
+                raise MalformedRequest(f"{where}: no next hop with a positive weight")
+            size = sum(group.values())
+            if size > self.max_group_entries:
+                raise MalformedRequest(
+                    f"{where}: weights need {size} entries, more than the "
+                    f"{self.max_group_entries} a group holds"
+                )
+            out[dest] = group
+        return out
+
+    def _merged(self, old: Table, new: Table, delete: Iterable[str]) -> Table:
+        merged = {d: dict(g) for d, g in old.items()}
+        for dest in delete:
+            if dest not in self._index:
+                raise MalformedRequest(f"cannot delete group of unknown {dest!r}")
+            merged.pop(dest, None)
+        merged.update(new)
+        return merged
+
+    def forwarding_state(self) -> ForwardingState:
+        n = len(self.blocks)
+        with self._lock:
+            source = _fractions(self._source, self._index, n)
+            transit = _fractions(self._transit, self._index, n)
+            return ForwardingState(source, transit, self._installed.copy(), self._drained.copy())
+
+    # -- counters -----------------------------------------------------------------------
+    def add_traffic(
+        self,
+        tx: np.ndarray,
+        rx: np.ndarray,
+        tx_drop: np.ndarray,
+        egress: np.ndarray,
+        no_route: float,
+        rx_drop: np.ndarray | None = None,
+    ) -> None:
+        """Add bytes (all >= 0) to the counters; called by the data plane."""
+        with self._lock:
+            self._tx += tx
+            self._rx += rx
+            self._tx_drop += tx_drop
+            if rx_drop is not None:
+                self._rx_drop += rx_drop
+            self._egress += egress
+            self._no_route += no_route
+
+    def counters(self) -> dict[str, object]:
+        with self._lock:
+            size = self.packet_bytes
+            return {
+                "time_s": self.clock.now(),
+                "tx_bytes": _u64(self._tx),
+                "rx_bytes": _u64(self._rx),
+                "tx_packets": _u64(self._tx / size),
+                "rx_packets": _u64(self._rx / size),
+                "tx_drops": _u64(self._tx_drop / size),
+                "rx_drops": _u64(self._rx_drop / size),
+                "tx_drop_bytes": _u64(self._tx_drop),
+                "rx_drop_bytes": _u64(self._rx_drop),
+                "egress": {b: int(v) for b, v in zip(self.blocks, _u64(self._egress), strict=True)
+                           if b != self.block},
+                "no_route_drops": int(self._no_route),
+            }
+
+
+def _u64(values: np.ndarray) -> np.ndarray:
+    return np.floor(values).astype(np.uint64)
+
+
+def _entries(source: Table, transit: Table) -> int:
+    return sum(sum(g.values()) for g in source.values()) + sum(
+        sum(g.values()) for g in transit.values()
+    )
+
+
+def _fractions(table: Table, index: Mapping[str, int], n: int) -> np.ndarray:
+    """[dest, via] split fractions; destinations without a group go direct."""
+    out = np.eye(n)
+    for dest, group in table.items():
+        d = index[dest]
+        out[d, :] = 0.0
+        total = sum(group.values())
+        for via, weight in group.items():
+            out[d, index[via]] = weight / total
+    return out
