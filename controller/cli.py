@@ -10,10 +10,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from controller.commands import demand, fabric
+from controller.commands import demand, fabric, plan
 from optimizer.errors import HeliostatError
 
-COMMANDS = (fabric, demand)
+COMMANDS = (fabric, demand, plan)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -61,8 +61,7 @@ class TrafficMatrix:
         """(src, dst, gbps) for every non-zero demand, in block order."""
         rows, cols = np.nonzero(self.gbps)
         return [
-            (self.blocks[i], self.blocks[j], float(self.gbps[i, j]))
-            for i, j in zip(rows, cols, strict=True)
+            (self.blocks[i], self.blocks[j], float(self.gbps[i, j])) for i, j in zip(rows, cols, strict=True)
         ]
 
     def to_json(self) -> dict[str, dict[str, float]]:

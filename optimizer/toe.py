@@ -1,0 +1,247 @@
+"""Topology engineering: choose the logical topology L for the predicted traffic.
+
+:func:`plan_topology` maximises the scale factor of the demand that fits (every predicted
+matrix must fit at that scale: plan for the worst), with traffic engineering over direct,
+one-transit and spine paths. Among topologies within 0.5% of that optimum it then prefers
+less transit (stretch), fewer removed circuits and, with a weight, nearness to the uniform
+mesh. The LP relaxation is rounded to integer counts within every block's port budget
+(:mod:`optimizer.toe_round`), and the rounded topology is re-evaluated by min-MLU traffic
+engineering to report the scale factor it really gives.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from optimizer.errors import ConfigError, InfeasibleError
+from optimizer.fabric import Fabric
+from optimizer.staging import MluFunction
+from optimizer.toe_lp import Relaxation, StageWeights, ToeLp, ToeProblem, max_scale
+from optimizer.toe_round import port_budget, removed_count, round_topology
+from optimizer.topology import Circuit, Topology, mesh_topology
+from optimizer.traffic import TrafficMatrix
+
+log = logging.getLogger(__name__)
+
+#: Stage 2 keeps the scale factor within this fraction of the optimum.
+NEAR_OPTIMAL = 0.995
+
+
+@dataclass(frozen=True)
+class ToeKnobs:
+    """Operator knobs. The defaults leave the plan unconstrained."""
+
+    max_change: float = 1.0  # largest fraction of today's circuits that may be removed
+    mesh_weight: float = 0.0  # weight for staying near the uniform mesh (0 = none)
+    hedge: float | None = None  # TE hedge S in (0, 1], used when evaluating; None = plain min-MLU
+
+    def validate(self) -> None:
+        if not 0.0 <= self.max_change <= 1.0 or math.isnan(self.max_change):
+            raise ConfigError("<toe>", "max_change", f"must be between 0 and 1, got {self.max_change}")
+        if not self.mesh_weight >= 0.0 or math.isinf(self.mesh_weight):
+            raise ConfigError("<toe>", "mesh_weight", f"must be a finite number >= 0, got {self.mesh_weight}")
+        if self.hedge is not None and not 0.0 < self.hedge <= 1.0:
+            raise ConfigError("<toe>", "hedge", f"must be in (0, 1], got {self.hedge}")
+
+
+@dataclass(frozen=True)
+class ToePlan:
+    """The chosen topology and what it is worth."""
+
+    topology: Topology
+    current: Topology
+    throughput_scale: float  # worst over the matrices, by TE on the rounded topology
+    throughput_scale_relaxed: float  # the LP relaxation's optimum: an upper bound
+    current_throughput_scale: float  # the same figure for today's topology
+    removed_lower_bound: int  # sum over pairs of max(0, current - new)
+    max_removed: int | None  # the change limit in circuits (None = no limit)
+    transit_share_relaxed: float  # share of traffic through a transit block in the relaxation
+    lp_columns: int
+    lp_rounds: int
+
+    @property
+    def mlu(self) -> float:
+        """The worst MLU of the predicted matrices on the new topology."""
+        return 1.0 / self.throughput_scale if self.throughput_scale > 0 else math.inf
+
+    @property
+    def current_mlu(self) -> float:
+        return 1.0 / self.current_throughput_scale if self.current_throughput_scale > 0 else math.inf
+
+    @property
+    def rounding_gap(self) -> float:
+        """1 - rounded / relaxed: how much the integer topology gives up against the bound."""
+        return 1.0 - self.throughput_scale / self.throughput_scale_relaxed
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "throughput_scale": round(self.throughput_scale, 6),
+            "throughput_scale_relaxed": round(self.throughput_scale_relaxed, 6),
+            "current_throughput_scale": round(self.current_throughput_scale, 6),
+            "rounding_gap": round(self.rounding_gap, 6),
+            "transit_share_relaxed": round(self.transit_share_relaxed, 6),
+        }
+
+
+def plan_topology(
+    fabric: Fabric,
+    demands: TrafficMatrix | Sequence[TrafficMatrix],
+    current: Topology | Sequence[Circuit] | None = None,
+    knobs: ToeKnobs | None = None,
+    evaluate: MluFunction | None = None,
+) -> ToePlan:
+    """Choose an integer logical topology for ``demands`` starting from ``current``.
+
+    ``current`` is today's logical topology or circuits (default: the uniform mesh).
+    ``evaluate`` gives the min-MLU of a matrix on a topology (default: the LP in
+    :mod:`optimizer.toe_lp` with L fixed). Raises ConfigError for bad knobs or inputs and
+    InfeasibleError when some demand cannot be carried at all.
+    """
+    knobs = knobs or ToeKnobs()
+    knobs.validate()
+    matrices = _matrices(fabric, demands)
+    current_topo = _current_topology(fabric, current)
+    evaluate = evaluate or lp_min_mlu
+    problem = build_problem(fabric, matrices, current_topo, knobs)
+    _check_reachable(fabric, problem, matrices)
+
+    bound, relaxed = solve_relaxation(problem, knobs)
+    combined = np.sum([m.gbps for m in matrices], axis=0)
+    counts = round_topology(relaxed.counts, problem.budget, problem.current, combined, problem.max_removed)
+    topology = Topology(fabric.block_names, counts)
+    scale = worst_scale(fabric, topology, matrices, evaluate)
+    current_scale = worst_scale(fabric, current_topo, matrices, evaluate)
+    removed = removed_count(problem.current, counts)
+    log.info(
+        "toe: scale %.4f (relaxed %.4f, today %.4f), %d circuits removed at least",
+        scale,
+        bound,
+        current_scale,
+        removed,
+    )
+    return ToePlan(
+        topology=topology,
+        current=current_topo,
+        throughput_scale=scale,
+        throughput_scale_relaxed=bound,
+        current_throughput_scale=current_scale,
+        removed_lower_bound=removed,
+        max_removed=problem.max_removed,
+        transit_share_relaxed=relaxed.transit_share,
+        lp_columns=relaxed.columns,
+        lp_rounds=relaxed.rounds,
+    )
+
+
+def solve_relaxation(problem: ToeProblem, knobs: ToeKnobs) -> tuple[float, Relaxation]:
+    """Stage 1 (max scale), then stage 2 (tie-breaks with the scale kept near the optimum).
+
+    Returns the stage 1 optimum (the bound) and stage 2's solution.
+    """
+    lp = ToeLp(problem, mesh_weight=knobs.mesh_weight)
+    lp.solve()
+    best = lp.theta()
+    if best <= 1e-12:
+        raise InfeasibleError("no positive scale of the predicted demand fits any topology")
+    lp.set_stage2(NEAR_OPTIMAL * best, StageWeights(mesh=knobs.mesh_weight))
+    lp.solve()
+    return best, lp.result()
+
+
+def build_problem(
+    fabric: Fabric,
+    matrices: Sequence[TrafficMatrix],
+    current: Topology,
+    knobs: ToeKnobs,
+    fixed: Topology | None = None,
+) -> ToeProblem:
+    n = fabric.n_blocks
+    speed = np.array(
+        [[fabric.link_speed_gbps(a, b) for b in fabric.block_names] for a in fabric.block_names],
+        dtype=np.float64,
+    )
+    budget = np.maximum(port_budget(fabric), current.degree())
+    spine = np.zeros((n, len(fabric.spine)))
+    for j, sw in enumerate(fabric.spine):
+        for i, block in enumerate(fabric.blocks):
+            spine[i, j] = sw.links_to(block.name) * min(block.speed_gbps, sw.speed_gbps)
+    max_removed = None
+    if knobs.max_change < 1.0:
+        max_removed = math.floor(knobs.max_change * current.total_circuits() + 1e-9)
+    return ToeProblem(
+        speed=speed,
+        budget=budget,
+        demands=tuple(m.gbps for m in matrices),
+        current=np.asarray(current.counts),
+        mesh=np.asarray(mesh_topology(fabric).counts),
+        spine_capacity=spine,
+        max_removed=max_removed,
+        fixed=None if fixed is None else np.asarray(fixed.counts),
+    )
+
+
+def worst_scale(
+    fabric: Fabric, topology: Topology, matrices: Sequence[TrafficMatrix], evaluate: MluFunction
+) -> float:
+    """The largest scale at which every matrix fits on ``topology``: min over 1 / MLU."""
+    worst = 0.0
+    for tm in matrices:
+        if tm.total() <= 0:
+            continue
+        worst = max(worst, evaluate(fabric, topology, tm))
+    return 1.0 / worst if worst > 0 else math.inf
+
+
+def lp_min_mlu(fabric: Fabric, topology: Topology, tm: TrafficMatrix) -> float:
+    """Min-MLU of ``tm`` on ``topology`` over direct, one-transit and spine paths (1 / max scale)."""
+    problem = build_problem(fabric, [tm], topology, ToeKnobs(), fixed=topology)
+    scale = max_scale(problem)
+    return 1.0 / scale if scale > 0 else math.inf
+
+
+# -- input checks ----------------------------------------------------------------------------
+
+
+def _matrices(fabric: Fabric, demands: TrafficMatrix | Sequence[TrafficMatrix]) -> list[TrafficMatrix]:
+    matrices = [demands] if isinstance(demands, TrafficMatrix) else list(demands)
+    if not matrices:
+        raise ConfigError("<toe>", "demands", "at least one predicted matrix is needed")
+    for i, tm in enumerate(matrices):
+        if tm.blocks != fabric.block_names:
+            raise ConfigError("<toe>", f"demands[{i}]", "the matrix is over other blocks than the fabric")
+    if all(tm.total() <= 0 for tm in matrices):
+        raise InfeasibleError("the predicted matrices carry no traffic: there is nothing to plan for")
+    return matrices
+
+
+def _current_topology(fabric: Fabric, current: Topology | Sequence[Circuit] | None) -> Topology:
+    if current is None:
+        return mesh_topology(fabric)
+    if isinstance(current, Topology):
+        if current.blocks != fabric.block_names:
+            raise ConfigError("<current>", "topology", "the topology is over other blocks than the fabric")
+        current.check_fits(fabric, "<current>")
+        return current
+    return Topology.from_circuits(fabric, current)
+
+
+def _check_reachable(fabric: Fabric, problem: ToeProblem, matrices: Sequence[TrafficMatrix]) -> None:
+    """A demand whose ends have no OCS port and no common spine can never be carried."""
+    has_ports = problem.budget > 0
+    spine = problem.spine_capacity > 0
+    shared_spine = (spine.astype(np.int64) @ spine.T.astype(np.int64)) > 0
+    for tm in matrices:
+        stuck = (tm.gbps > 0) & ~(has_ports[:, None] & has_ports[None, :]) & ~shared_spine
+        if stuck.any():
+            s, d = (int(x) for x in np.argwhere(stuck)[0])
+            lonely = fabric.block_names[s] if not has_ports[s] else fabric.block_names[d]
+            raise InfeasibleError(
+                f"demand {fabric.block_names[s]} -> {fabric.block_names[d]} "
+                f"({tm.gbps[s, d]:.6g} Gbit/s) cannot be carried: block {lonely} has no OCS ports "
+                "and no spine link shared with the other end"
+            )
