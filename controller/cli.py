@@ -10,10 +10,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from controller.commands import demand, fabric, plan
+from controller.commands import demand, emulate, fabric, plan, run
 from optimizer.errors import HeliostatError
 
-COMMANDS = (fabric, demand, plan)
+COMMANDS = (fabric, demand, plan, run, emulate)
 
 
 def build_parser() -> argparse.ArgumentParser:

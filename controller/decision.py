@@ -17,7 +17,8 @@ The rules, in order of precedence:
 4. While a reconfiguration is in flight its next stage runs (one stage per cycle; TE may run
    before it). Only one failure domain is ever touched at a time: stages are sequential.
 5. Otherwise ToE is planned on operator request, or every ``toe_check_interval`` unless
-   paused, under maintenance, or some OCS is unreachable or down. Whether a plan is applied
+   paused, under maintenance, some OCS is unreachable or down, or the last reconfiguration
+   is more recent than the policy's minimum interval. Whether a plan is applied
    is :func:`toe_verdict` (the reconfiguration policy; an operator request skips the
    interval but still needs the plan to change something).
 """
@@ -159,11 +160,15 @@ def decide(
     if not state.maintenance and not obs.ocs_down and obs.have_matrix and not missing:
         if state.toe_requested is not None:
             actions.append(PlanToe(state.toe_requested))
-        elif not state.toe_paused and (
-            state.last_toe_check_at is None or now - state.last_toe_check_at >= settings.toe_check_interval
-        ):
+        elif not state.toe_paused and _toe_check_due(state, now, settings):
             actions.append(PlanToe("auto"))
     return state, actions
+
+
+def _toe_check_due(state: ControlState, now: float, settings: Settings) -> bool:
+    if state.last_reconfig_at is not None and now - state.last_reconfig_at < settings.policy.min_interval_s:
+        return False  # the policy would refuse any plan: do not compute one
+    return state.last_toe_check_at is None or now - state.last_toe_check_at >= settings.toe_check_interval
 
 
 def apply_requests(state: ControlState, requests: Iterable[Request]) -> ControlState:

@@ -42,6 +42,7 @@ from optimizer.errors import HeliostatError
 from optimizer.fabric import Fabric
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
+from optimizer.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION
 from southbound.errors import SouthboundError, StaleGeneration
 
 log = logging.getLogger(__name__)
@@ -253,7 +254,7 @@ class StageExecutor:
         drained = now_circuits - set(stage.spec.remove)
         mlu_now = self.te.min_mlu(Topology.from_circuits(self.fabric, now_circuits), matrix)
         result = self.te.solve(drained, matrix)
-        limit = max(self.settings.stage_mlu, mlu_now)
+        limit = max(self.settings.stage_mlu, mlu_now * DEFAULT_MAX_OVERSUBSCRIPTION)
         if result.mlu_quantized > limit + 1e-6:
             raise StepFailed(
                 "drain",

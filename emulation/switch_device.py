@@ -132,6 +132,7 @@ class BlockSwitch:
         self._rx_drop = np.zeros(num_ports)
         self._egress = np.zeros(n)
         self._no_route = 0.0
+        self._counted_until: float | None = None  # emulated time the counters are complete to
 
     # -- ports --------------------------------------------------------------------------
     def link_state(self) -> LinkState:
@@ -290,6 +291,7 @@ class BlockSwitch:
         egress: np.ndarray,
         no_route: float,
         rx_drop: np.ndarray | None = None,
+        as_of: float | None = None,
     ) -> None:
         """Add bytes (all >= 0) to the counters; called by the data plane."""
         with self._lock:
@@ -300,12 +302,16 @@ class BlockSwitch:
                 self._rx_drop += rx_drop
             self._egress += egress
             self._no_route += no_route
+            if as_of is not None:
+                self._counted_until = as_of
 
     def counters(self) -> dict[str, object]:
         with self._lock:
             size = self.packet_bytes
             return {
-                "time_s": self.clock.now(),
+                # The end of the traffic counted so far: a step's bytes are added before the
+                # clock moves past it, so clock.now() would lag them by up to one step.
+                "time_s": self._counted_until if self._counted_until is not None else self.clock.now(),
                 "tx_bytes": _u64(self._tx),
                 "rx_bytes": _u64(self._rx),
                 "tx_packets": _u64(self._tx / size),
