@@ -10,10 +10,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from controller.commands import demand, emulate, fabric, plan, run
+from controller.commands import demand, demo, emulate, fabric, plan, run
 from optimizer.errors import HeliostatError
 
-COMMANDS = (fabric, demand, plan, run, emulate)
+COMMANDS = (fabric, demand, plan, run, demo, emulate)
 
 
 def build_parser() -> argparse.ArgumentParser:

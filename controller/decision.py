@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from optimizer.policy import Decision, ReconfigurePolicy, should_reconfigure
+from optimizer.policy import Decision, ReconfigurePolicy, relative_gains, should_reconfigure
 from optimizer.topology import Circuit
 
 
@@ -284,17 +284,14 @@ def toe_verdict(
 ) -> Decision:
     """Whether to apply a ToE plan: the policy, except that an operator skips the interval."""
     if trigger != "auto":
-        operator_policy = ReconfigurePolicy(min_gain=-1.0, min_interval_s=0.0)
         if circuits_changed == 0:
             return Decision(False, "the proposed topology changes no circuits", 0.0)
-        verdict = should_reconfigure(
-            current_mlu, proposed_mlu, now, None, operator_policy, circuits_changed=circuits_changed
-        )
-        if proposed_mlu > current_mlu * (1 + 1e-9):
-            return Decision(
-                False, f"the plan would raise the MLU ({current_mlu:.4f} -> {proposed_mlu:.4f})", verdict.gain
-            )
-        return Decision(True, f"operator request: {verdict.reason}", verdict.gain)
+        gain = relative_gains(current_mlu, proposed_mlu, None, None)[0]
+        figures = f"MLU {current_mlu:.4f} -> {proposed_mlu:.4f}"
+        if not proposed_mlu <= current_mlu * (1 + 1e-9):
+            refused = f"operator request refused: the plan would not lower the MLU ({figures})"
+            return Decision(False, refused, gain)
+        return Decision(True, f"operator request: {figures}, {circuits_changed} circuits changed", gain)
     return should_reconfigure(
         current_mlu, proposed_mlu, now, last_reconfig_at, policy, circuits_changed=circuits_changed
     )
