@@ -64,6 +64,7 @@ def controller_config(
     *,
     te_interval: float = 0.5,
     toe_check_interval: float = 2.0,
+    prediction_window: float = 60.0,
     reconfig_gain: float = 0.05,
     min_reconfig_interval: float = 3600.0,
     timeouts: dict[str, float] | None = None,
@@ -76,7 +77,7 @@ def controller_config(
         "store": str(tmp / "journal.db"),
         "intervals": {
             "te_interval": te_interval,
-            "prediction_window": max(60.0, te_interval),
+            "prediction_window": max(prediction_window, te_interval),
             "toe_check_interval": toe_check_interval,
             "stale_after": max(10.0, te_interval),
         },
