@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from controller.circuit_plan import plan_circuits
 from controller.decision import toe_verdict
 from controller.stage_plan import reconfiguration_plan
@@ -18,6 +20,7 @@ from optimizer.policy import Decision, ReconfigurePolicy
 from optimizer.staging import stage_changes
 from optimizer.te import min_mlu
 from optimizer.toe import plan_topology
+from optimizer.toe_round import port_budget
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 from optimizer.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION
@@ -47,6 +50,50 @@ class ToePlanner:
     def evaluate(self, fabric: Fabric, topology: Topology, tm: TrafficMatrix) -> float:
         return min_mlu(fabric, topology, tm, spine=())
 
+    def _fill_starved_blocks(self, topology: Topology, tm: TrafficMatrix) -> Topology:
+        """Give ports a rounded topology left free to a block (two at a time), taking one
+        circuit from the least loaded pair, while that lowers the MLU.
+
+        The ToE rounding can leave a block with free ports when every other block is full
+        (all its relaxed links were fractional); no pair can then be added, but trading one
+        circuit x-y for x-b and y-b can. Kept only when TE says it is better.
+        """
+        counts = np.array(topology.counts, dtype=np.int64)
+        budget = port_budget(self.fabric)
+        demand = tm.gbps + tm.gbps.T
+        best = self.evaluate(self.fabric, topology, tm)
+        for _ in range(int(budget.sum())):
+            spare = budget - counts.sum(axis=1)
+            if not (spare >= 2).any():
+                break
+            b = int(np.argmax(spare))
+            load = np.where(counts >= 2, demand / np.maximum(counts, 1), np.inf)
+            load[b, :] = load[:, b] = np.inf
+            x, y = np.unravel_index(int(np.argmin(load)), load.shape)
+            if not np.isfinite(load[x, y]):
+                break
+            trial = counts.copy()
+            trial[x, y] -= 1
+            trial[y, x] -= 1
+            for z in (x, y):
+                trial[b, z] += 1
+                trial[z, b] += 1
+            candidate = Topology(topology.blocks, trial)
+            mlu = self.evaluate(self.fabric, candidate, tm)
+            if not mlu < best - 1e-9:
+                break
+            log.info(
+                "ToE: %s had %d free ports; traded a %s-%s circuit for two of its own (MLU %.4f -> %.4f)",
+                topology.blocks[b],
+                spare[b],
+                topology.blocks[x],
+                topology.blocks[y],
+                best,
+                mlu,
+            )
+            counts, best = trial, mlu
+        return Topology(topology.blocks, counts)
+
     def propose(
         self,
         trigger: str,
@@ -63,7 +110,8 @@ class ToePlanner:
         live = frozenset(live)
         current_topology = Topology.from_circuits(self.fabric, live)
         toe = plan_topology(self.fabric, prediction, current_topology, evaluate=self.evaluate)
-        target = frozenset(plan_circuits(self.fabric, toe.topology, live))
+        logical = self._fill_starved_blocks(toe.topology, prediction)
+        target = frozenset(plan_circuits(self.fabric, logical, live))
         changed = len(target ^ live)
         current_mlu = self.evaluate(self.fabric, current_topology, prediction)
         planned_mlu = self.evaluate(self.fabric, Topology.from_circuits(self.fabric, target), prediction)
@@ -100,7 +148,7 @@ class ToePlanner:
                 "planned_mlu": round(planned_mlu, 6),
                 "circuits_removed": len(live - target),
                 "circuits_added": len(target - live),
-                "topology": toe.topology.to_json(),
+                "topology": logical.to_json(),
                 "stages": [],
             }
         return Proposal(plan, verdict, current_mlu, planned_mlu, changed, target)

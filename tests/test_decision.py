@@ -18,6 +18,7 @@ from controller.drivers import OcsReading, circuit_ends
 from controller.executor import PausePoint
 from controller.observe import live_circuits, maintenance_ports, measured_mlu, reconcile
 from controller.te_push import demand_without, group_tables, usable_circuits
+from controller.toe_run import ToePlanner
 from optimizer.config import load_fabric
 from optimizer.policy import ReconfigurePolicy
 from optimizer.te import solve_te
@@ -270,3 +271,25 @@ def test_pause_points_parse_and_refuse_unknown_steps() -> None:
     assert PausePoint.parse("drain") == PausePoint("drain", "before")
     with pytest.raises(ValueError, match="pause point"):
         PausePoint.parse("switch")
+
+
+def test_toe_gives_a_starved_block_its_free_ports_when_that_lowers_the_mlu() -> None:
+    # A rounding seen in practice: b7 kept 28 of its 32 ports, every other block was full.
+    counts = np.array([
+        [0, 1, 1, 1, 27, 1, 0, 1],
+        [1, 0, 5, 1, 1, 4, 0, 20],
+        [1, 5, 0, 1, 1, 20, 0, 4],
+        [1, 1, 1, 0, 1, 0, 27, 1],
+        [27, 1, 1, 1, 0, 1, 0, 1],
+        [1, 4, 20, 0, 1, 0, 1, 5],
+        [0, 0, 0, 27, 0, 1, 0, 0],
+        [1, 20, 4, 1, 1, 5, 0, 0],
+    ])
+    starved = Topology(FABRIC.block_names, counts)
+    tm = hotspot_matrix(FABRIC, seed=1, load=0.6)
+    planner = ToePlanner(FABRIC, 0.8)
+    filled = planner._fill_starved_blocks(starved, tm)
+    assert (filled.counts.sum(axis=1) <= 32).all() and filled.counts.sum(axis=1)[6] == 32
+    assert planner.evaluate(FABRIC, filled, tm) < planner.evaluate(FABRIC, starved, tm) - 0.05
+    mesh = Topology.from_circuits(FABRIC, MESH)
+    assert np.array_equal(planner._fill_starved_blocks(mesh, tm).counts, mesh.counts)  # nothing free
