@@ -86,7 +86,11 @@ class ControllerApi(Protocol):
     def status(self) -> StatusSnapshot: ...
 
     def topology(self) -> dict[str, Any]:
-        """``{"topology": {"links": [...]}, "circuits": [...]}`` as installed on the devices."""
+        """``{"topology": {"links": [...]}, "circuits": [...]}`` as installed on the devices.
+
+        Links are ``{"a", "b", "count"}`` (``Topology.to_json``); circuits are
+        ``{"ocs", "a": {"block", "port"}, "b": {"block", "port"}}`` (``Circuit.to_json``).
+        """
         ...
 
     def matrices(self) -> dict[str, Any]:
@@ -94,7 +98,7 @@ class ControllerApi(Protocol):
         ...
 
     def history(self, limit: int = 20) -> list[dict[str, Any]]:
-        """Past and in-flight reconfigurations, newest first."""
+        """Past and in-flight reconfigurations, newest first (the server checks 1 <= limit)."""
         ...
 
     def trigger_toe(self, dry_run: bool = False) -> ToeRequestResult: ...
@@ -104,7 +108,12 @@ class ControllerApi(Protocol):
     def resume_toe(self) -> None: ...
 
     def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool) -> str:
-        """Drain (``drained=True``) or undrain a block or an OCS; returns what was queued."""
+        """Drain (``drained=True``) or undrain a block or an OCS; returns what was queued.
+
+        An unknown name raises ApiError INVALID_ARGUMENT naming the field
+        (``name: fabric 'demo-8' has no block 'b9'``). The northbound server refuses empty
+        names itself, and unknown ones too when it is given the fabric.
+        """
         ...
 
     def last_plan(self) -> dict[str, Any]:

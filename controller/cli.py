@@ -10,10 +10,11 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from controller.commands import demand, demo, emulate, fabric, plan, run
+from controller.commands import ctl, demand, demo, fabric, plan, run
+from emulation import service as emulate
 from optimizer.errors import HeliostatError
 
-COMMANDS = (fabric, demand, plan, run, demo, emulate)
+COMMANDS = (fabric, demand, plan, run, demo, emulate, ctl)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,23 +1,27 @@
 """The flow-level data plane: pure numpy, no devices, no I/O.
 
-Given the fabric's wiring, the OCS state (circuits, switching, fibre cuts), the block
-switches' forwarding state (WCMP split per destination, installed trunk members, drains)
-and a traffic matrix, :func:`compute_step` returns every directed block-to-block link's
-load, what was dropped (load above capacity), what was blackholed (handed to a port with
-no circuit, a switching circuit, a cut fibre, a peer that is not the expected block, or to
-a next hop with no usable port) and the byte counts per port, for ``dt`` seconds.
+Given the fabric's wiring, the OCS state (circuits, switching, fibre cuts), the state of
+the static spine links, the block switches' forwarding state (WCMP split per destination,
+installed trunk members, drains) and a traffic matrix, :func:`compute_step` returns every
+directed link's load, what was dropped (load above capacity), what was blackholed (handed
+to a port with no circuit, a switching circuit, a cut fibre, a peer that is not the
+expected one, or to a next hop with no usable port) and byte counts per port, for ``dt``
+seconds.
 
 Model:
-- A "link" is the trunk of parallel circuits from block s to block k. Traffic for next hop
-  k is spread equally over s's active trunk members (installed for k, not drained). A
-  member that is not a live circuit to k blackholes its share.
-- Paths have at most two hops: source -> direct, or source -> transit -> destination;
-  transit traffic always goes direct (the transit table's loop-freedom rule).
-- Drops: a trunk whose offered load L exceeds its capacity C drops the fraction 1 - C/L of
+- Nodes are the blocks, then the spine switches. A block's ports are its OCS uplinks
+  (0 .. uplinks-1), then its spine links (grouped by spine, in fabric order).
+- A "link" is the trunk of parallel links from one node to another. Traffic for next hop
+  k is spread equally over the block's active members of trunk k (installed for k, not
+  drained). A member that is not a live link to k blackholes its share.
+- Paths have at most two hops: direct; through one transit block (which always sends
+  direct: the transit table's loop-freedom rule); or through a spine switch, which sends
+  to the destination over its links to it (ECMP).
+- Drops: a link whose offered load L exceeds its capacity C drops the fraction 1 - C/L of
   everything crossing it (proportional sharing). Second-hop load is what survives the
-  first hop, and a trunk carries both kinds, so the drop ratios are iterated to their
-  fixed point; carried load never exceeds capacity (to 1e-12). Every byte offered ends up
-  exactly once as delivered, dropped or blackholed.
+  first hop, and a block trunk carries both kinds, so the drop ratios are iterated to
+  their fixed point; carried load never exceeds capacity (to 1e-12). Every byte offered
+  ends up exactly once as delivered, dropped or blackholed.
 """
 
 from __future__ import annotations
@@ -40,8 +44,8 @@ class PortFault(enum.IntEnum):
     UP = 0
     NO_CIRCUIT = 1  # not cabled, no cross-connect, or the OCS has no power
     SWITCHING = 2  # its cross-connect is still switching
-    LINK_DOWN = 3  # a fibre at either end is cut
-    MISDIRECTED = 4  # live, but to another block than the trunk it is installed in
+    LINK_DOWN = 3  # a fibre at either end is cut, or the spine link is down
+    MISDIRECTED = 4  # live, but to another node than the trunk it is installed in
 
 
 BLACKHOLE_REASONS = ("no_circuit", "switching", "link_down", "misdirected", "drained", "no_route")
@@ -49,20 +53,32 @@ BLACKHOLE_REASONS = ("no_circuit", "switching", "link_down", "misdirected", "dra
 
 @dataclass(frozen=True)
 class FabricIndex:
-    """Static numbering of the fabric: blocks, block ports and OCS ports as flat arrays."""
+    """Static numbering of the fabric: nodes, block ports and OCS ports as flat arrays."""
 
     blocks: tuple[str, ...]
-    speed_gbps: np.ndarray  # [B]
+    spines: tuple[str, ...]
+    node_speed_gbps: np.ndarray  # [N] blocks then spines
+    uplinks: np.ndarray  # [B] OCS-facing ports per block
     port_offset: np.ndarray  # [B+1]: block b's ports are port_offset[b]..port_offset[b+1]-1
     port_block: np.ndarray  # [P] block index of each global block port
     ocs_names: tuple[str, ...]
     ocs_offset: np.ndarray  # [O+1]
     wire_to_block: np.ndarray  # [Q] global block port cabled to each global OCS port, or -1
     wire_to_ocs: np.ndarray  # [P] global OCS port cabled to each block port, or -1
+    spine_peer: np.ndarray  # [P] node index of the spine a port is linked to, or -1
+    spine_peer_port: np.ndarray  # [P] port number on that spine switch, or -1
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return self.blocks + self.spines
 
     @property
     def n_blocks(self) -> int:
         return len(self.blocks)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.blocks) + len(self.spines)
 
     @property
     def n_ports(self) -> int:
@@ -78,12 +94,20 @@ class FabricIndex:
     def ocs_port(self, ocs: int, port: int) -> int:
         return int(self.ocs_offset[ocs] + port)
 
+    def ports_of(self, block: int) -> int:
+        return int(self.port_offset[block + 1] - self.port_offset[block])
+
     @classmethod
     def from_fabric(cls, fabric: Fabric) -> FabricIndex:
         blocks = fabric.block_names
+        n = len(blocks)
         uplinks = np.array([b.uplinks for b in fabric.blocks], dtype=np.int64)
-        port_offset = np.concatenate([[0], np.cumsum(uplinks)])
-        port_block = np.repeat(np.arange(len(blocks)), uplinks)
+        spine_links = np.array(
+            [[s.links_to(b) for s in fabric.spine] for b in blocks], dtype=np.int64
+        ).reshape(n, len(fabric.spine))
+        ports = uplinks + spine_links.sum(axis=1)
+        port_offset = np.concatenate([[0], np.cumsum(ports)])
+        port_block = np.repeat(np.arange(n), ports)
         radix = np.array([o.ports for o in fabric.ocs], dtype=np.int64)
         ocs_offset = np.concatenate([[0], np.cumsum(radix)])
         wire_to_block = np.full(int(ocs_offset[-1]), -1, dtype=np.int64)
@@ -93,15 +117,31 @@ class FabricIndex:
             g = int(port_offset[fabric.block_index(w.block)] + w.block_port)
             wire_to_block[q] = g
             wire_to_ocs[g] = q
+        spine_peer = np.full(int(port_offset[-1]), -1, dtype=np.int64)
+        spine_peer_port = np.full(int(port_offset[-1]), -1, dtype=np.int64)
+        next_spine_port = [0] * len(fabric.spine)
+        for b in range(n):
+            g = int(port_offset[b] + uplinks[b])
+            for x in range(len(fabric.spine)):
+                for _ in range(int(spine_links[b, x])):
+                    spine_peer[g] = n + x
+                    spine_peer_port[g] = next_spine_port[x]
+                    next_spine_port[x] += 1
+                    g += 1
+        speeds = [b.speed_gbps for b in fabric.blocks] + [s.speed_gbps for s in fabric.spine]
         return cls(
             blocks=blocks,
-            speed_gbps=np.array([b.speed_gbps for b in fabric.blocks], dtype=np.float64),
+            spines=tuple(s.name for s in fabric.spine),
+            node_speed_gbps=np.array(speeds, dtype=np.float64),
+            uplinks=uplinks,
             port_offset=port_offset,
             port_block=port_block,
             ocs_names=tuple(o.name for o in fabric.ocs),
             ocs_offset=ocs_offset,
             wire_to_block=wire_to_block,
             wire_to_ocs=wire_to_ocs,
+            spine_peer=spine_peer,
+            spine_peer_port=spine_peer_port,
         )
 
 
@@ -116,13 +156,18 @@ class OpticalState:
 
 @dataclass(frozen=True)
 class LinkView:
-    """Per block port: the live far-end block port (or -1) and why it is not live."""
+    """Per block port: the node and block port at the far end of its live link (or -1),
+    and why it is not live. Spine links have a peer node but no peer block port."""
 
-    peer_port: np.ndarray  # [P]
+    peer_node: np.ndarray  # [P]
+    peer_port: np.ndarray  # [P] global block port, or -1
     fault: np.ndarray  # [P] PortFault values
 
 
-def link_view(index: FabricIndex, optical: OpticalState) -> LinkView:
+def link_view(
+    index: FabricIndex, optical: OpticalState, spine_link_ok: np.ndarray | None = None
+) -> LinkView:
+    """Live links now; ``spine_link_ok`` [P] says which spine links are up (default all)."""
     q = index.wire_to_ocs
     wired = q >= 0
     qs = np.where(wired, q, 0)
@@ -138,21 +183,28 @@ def link_view(index: FabricIndex, optical: OpticalState) -> LinkView:
     fault[has_circuit & switching] = PortFault.SWITCHING
     up = has_circuit & ~switching & fibre_ok
     fault[up] = PortFault.UP
-    return LinkView(np.where(up, far_port, -1), fault)
+    peer_port = np.where(up, far_port, -1)
+    peer_node = np.where(up, index.port_block[np.maximum(far_port, 0)], -1)
+    spine = index.spine_peer >= 0
+    spine_up = spine if spine_link_ok is None else spine & spine_link_ok
+    fault[spine] = PortFault.LINK_DOWN
+    fault[spine_up] = PortFault.UP
+    peer_node = np.where(spine_up, index.spine_peer, peer_node)
+    return LinkView(peer_node, peer_port, fault)
 
 
 @dataclass(frozen=True)
 class ForwardingTables:
     """All block switches' forwarding state."""
 
-    source: np.ndarray  # [B, B, B]: (source block, destination, next hop) split fractions
-    installed: np.ndarray  # [P]: trunk (block index) each port is installed in, or -1
+    source: np.ndarray  # [B, B, N]: (source block, destination, next node) split fractions
+    installed: np.ndarray  # [P]: trunk (node index) each port is installed in, or -1
     drained: np.ndarray  # [P] bool
 
 
 @dataclass(frozen=True)
 class StepResult:
-    """What ``dt`` seconds of traffic did. Matrices are [source block, next block]."""
+    """What ``dt`` seconds of traffic did. Link matrices are [from node, to node]."""
 
     dt: float
     offered_bytes: float
@@ -160,11 +212,11 @@ class StepResult:
     dropped_bytes: float
     blackholed_bytes: float
     blackholed_by_reason: dict[str, float]
-    link_offered_gbps: np.ndarray  # [B, B] load offered to each trunk's live links
-    link_capacity_gbps: np.ndarray  # [B, B]
-    link_dropped_bytes: np.ndarray  # [B, B]
-    link_blackholed_bytes: np.ndarray  # [B, B]
-    link_carried_bytes: np.ndarray  # [B, B]
+    link_offered_gbps: np.ndarray  # [N, N] load offered to each trunk's live links
+    link_capacity_gbps: np.ndarray  # [N, N]
+    link_dropped_bytes: np.ndarray  # [N, N]
+    link_blackholed_bytes: np.ndarray  # [N, N]
+    link_carried_bytes: np.ndarray  # [N, N]
     port_tx_bytes: np.ndarray  # [P]
     port_rx_bytes: np.ndarray  # [P]
     port_tx_drop_bytes: np.ndarray  # [P]
@@ -174,14 +226,16 @@ class StepResult:
     @property
     def link_utilization(self) -> np.ndarray:
         cap = self.link_capacity_gbps
-        with np.errstate(divide="ignore", invalid="ignore"):
-            util = np.where(cap > 0, self.link_offered_gbps / np.where(cap > 0, cap, 1), 0.0)
-        return util
+        return np.where(cap > 0, self.link_offered_gbps / np.where(cap > 0, cap, 1), 0.0)
 
     @property
     def mlu(self) -> float:
         util = self.link_utilization
         return float(util.max()) if util.size else 0.0
+
+
+def _drop_ratio(load: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    return np.where(load > capacity, 1.0 - capacity / np.where(load > 0, load, 1), 0.0)
 
 
 def compute_step(
@@ -192,68 +246,74 @@ def compute_step(
     dt: float,
 ) -> StepResult:
     """Move ``dt`` seconds of ``demand_gbps`` [B, B] through the fabric."""
-    n = index.n_blocks
+    n, m = index.n_blocks, index.n_nodes
     demand = np.array(demand_gbps, dtype=np.float64)
     np.fill_diagonal(demand, 0.0)
     offered = demand * (dt * BYTES_PER_GBIT)  # bytes per (s, d)
+    rate = 1.0 / (dt * BYTES_PER_GBIT)
 
-    # Trunk membership: active = installed for k and not drained.
+    # Trunk membership: active = installed for k and not drained; good = also live to k.
     s_of = index.port_block
     inst = tables.installed
     active = (inst >= 0) & ~tables.drained
-    trunk = s_of * n + np.where(inst >= 0, inst, 0)
-    far_block = np.where(links.peer_port >= 0, s_of[np.maximum(links.peer_port, 0)], -1)
-    good = active & (far_block == inst)
+    trunk = s_of * m + np.where(inst >= 0, inst, 0)
+    good = active & (links.peer_node == inst)
     fault = links.fault.astype(np.int64)
     fault = np.where(active & (fault == PortFault.UP) & ~good, PortFault.MISDIRECTED, fault)
-    n_active = np.bincount(trunk[active], minlength=n * n).reshape(n, n).astype(np.float64)
-    n_good = np.bincount(trunk[good], minlength=n * n).reshape(n, n).astype(np.float64)
-    n_installed = np.bincount(trunk[inst >= 0], minlength=n * n).reshape(n, n)
+    n_active = np.bincount(trunk[active], minlength=n * m).reshape(n, m).astype(np.float64)
+    n_good = np.bincount(trunk[good], minlength=n * m).reshape(n, m).astype(np.float64)
+    n_installed = np.bincount(trunk[inst >= 0], minlength=n * m).reshape(n, m)
     safe_active = np.where(n_active > 0, n_active, 1.0)
-    live = np.where(n_active > 0, n_good / safe_active, 0.0)  # fraction not blackholed
+    live = np.where(n_active > 0, n_good / safe_active, 0.0)  # share not blackholed
+    speed = np.minimum(index.node_speed_gbps[:, None], index.node_speed_gbps[None, :])
+    capacity = n_good * speed[:n]  # [B, N]
 
-    speed = np.minimum(index.speed_gbps[:, None], index.speed_gbps[None, :])
-    capacity = n_good * speed
-
-    # First hop: flow (s, d) via k. Second hop: the transit share arrives at k, goes to d.
+    # First hop: flow (s, d) to next node k. Transit blocks and spines forward to d.
     first = offered[:, :, None] * tables.source  # [s, d, k] bytes
-    transit = first.copy()
+    transit = first[:, :, :n].copy()
     transit[:, np.arange(n), np.arange(n)] = 0.0  # k == d is direct, not transit
-    into_first = first.sum(axis=1)  # [s, k] handed to trunk (s, k)
-    transit_live = transit * live[:, None, :]  # [s, d, k] that got onto first-hop links
-    rate = 1.0 / (dt * BYTES_PER_GBIT)
+    into_first = first.sum(axis=1)  # [B, N] handed to trunk (s, k)
+    transit_live = transit * live[:, None, :n]
 
     def second_hop(ratio: np.ndarray) -> np.ndarray:
-        """[k, d] bytes arriving at transit block k for d, given first-hop drop ratios."""
-        return (transit_live * (1.0 - ratio)[:, None, :]).sum(axis=0).T
+        """[B, N] bytes entering trunk (k, d) as transit, given first-hop drop ratios."""
+        arriving = (transit_live * (1.0 - ratio[:, :n])[:, None, :]).sum(axis=0).T
+        return np.pad(arriving, ((0, 0), (0, m - n)))
 
-    def drop_ratio_for(load: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(load > capacity, 1.0 - capacity / np.where(load > 0, load, 1), 0.0)
-
-    # Drop ratios and second-hop arrivals depend on each other (a trunk carries first- and
-    # second-hop traffic): iterate to the fixed point.
-    drop_ratio = np.zeros((n, n))
+    # A block trunk carries first- and second-hop traffic: iterate to the fixed point.
+    drop_ratio = np.zeros((n, m))
     for _ in range(_MAX_ITERATIONS):
         load = (into_first + second_hop(drop_ratio)) * live * rate
-        updated = drop_ratio_for(load)
+        updated = _drop_ratio(load, capacity)
         converged = np.abs(updated - drop_ratio).max(initial=0.0) < _TOLERANCE
         drop_ratio = updated
         if converged:
             break
     into_second = second_hop(drop_ratio)
-    link_offered = (into_first + into_second) * live * rate  # Gbps offered to live links
-    into = into_first + into_second  # bytes handed to each trunk
+    into = into_first + into_second  # [B, N] bytes handed to each trunk
     on_links = into * live
     dropped = on_links * drop_ratio
     carried = on_links - dropped
     blackholed = into - on_links
-    # Bytes reaching their destination: what trunks (x, d) carried for destination d.
-    # Trunk (s, k) carries first-hop traffic for destinations d (direct when k == d) and
-    # second-hop traffic (always for d == k); only k == d traffic is delivered at k.
-    first_direct = np.diagonal(first, axis1=1, axis2=2)  # [s, d] direct share
     carried_ratio = np.where(into > 0, carried / np.where(into > 0, into, 1), 0.0)
-    delivered = float(((first_direct + into_second) * carried_ratio).sum())
+    # Delivered at d by block trunks: direct first-hop traffic and all second-hop traffic.
+    first_direct = np.diagonal(first[:, :, :n], axis1=1, axis2=2)  # [s, d]
+    delivered = float(((first_direct + into_second[:, :n]) * carried_ratio[:, :n]).sum())
+
+    # Spines: what crossed (s, spine x) for d leaves x on its live links to d.
+    spine_ports = index.spine_peer >= 0
+    up_to_spine = spine_ports & (links.peer_node >= 0)
+    spine_in = np.einsum("sdx,sx->xd", first[:, :, n:], carried_ratio[:, n:])  # [S, B]
+    spine_links_up = np.zeros((m - n, n))
+    np.add.at(spine_links_up, (index.spine_peer[up_to_spine] - n, s_of[up_to_spine]), 1.0)
+    spine_cap = spine_links_up * speed[n:, :n]
+    spine_load = spine_in * rate
+    spine_has_link = spine_cap > 0
+    spine_ratio = _drop_ratio(spine_load, spine_cap)
+    spine_dropped = np.where(spine_has_link, spine_in * spine_ratio, 0.0)
+    spine_blackholed = np.where(spine_has_link, 0.0, spine_in)
+    spine_carried = spine_in - spine_dropped - spine_blackholed
+    delivered += float(spine_carried.sum())
 
     # Blackhole reasons: empty trunks are "drained" (members exist, all drained) or
     # "no_route"; otherwise split each trunk's blackholed bytes over its bad members.
@@ -262,6 +322,7 @@ def compute_step(
     had_members = n_installed > 0
     by_reason["drained"] = float(into[empty & had_members].sum())
     by_reason["no_route"] = float(into[empty & ~had_members].sum())
+    by_reason["link_down"] = float(spine_blackholed.sum())  # spine with no live link to d
     share = np.zeros(index.n_ports)
     share[active] = (into / safe_active).ravel()[trunk[active]]
     bad = active & ~good
@@ -271,28 +332,37 @@ def compute_step(
         ("link_down", PortFault.LINK_DOWN),
         ("misdirected", PortFault.MISDIRECTED),
     ):
-        by_reason[reason] = float(share[bad & (fault == code)].sum())
+        by_reason[reason] += float(share[bad & (fault == code)].sum())
 
-    # Per-port counters.
+    # Per-port counters: block ports send their share; the far end receives it.
     ratio_port = drop_ratio.ravel()[trunk]
     tx = np.where(good, share * (1.0 - ratio_port), 0.0)
     tx_drop = np.where(good, share * ratio_port, 0.0) + np.where(bad, share, 0.0)
     rx = np.zeros(index.n_ports)
-    rx[links.peer_port[good]] += tx[good]
+    to_block = good & (links.peer_port >= 0)
+    rx[links.peer_port[to_block]] += tx[to_block]
+    # Spine -> block: spread over the destination's live links from that spine.
+    x_of = index.spine_peer[up_to_spine] - n
+    d_of = s_of[up_to_spine]
+    per_link = np.where(spine_links_up > 0, spine_carried / np.maximum(spine_links_up, 1), 0.0)
+    rx[up_to_spine] += per_link[x_of, d_of]
     no_route = np.where(empty, into, 0.0).sum(axis=1)
+
+    def square(block_rows: np.ndarray, spine_rows: np.ndarray) -> np.ndarray:
+        return np.vstack([block_rows, np.pad(spine_rows, ((0, 0), (0, m - n)))])
 
     return StepResult(
         dt=dt,
         offered_bytes=float(offered.sum()),
         delivered_bytes=delivered,
-        dropped_bytes=float(dropped.sum()),
-        blackholed_bytes=float(blackholed.sum()),
+        dropped_bytes=float(dropped.sum() + spine_dropped.sum()),
+        blackholed_bytes=float(blackholed.sum() + spine_blackholed.sum()),
         blackholed_by_reason=by_reason,
-        link_offered_gbps=link_offered,
-        link_capacity_gbps=capacity,
-        link_dropped_bytes=dropped,
-        link_blackholed_bytes=blackholed,
-        link_carried_bytes=carried,
+        link_offered_gbps=square(on_links * rate, spine_load * spine_has_link),
+        link_capacity_gbps=square(capacity, spine_cap),
+        link_dropped_bytes=square(dropped, spine_dropped),
+        link_blackholed_bytes=square(blackholed, spine_blackholed),
+        link_carried_bytes=square(carried, spine_carried),
         port_tx_bytes=tx,
         port_rx_bytes=rx,
         port_tx_drop_bytes=tx_drop,

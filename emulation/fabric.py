@@ -126,6 +126,7 @@ class EmulatedFabric:
         self._tmpdir: Path | None = None
         self._lock = threading.RLock()
         self._links: LinkView | None = None
+        self._links_version = 0  # bumped on every optical change
 
         self.ocs: dict[str, OcsDevice] = {}
         for i, o in enumerate(fabric.ocs):
@@ -148,19 +149,21 @@ class EmulatedFabric:
                 raise FabricError(f"initial circuit on unknown OCS {name!r}")
             self.ocs[name].preload(pairs)
 
+        self._spine_link_ok = np.ones(self.index.n_ports, dtype=bool)
         self.switches: dict[str, BlockSwitch] = {
             b.name: BlockSwitch(
                 b.name,
                 b.name,
                 fabric.block_names,
-                b.uplinks,
+                self.index.ports_of(i),
                 b.speed_gbps,
                 self.clock,
                 self,
+                spines=self.index.spines,
                 max_group_entries=max_group_entries,
                 table_capacity=table_capacity,
             )
-            for b in fabric.blocks
+            for i, b in enumerate(fabric.blocks)
         }
         for switch in self.switches.values():
             switch.install_current_peers()
@@ -171,7 +174,7 @@ class EmulatedFabric:
         }
         self._demand: Demand | None = None
         self._schedule_times: list[float] = []
-        n = self.index.n_blocks
+        n = self.index.n_nodes
         self._totals = dict.fromkeys(("offered", "delivered", "dropped", "blackholed"), 0.0)
         self._by_reason = dict.fromkeys(BLACKHOLE_REASONS, 0.0)
         self._link_carried = np.zeros((n, n))
@@ -241,13 +244,25 @@ class EmulatedFabric:
 
     # -- faults -------------------------------------------------------------------------
     def fail_link(self, block: str, port: int) -> None:
-        """Cut the fibre between block ``block``'s uplink ``port`` and its OCS port."""
-        ocs, ocs_port = self._wired(block, port)
-        self.ocs[ocs].set_fibre(ocs_port, False)
+        """Cut the link of block ``block``'s port ``port``: the fibre to its OCS port for an
+        uplink, or the static link for a spine port (ports after the uplinks)."""
+        self._set_link(block, port, False)
 
     def restore_link(self, block: str, port: int) -> None:
+        self._set_link(block, port, True)
+
+    def _set_link(self, block: str, port: int, ok: bool) -> None:
+        if not self.fabric.has_block(block):
+            raise FabricError(f"no block {block!r} in fabric {self.fabric.name!r}")
+        b = self.fabric.block_index(block)
+        if 0 <= port < self.index.ports_of(b) and port >= self.index.uplinks[b]:
+            with self._lock:
+                self._spine_link_ok[self.index.block_port(b, port)] = ok
+                self._links = None
+                self._links_version += 1
+            return
         ocs, ocs_port = self._wired(block, port)
-        self.ocs[ocs].set_fibre(ocs_port, True)
+        self.ocs[ocs].set_fibre(ocs_port, ok)
 
     def fail_ocs(self, name: str) -> int:
         """Power loss: every circuit of OCS ``name`` is lost. Returns how many."""
@@ -367,7 +382,7 @@ class EmulatedFabric:
         """MLU, drops and blackholed bytes, per link and in total (bytes are cumulative)."""
         with self._lock:
             last = self._last
-            blocks = self.index.blocks
+            blocks = self.index.nodes
             links: dict[tuple[str, str], LinkStats] = {}
             util = last.link_utilization if last else None
             for s, src in enumerate(blocks):
@@ -404,12 +419,14 @@ class EmulatedFabric:
     def _optics_changed(self, device: OcsDevice) -> None:
         with self._lock:
             self._links = None
+            self._links_version += 1
 
     def links(self) -> LinkView:
         """Live links of every block port now (cached until an OCS changes)."""
         with self._lock:
             if self._links is not None:
                 return self._links
+            version = self._links_version
         now = self.clock.now()
         peers, switching, fibre = [], [], []
         for i, name in enumerate(self.index.ocs_names):
@@ -417,12 +434,16 @@ class EmulatedFabric:
             peers.append(np.where(peer >= 0, peer + self.index.ocs_offset[i], -1))
             switching.append(sw)
             fibre.append(ok)
+        with self._lock:
+            spine_ok = self._spine_link_ok.copy()
         view = link_view(
             self.index,
             OpticalState(np.concatenate(peers), np.concatenate(switching), np.concatenate(fibre)),
+            spine_ok,
         )
         with self._lock:
-            self._links = view
+            if self._links_version == version:  # no change while we read: cache it
+                self._links = view
         return view
 
     def link_state(self, block: str) -> LinkState:
@@ -431,9 +452,11 @@ class EmulatedFabric:
         b = self.fabric.block_index(block)
         lo, hi = self.index.port_offset[b], self.index.port_offset[b + 1]
         far = view.peer_port[lo:hi]
-        peer_block = np.where(far >= 0, self.index.port_block[np.maximum(far, 0)], -1)
-        peer_port = np.where(far >= 0, far - self.index.port_offset[np.maximum(peer_block, 0)], -1)
-        return LinkState(peer_block.astype(np.int64), peer_port.astype(np.int64))
+        node = view.peer_node[lo:hi]
+        far_block = self.index.port_block[np.maximum(far, 0)]
+        peer_port = np.where(far >= 0, far - self.index.port_offset[far_block], -1)
+        peer_port = np.where(node >= self.index.n_blocks, self.index.spine_peer_port[lo:hi], peer_port)
+        return LinkState(node.astype(np.int64), peer_port.astype(np.int64))
 
     def _forwarding_tables(self) -> ForwardingTables:
         states = [sw.forwarding_state() for sw in self.switches.values()]

@@ -66,7 +66,7 @@ class OcsDevice:
         self._lock = threading.RLock()
         self._peer = np.full(radix, -1, dtype=np.int64)
         self._entries: dict[CrossConnect, CrossConnectEntry] = {}
-        self._announced: set[CrossConnect] = set()
+        self._pending: set[CrossConnect] = set()  # not yet announced as up
         self.generation = 1
         self.powered = True
         rng = np.random.default_rng(seed)
@@ -188,13 +188,13 @@ class OcsDevice:
                 )
             self._validate(remove, add)
             fault, self._fault = self._fault, None
-            snapshot = (self._peer.copy(), dict(self._entries), set(self._announced))
+            snapshot = (self._peer.copy(), dict(self._entries), set(self._pending))
             now = self.clock.now()
             for c in remove:
                 self._disconnect(c)
             for i, c in enumerate(add):
                 if fault is ApplyFault.ROLLBACK and i >= len(add) // 2:
-                    self._peer, self._entries, self._announced = snapshot
+                    self._peer, self._entries, self._pending = snapshot
                     raise ApplyAborted(
                         f"mirror for ports {c.a}-{c.b} failed to move after "
                         f"{i} of {len(add)} adds; rolled back to generation {self.generation}",
@@ -252,11 +252,12 @@ class OcsDevice:
     def _connect(self, c: CrossConnect, ready_at: float) -> None:
         self._peer[c.a], self._peer[c.b] = c.b, c.a
         self._entries[c] = CrossConnectEntry(c, ready_at)
+        self._pending.add(c)
 
     def _disconnect(self, c: CrossConnect) -> None:
         self._peer[[c.a, c.b]] = -1
         self._entries.pop(c, None)
-        self._announced.discard(c)
+        self._pending.discard(c)
 
     def preload(self, pairs: Iterable[tuple[int, int]]) -> None:
         """Start with these circuits established (a fabric's initial state); no events."""
@@ -265,7 +266,7 @@ class OcsDevice:
             self._validate([], connects)
             for c in connects:
                 self._connect(c, float("-inf"))
-                self._announced.add(c)
+                self._pending.discard(c)
         self._notify_change()
 
     def lose_power(self) -> int:
@@ -274,7 +275,7 @@ class OcsDevice:
             lost = len(self._entries)
             self._peer[:] = -1
             self._entries.clear()
-            self._announced.clear()
+            self._pending.clear()
             self.powered = False
             self.generation += 1
             self._emit("power_loss", circuits_lost=lost)
@@ -292,10 +293,21 @@ class OcsDevice:
         self._notify_change()
 
     def set_fibre(self, port: int, ok: bool) -> None:
-        """Cut (or mend) the fibre at ``port``: no light comes in."""
+        """Cut (or mend) the fibre at ``port``: no light comes in. An established circuit
+        on the port goes down (or comes back up) with an event."""
         self._check_ports([port])
         with self._lock:
+            changed = bool(self._fibre_ok[port]) != ok
             self._fibre_ok[port] = ok
+            peer = int(self._peer[port])
+            if changed and peer >= 0 and self.powered:
+                connect = CrossConnect(port, peer)
+                if not self._entries[connect].switching(self.clock.now()):
+                    if ok and self._fibre_ok[peer]:
+                        self._emit("circuit_up", connect=connect)
+                    elif not ok:
+                        self._emit("circuit_down", connect=connect,
+                                   reason=f"loss of light on port {port}")
         self._notify_change()
 
     def inject_apply_fault(self, fault: ApplyFault) -> None:
@@ -308,9 +320,11 @@ class OcsDevice:
         """Announce circuits that finished switching by ``now``."""
         changed = False
         with self._lock:
-            for c, e in sorted(self._entries.items()):
-                if c not in self._announced and not e.switching(now) and self.powered:
-                    self._announced.add(c)
+            if not self.powered or not self._pending:
+                return
+            for c in sorted(self._pending):
+                if not self._entries[c].switching(now):
+                    self._pending.discard(c)
                     self._emit("circuit_up", connect=c)
                     changed = True
         if changed:

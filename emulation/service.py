@@ -1,7 +1,8 @@
 """``heliostat emulate``: run an emulated fabric as a service until interrupted.
 
-The controller's CLI dispatches ``heliostat emulate ...`` to :func:`main`; it also runs
-alone as ``python -m emulation.service --fabric configs/fabric-8.yaml``.
+Plugs into the ``heliostat`` CLI like the modules of ``controller/commands/`` (it has
+``register(sub)``, whose handler is :func:`run_command`); also runs alone as
+``python -m emulation.service --fabric configs/fabric-8.yaml`` through :func:`main`.
 """
 
 from __future__ import annotations
@@ -14,23 +15,43 @@ import threading
 import time
 from pathlib import Path
 
-from emulation.fabric import EmulatedFabric, FabricError
+from emulation.fabric import Demand, EmulatedFabric, FabricError
 from optimizer.config import load_fabric
 from optimizer.errors import ConfigError
-from optimizer.traffic import load_matrix
+from optimizer.fabric import Fabric
+from optimizer.traffic import TrafficMatrix, load_matrix
 from southbound.tls import ServerTlsConfig, TlsConfig, TlsConfigError
 
 log = logging.getLogger(__name__)
 
 
+DESCRIPTION = (
+    "Run an emulated fabric (gRPC devices + flow-level data plane) until interrupted, "
+    "printing where its devices listen."
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``emulate`` subcommand to the heliostat CLI."""
+    p = sub.add_parser("emulate", help="run an emulated fabric as a service",
+                       description=DESCRIPTION)
+    add_arguments(p)
+    p.set_defaults(handler=run_command)
+
+
 def build_parser(prog: str = "heliostat emulate") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=prog,
-        description="Run an emulated fabric (gRPC devices + flow-level data plane) until "
-        "interrupted, printing where its devices listen.",
-    )
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fabric", required=True, type=Path, help="fabric YAML (configs/*.yaml)")
-    p.add_argument("--demand", type=Path, help="traffic matrix file (CSV src,dst,gbps or JSON)")
+    p.add_argument("--demand", type=Path, action="append",
+                   help="traffic matrix file (CSV src,dst,gbps or JSON); repeat it for a "
+                   "series that cycles every --demand-period emulated seconds")
+    p.add_argument("--demand-period", type=float, default=60.0,
+                   help="emulated seconds each matrix of a series holds (default: %(default)s)")
     p.add_argument("--devices-file", type=Path, default=Path("heliostat-devices.yaml"),
                    help="where to write the device endpoints (default: %(default)s)")
     p.add_argument("--speed", type=float, default=1.0,
@@ -50,18 +71,23 @@ def build_parser(prog: str = "heliostat emulate") -> argparse.ArgumentParser:
     tls.add_argument("--tls-client-cert", type=Path, help="client certificate for the devices file")
     tls.add_argument("--tls-client-key", type=Path, help="client key for the devices file")
     tls.add_argument("--tls-server-name", help="server name clients expect, for the devices file")
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Standalone entry point: ``python -m emulation.service ...``."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.speed <= 0 or args.tick <= 0:
-        print("error: --speed and --tick must be positive", file=sys.stderr)
+    return run_command(args)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the fabric described by parsed ``emulate`` arguments; returns the exit status."""
+    if args.speed <= 0 or args.tick <= 0 or args.demand_period <= 0:
+        print("error: --speed, --tick and --demand-period must be positive", file=sys.stderr)
         return 2
     try:
         fabric_model = load_fabric(args.fabric)
-        demand = load_matrix(args.demand, fabric_model) if args.demand else None
+        demand = _demand(args, fabric_model)
         server_tls = client_tls = None
         if args.tls_cert or args.tls_key:
             if not (args.tls_cert and args.tls_key):
@@ -83,8 +109,25 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        return _serve(fabric, demand, stop, args.speed, args.duration)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _serve(
+    fabric: EmulatedFabric,
+    demand: Demand | None,
+    stop: threading.Event,
+    speed: float,
+    duration_s: float,
+) -> int:
+    fabric_model = fabric.fabric
     with fabric:
         if demand is not None:
             fabric.set_demand(demand)
@@ -93,12 +136,27 @@ def main(argv: list[str] | None = None) -> int:
         for name, agent in fabric.agents.items():
             print(f"  {name:12s} {agent.kind:6s} {agent.address}")
         sys.stdout.flush()
-        run(fabric, stop, speed=args.speed, duration_s=args.duration)
+        run(fabric, stop, speed=speed, duration_s=duration_s)
         stats = fabric.stats()
         print(f"stopped at t={stats.time_s:.1f}s: mlu={stats.mlu:.3f} "
               f"delivered={stats.delivered_bytes:.3e}B dropped={stats.dropped_bytes:.3e}B "
               f"blackholed={stats.blackholed_bytes:.3e}B")
     return 0
+
+
+def _demand(args: argparse.Namespace, fabric_model: Fabric) -> Demand | None:
+    """One matrix, or a cycling series of them, from the --demand files."""
+    if not args.demand:
+        return None
+    matrices = [load_matrix(path, fabric_model) for path in args.demand]
+    if len(matrices) == 1:
+        return matrices[0]
+    period = args.demand_period
+
+    def series(now: float) -> TrafficMatrix:
+        return matrices[int(now // period) % len(matrices)]
+
+    return series
 
 
 def run(fabric: EmulatedFabric, stop: threading.Event, *, speed: float, duration_s: float) -> None:

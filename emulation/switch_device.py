@@ -18,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from emulation.clock import EmulatedClock
+from emulation.counters import CounterArray
 from emulation.errors import GenerationMismatch, MalformedRequest
 from emulation.idempotency import ReplayCache
 
@@ -26,21 +27,26 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_GROUP_ENTRIES = 128
 DEFAULT_TABLE_CAPACITY = 16384
 DEFAULT_PACKET_BYTES = 1000.0
+PORT_COUNTERS = (
+    "tx_bytes", "rx_bytes", "tx_packets", "rx_packets",
+    "tx_drops", "rx_drops", "tx_drop_bytes", "rx_drop_bytes",
+)
 
 Table = dict[str, dict[str, int]]
 
 
 @dataclass(frozen=True)
 class LinkState:
-    """What a switch sees on its ports now: peer block index and port (-1 when the link is
-    not up, so no LLDP neighbour is heard)."""
+    """What a switch sees on its ports now: the peer node (block or spine switch, as an
+    index into the switch's ``nodes``) and its port; -1 when the link is not up, so no
+    LLDP neighbour is heard."""
 
-    peer_block: np.ndarray  # int64 per port
+    peer_node: np.ndarray  # int64 per port
     peer_port: np.ndarray  # int64 per port
 
     @property
     def oper_up(self) -> np.ndarray:
-        return self.peer_block >= 0
+        return self.peer_node >= 0
 
 
 class LinkProvider(Protocol):
@@ -58,36 +64,37 @@ class StaticLinks:
         }
 
     def connect(self, block: str, port: int, peer_block: str, peer_port: int) -> None:
-        self._states[block].peer_block[port] = self._blocks.index(peer_block)
+        self._states[block].peer_node[port] = self._blocks.index(peer_block)
         self._states[block].peer_port[port] = peer_port
-        self._states[peer_block].peer_block[peer_port] = self._blocks.index(block)
+        self._states[peer_block].peer_node[peer_port] = self._blocks.index(block)
         self._states[peer_block].peer_port[peer_port] = port
 
     def disconnect(self, block: str, port: int) -> None:
         state = self._states[block]
-        peer, peer_port = int(state.peer_block[port]), int(state.peer_port[port])
-        state.peer_block[port] = state.peer_port[port] = -1
+        peer, peer_port = int(state.peer_node[port]), int(state.peer_port[port])
+        state.peer_node[port] = state.peer_port[port] = -1
         if peer >= 0:
             far = self._states[self._blocks[peer]]
-            far.peer_block[peer_port] = far.peer_port[peer_port] = -1
+            far.peer_node[peer_port] = far.peer_port[peer_port] = -1
 
     def link_state(self, block: str) -> LinkState:
         s = self._states[block]
-        return LinkState(s.peer_block.copy(), s.peer_port.copy())
+        return LinkState(s.peer_node.copy(), s.peer_port.copy())
 
 
 @dataclass(frozen=True)
 class ForwardingState:
     """A switch's forwarding state as the data plane needs it (copies)."""
 
-    source: np.ndarray  # [dest, via] fractions; rows sum to 1
-    transit: np.ndarray  # [dest, via] fractions; rows sum to 1
-    installed: np.ndarray  # per port: installed trunk (block index) or -1
+    source: np.ndarray  # [dest block, via node] fractions; rows sum to 1
+    transit: np.ndarray  # [dest block, via node] fractions; rows sum to 1
+    installed: np.ndarray  # per port: installed trunk (node index) or -1
     drained: np.ndarray  # per port bool
 
 
 class BlockSwitch:
-    """State of one aggregation block switch."""
+    """State of one aggregation block switch. ``blocks`` are the fabric's blocks (the
+    destinations); ``spines`` its static spine switches, which are next hops too."""
 
     def __init__(
         self,
@@ -99,6 +106,7 @@ class BlockSwitch:
         clock: EmulatedClock,
         links: LinkProvider,
         *,
+        spines: Sequence[str] = (),
         max_group_entries: int = DEFAULT_MAX_GROUP_ENTRIES,
         table_capacity: int = DEFAULT_TABLE_CAPACITY,
         packet_bytes: float = DEFAULT_PACKET_BYTES,
@@ -108,6 +116,7 @@ class BlockSwitch:
         self.name = name
         self.block = block
         self.blocks = tuple(blocks)
+        self.nodes = self.blocks + tuple(spines)
         self.block_index = self.blocks.index(block)
         self.num_ports = num_ports
         self.speed_gbps = speed_gbps
@@ -116,22 +125,19 @@ class BlockSwitch:
         self.packet_bytes = packet_bytes
         self.clock = clock
         self._links = links
-        self._index = {b: i for i, b in enumerate(self.blocks)}
+        self._index = {b: i for i, b in enumerate(self.nodes)}
         self._lock = threading.RLock()
         self.generation = 1
         self._source: Table = {}
         self._transit: Table = {}
+        self._split_cache: tuple[np.ndarray, np.ndarray] | None = None
         self._drained = np.zeros(num_ports, dtype=bool)
         self._installed = np.full(num_ports, -1, dtype=np.int64)
         self._replays: ReplayCache[tuple[int, int]] = ReplayCache()
         n = len(self.blocks)
-        # float64 accumulators: exact to 2**53 bytes, reported as uint64.
-        self._tx = np.zeros(num_ports)
-        self._rx = np.zeros(num_ports)
-        self._tx_drop = np.zeros(num_ports)
-        self._rx_drop = np.zeros(num_ports)
-        self._egress = np.zeros(n)
-        self._no_route = 0.0
+        self._ports = CounterArray((len(PORT_COUNTERS), num_ports))
+        self._egress = CounterArray(n)
+        self._no_route = CounterArray(1)
         self._counted_until: float | None = None  # emulated time the counters are complete to
 
     # -- ports --------------------------------------------------------------------------
@@ -144,14 +150,14 @@ class BlockSwitch:
             drained = self._drained.copy()
         out = []
         for port in range(self.num_ports):
-            peer = int(links.peer_block[port])
+            peer = int(links.peer_node[port])
             out.append(
                 {
                     "port": port,
                     "oper_up": peer >= 0,
                     "drained": bool(drained[port]),
                     "speed_gbps": self.speed_gbps,
-                    "peer": (self.blocks[peer], int(links.peer_port[port])) if peer >= 0 else None,
+                    "peer": (self.nodes[peer], int(links.peer_port[port])) if peer >= 0 else None,
                 }
             )
         return out
@@ -161,10 +167,10 @@ class BlockSwitch:
         links = self.link_state()
         with self._lock:
             if ports is None:
-                self._installed = links.peer_block.copy()
+                self._installed = links.peer_node.copy()
             else:
                 idx = np.fromiter(ports, dtype=np.int64)
-                self._installed[idx] = links.peer_block[idx]
+                self._installed[idx] = links.peer_node[idx]
 
     def drain(self, ports: Iterable[int]) -> list[int]:
         idx = self._checked_ports(ports)
@@ -229,6 +235,7 @@ class BlockSwitch:
                     f"{self.table_capacity}"
                 )
             self._source, self._transit = new_source, new_transit
+            self._split_cache = None
             self.generation += 1
             self._replays.put(request_id, expected_generation, (self.generation, used))
             self.install_current_peers()
@@ -239,14 +246,16 @@ class BlockSwitch:
         out: Table = {}
         for dest, hops in table.items():
             where = f"{which} group for {dest!r}"
-            if dest not in self._index:
+            if dest not in self.blocks:
                 raise MalformedRequest(f"{where}: unknown destination block")
             if dest == self.block:
                 raise MalformedRequest(f"{where}: a block does not route to itself")
             group: dict[str, int] = {}
             for via, weight in hops.items():
                 if via not in self._index or via == self.block:
-                    raise MalformedRequest(f"{where}: next hop {via!r} is not a neighbour block")
+                    raise MalformedRequest(
+                        f"{where}: next hop {via!r} is not a neighbour block or spine"
+                    )
                 if weight < 0:
                     raise MalformedRequest(f"{where}: negative weight for {via!r}")
                 if transit_table and via != dest:
@@ -269,18 +278,23 @@ class BlockSwitch:
     def _merged(self, old: Table, new: Table, delete: Iterable[str]) -> Table:
         merged = {d: dict(g) for d, g in old.items()}
         for dest in delete:
-            if dest not in self._index:
+            if dest not in self.blocks:
                 raise MalformedRequest(f"cannot delete group of unknown {dest!r}")
             merged.pop(dest, None)
         merged.update(new)
         return merged
 
     def forwarding_state(self) -> ForwardingState:
-        n = len(self.blocks)
+        shape = (len(self.blocks), len(self.nodes))
         with self._lock:
-            source = _fractions(self._source, self._index, n)
-            transit = _fractions(self._transit, self._index, n)
-            return ForwardingState(source, transit, self._installed.copy(), self._drained.copy())
+            if self._split_cache is None:
+                self._split_cache = (
+                    _fractions(self._source, self._index, shape),
+                    _fractions(self._transit, self._index, shape),
+                )
+            source, transit = self._split_cache
+            return ForwardingState(source.copy(), transit.copy(), self._installed.copy(),
+                                   self._drained.copy())
 
     # -- counters -----------------------------------------------------------------------
     def add_traffic(
@@ -294,40 +308,40 @@ class BlockSwitch:
         as_of: float | None = None,
     ) -> None:
         """Add bytes (all >= 0) to the counters; called by the data plane."""
+        size = self.packet_bytes
+        rx_drop = np.zeros(self.num_ports) if rx_drop is None else rx_drop
+        # rows in PORT_COUNTERS order; drops in packets, then in bytes
+        amounts = np.stack([tx, rx, tx / size, rx / size, tx_drop / size, rx_drop / size,
+                            tx_drop, rx_drop])
         with self._lock:
-            self._tx += tx
-            self._rx += rx
-            self._tx_drop += tx_drop
-            if rx_drop is not None:
-                self._rx_drop += rx_drop
-            self._egress += egress
-            self._no_route += no_route
+            self._ports.add(amounts)
+            self._egress.add(egress)
+            self._no_route.add(no_route)
             if as_of is not None:
                 self._counted_until = as_of
 
-    def counters(self) -> dict[str, object]:
+    def preset_counter(self, name: str, values: np.ndarray | int) -> None:
+        """Set a port counter's totals (test hook: start near the 64-bit wrap)."""
+        row = PORT_COUNTERS.index(name)
         with self._lock:
-            size = self.packet_bytes
-            return {
-                # The end of the traffic counted so far: a step's bytes are added before the
-                # clock moves past it, so clock.now() would lag them by up to one step.
-                "time_s": self._counted_until if self._counted_until is not None else self.clock.now(),
-                "tx_bytes": _u64(self._tx),
-                "rx_bytes": _u64(self._rx),
-                "tx_packets": _u64(self._tx / size),
-                "rx_packets": _u64(self._rx / size),
-                "tx_drops": _u64(self._tx_drop / size),
-                "rx_drops": _u64(self._rx_drop / size),
-                "tx_drop_bytes": _u64(self._tx_drop),
-                "rx_drop_bytes": _u64(self._rx_drop),
-                "egress": {b: int(v) for b, v in zip(self.blocks, _u64(self._egress), strict=True)
-                           if b != self.block},
-                "no_route_drops": int(self._no_route),
-            }
+            self._ports.set_row(row, values)
 
-
-def _u64(values: np.ndarray) -> np.ndarray:
-    return np.floor(values).astype(np.uint64)
+    def counters(self) -> dict[str, object]:
+        """Port counters (uint64 arrays by name), egress bytes per destination block, time."""
+        with self._lock:
+            totals = self._ports.values()
+            out: dict[str, object] = dict(zip(PORT_COUNTERS, totals, strict=True))
+            egress = self._egress.values()
+            no_route = int(self._no_route.values()[0])
+            counted_until = self._counted_until
+        # The end of the traffic counted so far: a step's bytes are added before the clock
+        # moves past it, so clock.now() would lag them by up to one step.
+        out["time_s"] = counted_until if counted_until is not None else self.clock.now()
+        out["egress"] = {
+            b: int(v) for b, v in zip(self.blocks, egress, strict=True) if b != self.block
+        }
+        out["no_route_drops"] = no_route
+        return out
 
 
 def _entries(source: Table, transit: Table) -> int:
@@ -336,9 +350,9 @@ def _entries(source: Table, transit: Table) -> int:
     )
 
 
-def _fractions(table: Table, index: Mapping[str, int], n: int) -> np.ndarray:
-    """[dest, via] split fractions; destinations without a group go direct."""
-    out = np.eye(n)
+def _fractions(table: Table, index: Mapping[str, int], shape: tuple[int, int]) -> np.ndarray:
+    """[dest block, via node] split fractions; destinations without a group go direct."""
+    out = np.eye(*shape)
     for dest, group in table.items():
         d = index[dest]
         out[d, :] = 0.0

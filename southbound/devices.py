@@ -172,10 +172,11 @@ def dump_devices(devices: Mapping[str, DeviceConfig]) -> dict[str, Any]:
             entry["deadline_s"] = d.options.deadline_s
             entry["max_attempts"] = d.options.retry.max_attempts
         if d.tls is not None:
-            tls: dict[str, Any] = {"ca_cert": str(d.tls.ca_cert)}
-            if d.tls.client_cert is not None:
-                tls["client_cert"] = str(d.tls.client_cert)
-                tls["client_key"] = str(d.tls.client_key)
+            # absolute: the file may be read from anywhere
+            tls: dict[str, Any] = {"ca_cert": str(Path(d.tls.ca_cert).resolve())}
+            if d.tls.client_cert is not None and d.tls.client_key is not None:
+                tls["client_cert"] = str(Path(d.tls.client_cert).resolve())
+                tls["client_key"] = str(Path(d.tls.client_key).resolve())
             if d.tls.server_name:
                 tls["server_name"] = d.tls.server_name
             entry["tls"] = tls

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -65,11 +65,15 @@ class CallOptions:
             raise RetryPolicyError("deadline_s must be positive")
 
 
-def open_channel(address: str, tls: TlsConfig | None) -> grpc.Channel:
-    """An insecure channel, or a TLS one when ``tls`` is given."""
+def open_channel(
+    address: str, tls: TlsConfig | None, extra_options: Sequence[tuple[str, Any]] = ()
+) -> grpc.Channel:
+    """An insecure channel, or a TLS one when ``tls`` is given; ``extra_options`` are added
+    to the channel arguments (e.g. a larger ``grpc.max_receive_message_length``)."""
+    base = _CHANNEL_OPTIONS + list(extra_options)
     if tls is None:
-        return grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
-    options = _CHANNEL_OPTIONS + tls.channel_options()
+        return grpc.insecure_channel(address, options=base)
+    options = base + tls.channel_options()
     return grpc.secure_channel(address, tls.channel_credentials(), options=options)
 
 

@@ -55,7 +55,7 @@ def assert_conserved(stats: object) -> None:
 def test_the_wiring_gives_two_circuits_per_pair() -> None:
     fab = three_blocks()
     peers = fab.link_state("b1")
-    assert peers.peer_block.tolist() == [1, 1, 2, 2]
+    assert peers.peer_node.tolist() == [1, 1, 2, 2]
     assert peers.peer_port.tolist() == [2, 3, 0, 1]
 
 
@@ -143,7 +143,7 @@ def test_cut_fibre_blackholes_its_share_as_link_down() -> None:
     s = fab.stats()
     assert s.blackholed_by_reason["link_down"] == pytest.approx(50 * GB)
     assert s.delivered_bytes == pytest.approx(50 * GB)
-    assert fab.link_state("b1").peer_block[0] == -1
+    assert fab.link_state("b1").peer_node[0] == -1
     assert fab.links().fault[0] == PortFault.LINK_DOWN
     fab.restore_link("b1", 0)
     fab.step(1.0)
@@ -265,20 +265,22 @@ def random_cases(draw: st.DrawFn) -> tuple[object, ...]:
     n_ocs = draw(st.integers(1, 3))
     share = draw(st.sampled_from([2, 4]))
     spare = draw(st.integers(0, 2))
+    spines = draw(st.integers(0, 2))
     seed = draw(st.integers(0, 2**32 - 1))
     fabric = generate_fabric(
-        blocks=n_blocks, uplinks=share * n_ocs, ocs=n_ocs, ports=n_blocks * share + 2 * spare
+        blocks=n_blocks, uplinks=share * n_ocs, ocs=n_ocs, ports=n_blocks * share + 2 * spare,
+        spines=spines, spine_links=draw(st.integers(1, 3)) if spines else 0,
     )
     return fabric, seed
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_cases())
 def test_bytes_in_equal_delivered_plus_dropped_plus_blackholed(case: tuple[object, ...]) -> None:
     fabric, seed = case
     rng = np.random.default_rng(seed)
     index = FabricIndex.from_fabric(fabric)  # type: ignore[arg-type]
-    n = index.n_blocks
+    n, m = index.n_blocks, index.n_nodes
     circuits = [c for c in uniform_mesh(fabric) if rng.random() < 0.8]  # type: ignore[arg-type]
     peer = np.full(index.n_ocs_ports, -1)
     switching = np.zeros(index.n_ocs_ports, dtype=bool)
@@ -289,18 +291,19 @@ def test_bytes_in_equal_delivered_plus_dropped_plus_blackholed(case: tuple[objec
         if rng.random() < 0.15:
             switching[[qa, qb]] = True
     fibre_ok = rng.random(index.n_ocs_ports) > 0.1
-    links = link_view(index, OpticalState(peer, switching, fibre_ok))
+    spine_ok = rng.random(index.n_ports) > 0.2
+    links = link_view(index, OpticalState(peer, switching, fibre_ok), spine_ok)
 
-    source = np.zeros((n, n, n))
+    source = np.zeros((n, n, m))
     for s in range(n):
         for d in range(n):
-            w = rng.random(n) * (rng.random(n) < 0.5)
+            w = rng.random(m) * (rng.random(m) < 0.5)
             w[s] = 0.0
             if w.sum() == 0:
                 w[d] = 1.0
             source[s, d] = w / w.sum()
-    true_peer = np.where(links.peer_port >= 0, index.port_block[np.maximum(links.peer_port, 0)], -1)
-    installed = np.where(rng.random(index.n_ports) < 0.85, true_peer, rng.integers(-1, n, index.n_ports))
+    corrupt = rng.random(index.n_ports) < 0.15
+    installed = np.where(corrupt, rng.integers(-1, m, index.n_ports), links.peer_node)
     drained = rng.random(index.n_ports) < 0.15
     tables = ForwardingTables(source, installed, drained)
     demand_gbps = rng.random((n, n)) * rng.choice([10.0, 100.0, 1000.0])
@@ -318,8 +321,75 @@ def test_bytes_in_equal_delivered_plus_dropped_plus_blackholed(case: tuple[objec
     )
     # links never carry more than they can
     assert (r.link_carried_bytes <= r.link_capacity_gbps * dt * GB * (1 + 1e-9) + 1e-6).all()
-    # ports: what is sent arrives at the far end, and the trunks account for all of it
-    assert r.port_rx_bytes.sum() == pytest.approx(r.port_tx_bytes.sum(), rel=1e-9, abs=1e-3)
-    assert r.port_tx_bytes.sum() == pytest.approx(r.link_carried_bytes.sum(), rel=1e-9, abs=1e-3)
+    assert r.link_dropped_bytes.sum() == pytest.approx(r.dropped_bytes, rel=1e-9, abs=1e-3)
+    # ports: what blocks send on block links arrives at the far end
+    block_links = links.peer_port >= 0
+    sent_to_blocks = r.port_tx_bytes[block_links].sum()
+    received_from_blocks = r.port_rx_bytes[index.spine_peer < 0].sum()
+    assert received_from_blocks == pytest.approx(sent_to_blocks, rel=1e-9, abs=1e-3)
+    assert r.port_tx_bytes.sum() == pytest.approx(r.link_carried_bytes[:n].sum(), rel=1e-9, abs=1e-3)
+    assert r.port_rx_bytes[index.spine_peer >= 0].sum() == pytest.approx(
+        r.link_carried_bytes[n:].sum(), rel=1e-9, abs=1e-3
+    )
     assert (r.port_tx_bytes >= 0).all() and (r.port_tx_drop_bytes >= 0).all()
     np.testing.assert_allclose(r.egress_bytes.sum(axis=1), demand_gbps.sum(axis=1) * dt * GB)
+
+
+# -- the hybrid fabric: static spine links beside the OCS layer ---------------------------
+
+
+def hybrid() -> EmulatedFabric:
+    return EmulatedFabric.from_config("configs/fabric-hybrid-8.yaml")
+
+
+def test_spine_ports_follow_the_uplinks_and_report_the_spine_as_peer() -> None:
+    fab = hybrid()
+    ports = fab.switches["b1"].ports()
+    assert len(ports) == 32 + 8
+    assert [p["peer"] for p in ports[32:]] == [("s1", i) for i in range(4)] + [
+        ("s2", i) for i in range(4)
+    ]
+    assert [p["peer"] for p in fab.switches["b2"].ports()[32:34]] == [("s1", 4), ("s1", 5)]
+
+
+def test_traffic_via_a_spine_crosses_both_spine_links() -> None:
+    fab = hybrid()
+    fab.switches["b1"].set_groups("r", 1, {"b2": {"b2": 1, "s1": 1}}, {}, replace=True)
+    d = np.zeros((8, 8))
+    d[0, 1] = 600.0  # 300 direct, 300 via s1 (4 x 100G both ways)
+    fab.set_demand(d)
+    fab.step(1.0)
+    s = fab.stats()
+    assert s.links[("b1", "s1")].offered_gbps == pytest.approx(300)
+    assert s.links[("b1", "s1")].capacity_gbps == 400
+    assert s.links[("s1", "b2")].carried_bytes == pytest.approx(300 * GB)
+    assert s.delivered_bytes == pytest.approx(600 * GB)
+    rx = fab.switches["b2"].counters()["rx_bytes"]
+    assert int(rx[32:36].sum()) == pytest.approx(300 * GB, abs=4)
+
+
+def test_spine_congestion_drops_and_a_cut_spine_link_blackholes() -> None:
+    fab = hybrid()
+    fab.switches["b7"].set_groups("r", 1, {"b8": {"s2": 1}}, {}, replace=True)
+    d = np.zeros((8, 8))
+    d[6, 7] = 500.0  # b7 and b8 are 200G blocks but the spine runs at 100G: 400G fits
+    fab.set_demand(d)
+    fab.step(1.0)
+    s = fab.stats()
+    assert s.links[("b7", "s2")].capacity_gbps == 400
+    assert s.dropped_bytes == pytest.approx(100 * GB)
+    fab.fail_link("b7", 36)  # b7's first link to s2
+    fab.step(1.0)
+    s2 = fab.stats()
+    assert s2.blackholed_by_reason["link_down"] == pytest.approx(125 * GB)
+    assert fab.switches["b7"].ports()[36]["peer"] is None
+    fab.restore_link("b7", 36)
+    assert fab.switches["b7"].ports()[36]["peer"] == ("s2", 24)
+
+
+def test_transit_groups_may_not_use_a_spine() -> None:
+    from emulation.errors import MalformedRequest
+
+    fab = hybrid()
+    with pytest.raises(MalformedRequest, match="only go direct"):
+        fab.switches["b1"].set_groups("r", 1, {}, {"b2": {"s1": 1}}, replace=True)

@@ -156,12 +156,25 @@ def test_ocs_power_loss_is_seen_over_grpc() -> None:
 def test_failed_link_shows_at_both_ends() -> None:
     with EmulatedFabric.from_config(ROOT / "configs/fabric-4.yaml") as fabric:
         w = next(w for w in fabric.fabric.wiring if w.block == "b3" and w.block_port == 1)
-        fabric.fail_link("b3", 1)
+        events: list[OcsEvent] = []
         with fabric.switch_client("b3", FAST) as b3, fabric.ocs_client(w.ocs, FAST) as ocs:
+            stream = ocs.events()
+            reader = threading.Thread(target=lambda: events.extend(stream), daemon=True)
+            reader.start()
+            wait_for(lambda: bool(fabric.ocs[w.ocs]._subscribers), what="subscription")
+            fabric.fail_link("b3", 1)
             port = next(p for p in b3.ports() if p.port == 1)
             assert not port.oper_up and port.peer_block is None
             status = ocs.port_status([w.port])[0]
             assert status.rx_power_dbm == -40.0 and not status.oper_up
+            fabric.restore_link("b3", 1)
+            assert next(p for p in b3.ports() if p.port == 1).oper_up
+            wait_for(lambda: len(events) >= 2, what="circuit down and up events")
+            stream.cancel()
+            reader.join(5)
+        assert [e.kind for e in events] == ["circuit_down", "circuit_up"]
+        assert events[0].reason == f"loss of light on port {w.port}"
+        assert w.port in (events[0].cross_connect.a, events[0].cross_connect.b)
         with pytest.raises(FabricError, match="no wired uplink 99"):
             fabric.fail_link("b3", 99)
 
@@ -233,3 +246,72 @@ def test_emulate_service_rejects_a_bad_fabric_file(tmp_path: Path) -> None:
     bad = tmp_path / "fabric.yaml"
     bad.write_text("name: x\nblocks: []\nocs: []\n")
     assert main(["--fabric", str(bad)]) == 2
+
+
+def test_emulate_plugs_into_an_argparse_cli(tmp_path: Path) -> None:
+    import argparse
+
+    from emulation import service
+
+    parser = argparse.ArgumentParser(prog="heliostat")
+    service.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["emulate", "--fabric", str(ROOT / "configs/fabric-4.yaml"),
+                              "--devices-file", str(tmp_path / "d.yaml"), "--duration", "0.3",
+                              "--speed", "10", "--tick", "0.5"])
+    assert args.handler is service.run_command
+    assert args.handler(args) == 0
+    assert set(load_devices_file(tmp_path / "d.yaml")) >= {"ocs1", "b4"}
+
+
+def test_emulate_service_with_mutual_tls(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    devices_file = tmp_path / "devices.yaml"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulation.service", "--fabric", str(ROOT / "configs/fabric-4.yaml"),
+         "--devices-file", str(devices_file),
+         "--tls-cert", str(pki.server_cert), "--tls-key", str(pki.server_key),
+         "--tls-client-ca", str(pki.ca_cert), "--tls-ca", str(pki.ca_cert),
+         "--tls-client-cert", str(pki.client_cert), "--tls-client-key", str(pki.client_key),
+         "--tls-server-name", SERVER_NAME],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for(devices_file.exists, timeout_s=30, what="devices file")
+        devices = load_devices_file(devices_file)
+        assert devices["b2"].tls is not None and devices["b2"].tls.mutual
+        with default_registry().create(devices["b2"]) as b2:
+            wait_for(b2.is_serving, what="b2 serving over mTLS")
+            assert b2.device_info().block == "b2"
+        with SwitchClient(devices["b2"].address, options=FAST) as plain, pytest.raises(
+            DeviceUnavailable
+        ):
+            plain.device_info()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+
+
+def test_emulate_demand_series_cycles_through_the_files(tmp_path: Path) -> None:
+    import argparse
+
+    from emulation.service import _demand
+    from optimizer.config import load_fabric
+    from optimizer.traffic import dump_matrix
+
+    model = load_fabric(ROOT / "configs/fabric-4.yaml")
+    low, high = uniform_matrix(model, 0.1), uniform_matrix(model, 0.7)
+    (tmp_path / "low.json").write_text(dump_matrix(low, "json"))
+    (tmp_path / "high.json").write_text(dump_matrix(high, "json"))
+    args = argparse.Namespace(demand=[tmp_path / "low.json", tmp_path / "high.json"],
+                              demand_period=10.0)
+    series = _demand(args, model)
+    assert callable(series)
+    assert [series(t).total() for t in (0.0, 9.9, 10.0, 25.0)] == pytest.approx(
+        [low.total(), low.total(), high.total(), low.total()]
+    )
+    fabric = EmulatedFabric(model)
+    fabric.set_demand(series)
+    fabric.step(20.0)
+    assert fabric.stats().offered_bytes == pytest.approx((low.total() + high.total()) * 10 * GB)

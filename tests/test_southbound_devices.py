@@ -126,3 +126,40 @@ def test_registry_plugs_in_another_transport_and_reports_missing_ones() -> None:
     assert registry.transports() == {"openflow"}
     with pytest.raises(UnknownTransport, match="no driver for transport 'grpc' and kind 'ocs'"):
         registry.create(DeviceConfig("o", "ocs", "127.0.0.1:1"))
+
+
+def test_fleet_gives_one_cached_client_per_device() -> None:
+    from emulation.fabric import EmulatedFabric
+    from southbound.fleet import DeviceFleet, UnknownDevice
+
+    with (
+        EmulatedFabric.from_config("configs/fabric-4.yaml") as fabric,
+        DeviceFleet.from_file(fabric.devices_file) as fleet,
+    ):
+        assert fleet.names("ocs") == ["ocs1", "ocs2"]
+        assert len(fleet.names()) == 6
+        assert fleet.ocs("ocs1") is fleet.ocs("ocs1")
+        assert isinstance(fleet.switch("b1"), SwitchClient)
+        assert fleet.switch("b1").device_info().block == "b1"
+        with pytest.raises(UnknownDevice, match="no block device named 'ocs1'"):
+            fleet.switch("ocs1")
+        with pytest.raises(UnknownDevice):
+            fleet.client("nope")
+
+
+def test_written_tls_paths_are_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from southbound.tls import TlsConfig
+
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    for name in ("ca.pem", "c.pem", "c.key"):
+        (certs / name).write_text("x")
+    monkeypatch.chdir(tmp_path)
+    tls = TlsConfig(Path("certs/ca.pem"), Path("certs/c.pem"), Path("certs/c.key"), "dev")
+    out = tmp_path / "elsewhere"
+    out.mkdir()
+    write_devices_file(out / "d.yaml", {"o": DeviceConfig("o", "ocs", "127.0.0.1:1", tls=tls)})
+    loaded = load_devices_file(out / "d.yaml")["o"].tls
+    assert loaded is not None
+    assert loaded.ca_cert == certs / "ca.pem" and loaded.client_key == certs / "c.key"
+    assert loaded.server_name == "dev"

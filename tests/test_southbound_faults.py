@@ -67,8 +67,10 @@ def test_killed_agent_comes_back_on_the_same_address_with_its_state() -> None:
 
 def test_slow_device_hits_the_deadline_instead_of_hanging() -> None:
     release = threading.Event()
+    calls: list[float] = []
 
     def hang(request: bytes, context: grpc.ServicerContext) -> bytes:
+        calls.append(time.monotonic())
         release.wait(10)
         return b""
 
@@ -91,7 +93,8 @@ def test_slow_device_hits_the_deadline_instead_of_hanging() -> None:
         release.set()
         server.stop(0)
     assert info.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
-    assert elapsed < 1.0  # one deadline: DEADLINE_EXCEEDED is not retried
+    assert len(calls) == 1  # DEADLINE_EXCEEDED is not retried
+    assert elapsed < 3.0
 
 
 def test_unimplemented_is_a_device_error() -> None:

@@ -204,3 +204,22 @@ def test_health_and_reflection_are_served() -> None:
         "grpc.health.v1.Health",
         "grpc.reflection.v1alpha.ServerReflection",
     } <= services
+
+
+def test_concurrent_applies_on_one_generation_let_exactly_one_win() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with served_ocs(radix=32) as (device, _, client, _):
+        def attempt(i: int) -> str:
+            try:
+                client.apply(expected_generation=1, add=[XC(i, 16 + i)])
+            except StaleGeneration:
+                return "stale"
+            return "won"
+
+        with ThreadPoolExecutor(8) as pool:
+            outcomes = list(pool.map(attempt, range(8)))
+        table = client.cross_connects()
+    assert outcomes.count("won") == 1 and outcomes.count("stale") == 7
+    assert table.generation == 2 == device.generation
+    assert len(table.cross_connects) == 1
