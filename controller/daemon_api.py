@@ -169,7 +169,8 @@ class DaemonApi(ControllerApi):
             else any(o.name == name for o in fabric.ocs)
         )
         if not known:
-            raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"no {target_kind.value} {name!r} in {fabric.name}")
+            problem = f"name: fabric {fabric.name!r} has no {target_kind.value} {name!r}"
+            raise ApiError(ApiErrorCode.INVALID_ARGUMENT, problem)
         target = Maintenance(target_kind, name)
         self._queue(SetMaintenance(target, drained))
         verb = "drain" if drained else "undrain"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -68,6 +69,7 @@ def controller_config(
     reconfig_gain: float = 0.05,
     min_reconfig_interval: float = 3600.0,
     timeouts: dict[str, float] | None = None,
+    northbound: str = "127.0.0.1:0",
     **thresholds: float,
 ) -> Path:
     """Write a controller config with short intervals; returns its path."""
@@ -88,11 +90,17 @@ def controller_config(
         },
         "timeouts": timeouts
         or {"drain": 20, "verify_drain": 20, "apply_ocs": 20, "qualify": 20, "undrain": 20},
-        "listen": {"northbound": "127.0.0.1:0", "metrics": "127.0.0.1:0"},
+        "listen": {"northbound": northbound, "metrics": "127.0.0.1:0"},
     }
     path = tmp / "controller.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def start_daemon_process(config: Path, log_file: Path, *extra: str) -> subprocess.Popen:

@@ -15,12 +15,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from controller.api import ApiError, ApiErrorCode, MaintenanceKind
 from controller.journal import IntentState, Journal, StepState
+from controller.northbound import ControllerClient, ControllerClientError
 from optimizer.topology import Circuit
 from optimizer.traffic import hotspot_matrix, uniform_matrix
 from tests.daemon_support import (
     CONFIGS,
     controller_config,
+    free_port,
     running_fabric,
     start_daemon_process,
     stop_process,
@@ -167,3 +170,42 @@ def test_a_bad_config_exits_with_a_clear_error(tmp_path: Path) -> None:
     code, out = _run_with(tmp_path, good)  # the devices file does not exist
     assert code == 2 and "devices.yaml" in out and "cannot read" in out
     assert "Traceback" not in out
+
+
+@pytest.mark.slow
+def test_bad_northbound_requests_get_clear_errors_and_the_daemon_keeps_running(tmp_path: Path) -> None:
+    log = tmp_path / "daemon.log"
+    address = f"127.0.0.1:{free_port()}"
+    with running_fabric(FABRIC_FILE, tmp_path) as fabric:
+        fabric.set_demand(uniform_matrix(fabric.fabric, 0.5))
+        config = controller_config(tmp_path, FABRIC_FILE, fabric.devices_file, northbound=address)
+        proc = start_daemon_process(config, log)
+        try:
+            with ControllerClient(address) as client:
+                wait_for(lambda: _serving(client) and client.status().te_runs >= 1, 30, what="TE via the API")
+                with pytest.raises(ApiError) as info:
+                    client.set_maintenance(MaintenanceKind.BLOCK, "b99", True)
+                assert info.value.code is ApiErrorCode.INVALID_ARGUMENT and "b99" in info.value.message
+                with pytest.raises(ApiError) as info:
+                    client.history(0)
+                assert info.value.code is ApiErrorCode.INVALID_ARGUMENT
+                plan = client.trigger_toe(dry_run=True)
+                assert plan.dry_run and plan.plan["fabric"] == "demo-8"
+                assert client.last_plan()["trigger"] == "dry_run"
+                client.pause_toe()
+                wait_for(lambda: client.status().toe_paused, 10, what="ToE paused")
+                topology = client.topology()
+                assert len(topology["circuits"]) == 128
+                runs = client.status().te_runs
+                fabric.set_demand(uniform_matrix(fabric.fabric, 0.3))
+                wait_for(lambda: client.status().te_runs > runs, 30, what="TE after the bad requests")
+                assert proc.poll() is None
+        finally:
+            assert stop_process(proc) == 0, log_tail(log)
+
+
+def _serving(client: ControllerClient) -> bool:
+    try:
+        return client.is_serving()
+    except ControllerClientError:
+        return False
