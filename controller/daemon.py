@@ -170,11 +170,11 @@ class Daemon:
         self._emit("started", circuits=len(self.live), unreachable=sorted(poll.unreachable))
 
     def _restore_estimation(self) -> None:
-        assert_journal = self._journal()
+        journal = self._journal()
         now = self.clock()
         s = self.config.estimation_settings()
-        history = assert_journal.matrix_history(since=now - s.prediction_window)
-        prediction = assert_journal.get_matrix_state(PREDICTION_KEY)
+        history = journal.matrix_history(since=now - s.prediction_window)
+        prediction = journal.get_matrix_state(PREDICTION_KEY)
         if prediction is not None and prediction.blocks != self.fabric.block_names:
             prediction = None
         history = [(t, m) for t, m in history if m.blocks == self.fabric.block_names]
@@ -201,8 +201,10 @@ class Daemon:
         interval = self.config.intervals.te_interval
         next_cycle = time.monotonic()
         while not self.stop_event.is_set():
+            healthy = False
             try:
                 self.cycle()
+                healthy = True
             except ExecutorInterrupted:
                 break
             except (HeliostatError, SouthboundError) as exc:  # a bad cycle never ends the loop
@@ -214,7 +216,7 @@ class Daemon:
             now = time.monotonic()
             if next_cycle < now:
                 next_cycle = now
-            if self.state.reconfiguration is not None:
+            if healthy and self.state.reconfiguration is not None:
                 continue  # the next stage right away
             self.wake.wait(max(0.0, next_cycle - now))
             self.wake.clear()
@@ -234,11 +236,11 @@ class Daemon:
         """One poll, decision and the actions it asks for. Returns the actions."""
         now = self.clock()
         requests, dry_runs = self._drain_requests()
-        poll = self._poll(now)
+        te_due = self._poll(now)
         obs = dec.Observation(
             live_circuits=self.live,
             have_matrix=self.matrix is not None,
-            te_due=poll,
+            te_due=te_due,
             ocs_down=self.ocs_down,
             requests=requests,
         )
