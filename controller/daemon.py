@@ -34,6 +34,7 @@ from controller.metrics import ControllerMetrics
 from controller.observe import (
     blocks_out,
     egress_samples,
+    links_up,
     live_circuits,
     maintenance_ports,
     measured_mlu,
@@ -101,7 +102,8 @@ class Daemon:
             ),
         )
         self.state = dec.ControlState()
-        self.live: frozenset[Circuit] = frozenset()
+        self.live: frozenset[Circuit] = frozenset()  # installed and both links up: what TE uses
+        self.installed: frozenset[Circuit] = frozenset()  # what the OCSes hold
         self.ocs_down: frozenset[str] = frozenset()
         self.quarantined: PortsByBlock = {}
         self.maintenance_drained: PortsByBlock = {}
@@ -147,13 +149,14 @@ class Daemon:
         poll = self.drivers.poll()
         record = self.journal.current_topology()
         known = record.circuits if record is not None else ()
-        self.live = live_circuits(poll.ocs, known, poll.unreachable)
+        self.installed = live_circuits(poll.ocs, known, poll.unreachable)
+        self.live = links_up(self.fabric, self.installed, poll.ports)
         self.ocs_down = self._down(poll)
         recovery = self.journal.recovery_point()
         if recovery is not None:
             self._recover(recovery)
         else:
-            result = reconcile(None if record is None else record.circuits, self.live)
+            result = reconcile(None if record is None else record.circuits, self.installed)
             if result.adopted or result.dropped or record is None:
                 log.info(
                     "start-up: adopted %d circuits from the devices, dropped %d from the journal",
@@ -243,6 +246,7 @@ class Daemon:
             te_due=te_due,
             ocs_down=self.ocs_down,
             requests=requests,
+            installed=self.installed,
         )
         self.state, actions = dec.decide(self.state, obs, now, self.settings)
         self.board.update(
@@ -282,7 +286,11 @@ class Daemon:
             log.warning("poll: %s", error)
         self.metrics.counter_polls.labels("ok").inc(len(poll.counters))
         self.metrics.counter_polls.labels("failed").inc(len(poll.errors))
-        self.live = live_circuits(poll.ocs, self.live, poll.unreachable)
+        self.installed = live_circuits(poll.ocs, self.installed, poll.unreachable)
+        self.installed |= frozenset().union(*(r.switching for r in poll.ocs.values()))
+        self.live = links_up(self.fabric, self.installed, poll.ports)
+        if len(self.live) < len(self.installed):
+            log.info("%d circuits installed but not up", len(self.installed) - len(self.live))
         self.ocs_down = self._down(poll)
         self.metrics.circuits.set(len(self.live))
         cycle = self.estimation.cycle(egress_samples(poll.counters), now)
@@ -342,8 +350,13 @@ class Daemon:
         matrix = self.matrix or TrafficMatrix(
             self.fabric.block_names, np.zeros((self.fabric.n_blocks, self.fabric.n_blocks))
         )
-        drained = maintenance_ports(self.fabric, self.state.maintenance, self.live)
-        return TeInputs(matrix, merge_ports(drained, self.quarantined), blocks_out(self.state.maintenance))
+        drained = maintenance_ports(self.fabric, self.state.maintenance, self.installed)
+        return TeInputs(
+            matrix,
+            merge_ports(drained, self.quarantined),
+            blocks_out(self.state.maintenance),
+            down=self.installed - self.live,
+        )
 
     def _usable(self, circuits: frozenset[Circuit]) -> frozenset[Circuit]:
         inputs = self._te_inputs()
@@ -352,7 +365,7 @@ class Daemon:
     def _run_te(self, reason: str, now: float) -> None:
         drivers = self._drivers()
         inputs = self._te_inputs()
-        wanted = maintenance_ports(self.fabric, self.state.maintenance, self.live)
+        wanted = maintenance_ports(self.fabric, self.state.maintenance, self.installed)
         released = {
             b: [p for p in ports if p not in set(wanted.get(b, ()))]
             for b, ports in self.maintenance_drained.items()
@@ -434,7 +447,7 @@ class Daemon:
             self.state = dec.toe_checked(self.state, now)
             self.board.update(phase="idle")
             return
-        intent_id = self.executor.begin(proposal.plan, trigger, self.live)
+        intent_id = self.executor.begin(proposal.plan, trigger, self.installed)
         total = stage_count(proposal.plan)
         self.metrics.reconfigurations.labels("started").inc()
         self.state = dec.reconfiguration_started(self.state, now, intent_id, total)
@@ -446,7 +459,7 @@ class Daemon:
             raise DaemonError("no traffic measured yet")
         started = time.monotonic()
         proposal = self.planner.propose(
-            trigger, prediction, self.live, now, self.state.last_reconfig_at, self.settings.policy
+            trigger, prediction, self.installed, now, self.state.last_reconfig_at, self.settings.policy
         )
         self.metrics.toe_runs.labels(trigger).inc()
         self.metrics.toe_solve_seconds.observe(time.monotonic() - started)
@@ -472,7 +485,7 @@ class Daemon:
 
     def _run_stage(self, action: dec.RunStage, now: float) -> None:
         record = self._journal().current_topology()
-        before = frozenset(record.circuits) if record is not None else self.live
+        before = frozenset(record.circuits) if record is not None else self.installed
         self.board.update(phase="reconfiguring", reconfiguration_id=action.intent_id, stage=action.stage)
         self.metrics.reconfig_stage.set(action.stage)
         recovery = self._journal().recovery_point()

@@ -134,11 +134,12 @@ class ControlState:
 class Observation:
     """One poll of the fabric, as the daemon saw it."""
 
-    live_circuits: frozenset[Circuit]  # established circuits (last known for unreachable OCSes)
+    live_circuits: frozenset[Circuit]  # established with both links up (last known if unreachable)
     have_matrix: bool  # the estimator has rates for some pair
     te_due: bool  # the matrix moved more than te_matrix_change since TE last ran
     ocs_down: frozenset[str] = frozenset()  # unreachable or without power
     requests: tuple[Request, ...] = ()
+    installed: frozenset[Circuit] | None = None  # everything the OCSes hold (default: live)
 
 
 def decide(
@@ -147,7 +148,8 @@ def decide(
     """The actions for this cycle (see the module docstring for the rules)."""
     state = apply_requests(state, obs.requests)
     actions: list[Action] = []
-    missing = missing_circuits(state.intended, obs.live_circuits, obs.ocs_down)
+    installed = obs.live_circuits if obs.installed is None else obs.installed
+    missing = missing_circuits(state.intended, installed, obs.ocs_down)
     if missing and state.reconfiguration is None:
         actions.append(RestoreCircuits(missing))
     reason = te_reason(state, obs)
@@ -207,16 +209,16 @@ def te_reason(state: ControlState, obs: Observation) -> str | None:
 
 
 def missing_circuits(
-    intended: frozenset[Circuit] | None, live: frozenset[Circuit], ocs_down: frozenset[str]
+    intended: frozenset[Circuit] | None, installed: frozenset[Circuit], ocs_down: frozenset[str]
 ) -> tuple[Circuit, ...]:
     """Intended circuits absent from a reachable OCS whose two ports are free."""
     if intended is None:
         return ()
-    used = {(c.ocs, p) for c in live for p in (c.a, c.b)}
+    used = {(c.ocs, p) for c in installed for p in (c.a, c.b)}
     return tuple(
         sorted(
             c
-            for c in intended - live
+            for c in intended - installed
             if c.ocs not in ocs_down and (c.ocs, c.a) not in used and (c.ocs, c.b) not in used
         )
     )

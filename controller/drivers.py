@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from optimizer.errors import HeliostatError
@@ -63,6 +63,7 @@ class PollResult:
     ocs: dict[str, OcsReading]
     counters: dict[str, SwitchCounters]
     errors: dict[str, str]  # device -> what went wrong
+    ports: dict[str, list[SwitchPort]] = field(default_factory=dict)
 
     @property
     def unreachable(self) -> frozenset[str]:
@@ -159,11 +160,12 @@ class FabricDrivers:
         return OcsReading(name, table.generation, established, switching, info.powered)
 
     def poll(self, ocs_names: Iterable[str] | None = None) -> PollResult:
-        """Every OCS's circuits and every block's counters."""
+        """Every OCS's circuits, every block's counters and port states."""
         names = list(self.ocs) if ocs_names is None else list(ocs_names)
         ocs, ocs_errors = self._each(names, self.read_ocs)
         counters, counter_errors = self._each(self.switches, lambda b: self.switches[b].counters())
-        return PollResult(ocs, counters, {**ocs_errors, **counter_errors})
+        ports, port_errors = self._each(self.switches, lambda b: self.switches[b].ports())
+        return PollResult(ocs, counters, {**port_errors, **ocs_errors, **counter_errors}, ports)
 
     def counters(self, blocks: Iterable[str]) -> tuple[dict[str, SwitchCounters], dict[str, str]]:
         return self._each(blocks, lambda b: self.switches[b].counters())

@@ -98,6 +98,7 @@ class TeInputs:
     matrix: TrafficMatrix
     drained_ports: PortsByBlock = field(default_factory=dict)
     blocks_out: frozenset[str] = frozenset()
+    down: frozenset[Circuit] = frozenset()  # installed circuits whose links are not up
 
 
 @dataclass(frozen=True)
@@ -251,6 +252,7 @@ class StageExecutor:
         inputs = self.te_inputs()
         matrix = demand_without(inputs.matrix, inputs.blocks_out)
         now_circuits = usable_circuits(self.fabric, stage.before, inputs.drained_ports, inputs.blocks_out)
+        now_circuits -= inputs.down
         drained = now_circuits - set(stage.spec.remove)
         mlu_now = self.te.min_mlu(Topology.from_circuits(self.fabric, now_circuits), matrix)
         result = self.te.solve(drained, matrix)
@@ -411,7 +413,7 @@ class StageExecutor:
         self.drivers.undrain(undrain)
         inputs = self.te_inputs()
         drained = merge_ports(inputs.drained_ports, stage.quarantined)
-        circuits = usable_circuits(self.fabric, stage.after, drained, inputs.blocks_out)
+        circuits = usable_circuits(self.fabric, stage.after, drained, inputs.blocks_out) - inputs.down
         stage.te = self.te.run(
             circuits, demand_without(inputs.matrix, inputs.blocks_out), stage.prefix("undrain")
         )
@@ -451,6 +453,7 @@ class StageExecutor:
             self.drivers.undrain(stage.ports)
             inputs = self.te_inputs()
             circuits = usable_circuits(self.fabric, stage.before, inputs.drained_ports, inputs.blocks_out)
+            circuits -= inputs.down
             stage.te = self.te.run(
                 circuits, demand_without(inputs.matrix, inputs.blocks_out), stage.prefix("rollback")
             )

@@ -2,6 +2,8 @@
 
 - :func:`live_circuits` — the established circuits, holding the last known ones of an OCS
   that did not answer (fail static: an unreachable OCS keeps its circuits);
+- :func:`links_up` — those whose block ports are up and see each other (a cut fibre or a
+  dark port takes its circuit out of what TE may use);
 - :func:`egress_samples` / :func:`port_samples` — counter samples keyed for the estimator;
 - :func:`measured_mlu` — the highest trunk utilisation from per-port transmit rates;
 - :func:`reconcile` — at start-up, what the OCSes should hold, from the journal and what
@@ -19,7 +21,7 @@ from controller.drivers import OcsReading, PortsByBlock, circuit_ends, merge_por
 from controller.estimation import CounterSample
 from optimizer.fabric import Fabric
 from optimizer.topology import Circuit
-from southbound.types import SwitchCounters
+from southbound.types import SwitchCounters, SwitchPort
 
 
 def live_circuits(
@@ -28,6 +30,29 @@ def live_circuits(
     down = set(unreachable)
     held = {c for c in previous if c.ocs in down and c.ocs not in readings}
     return frozenset(held.union(*(r.circuits for r in readings.values())))
+
+
+def links_up(
+    fabric: Fabric, circuits: Iterable[Circuit], ports: Mapping[str, Iterable[SwitchPort]]
+) -> frozenset[Circuit]:
+    """The circuits whose two block ports are up and see each other (as LLDP reports).
+
+    A block whose ports were not read (unreachable) does not take its circuits out.
+    """
+    seen = {(b, p.port): p for b, plist in ports.items() for p in plist}
+    up = set()
+    for c in circuits:
+        ends = circuit_ends(fabric, c)
+        ok = True
+        for here, there in (ends, ends[::-1]):
+            if here[0] not in ports:
+                continue
+            port = seen.get(here)
+            if port is None or not port.oper_up or (port.peer_block, port.peer_port) != there:
+                ok = False
+        if ok:
+            up.add(c)
+    return frozenset(up)
 
 
 def egress_samples(counters: Mapping[str, SwitchCounters]) -> list[tuple[tuple[str, str], CounterSample]]:

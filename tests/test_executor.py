@@ -134,8 +134,8 @@ def test_an_ocs_agent_killed_mid_stage_rolls_the_stage_back_and_te_goes_on(contr
     assert "apply_ocs" in intent.reason and killed[0] in intent.reason
     assert all(s.state is StepState.ROLLED_BACK for s in ctl.daemon.journal.steps(intent.id))
     # The controller reports it, and the devices still hold the circuits of the stage's start.
-    status = ctl.api.status()
-    assert status.last_error is not None and killed[0] in status.last_error
+    status = wait_for(lambda: (st := ctl.api.status()).last_error and st, 10, what="the error reported")
+    assert killed[0] in status.last_error and status.reconfiguration_id is None
     assert ctl.api.history(5)[0]["state"] == "rolled_back"
     assert ctl.device_circuits() == before
     assert ctl.fabric.stats().blackholed_bytes == 0
@@ -222,3 +222,30 @@ def test_bad_api_calls_get_clear_errors_and_maintenance_drains_an_ocs(controller
     ctl.fabric.set_demand(uniform_matrix(ctl.fabric.fabric, 0.3))
     wait_for(lambda: ctl.count("te") > runs, 30, what="TE after the bad calls")
     assert api.status().phase in (Phase.IDLE, Phase.PLANNING)
+
+
+@pytest.mark.slow
+def test_a_cut_fibre_takes_its_circuit_out_of_te_until_it_is_repaired(controller: Controller) -> None:
+    ctl = controller
+    wait_for(lambda: ctl.count("te"), 30, what="the first TE run")
+    circuit = min(ctl.device_circuits())
+    end = circuit.ends(ctl.fabric.fabric)[0]
+    ctl.fabric.fail_link(end.block, end.block_port)
+    wait_for(
+        lambda: ctl.count("te", reason="live topology changed (-1 +0 circuits)"),
+        30,
+        what="TE around the cut fibre",
+    )
+    assert circuit not in ctl.daemon.live and circuit in ctl.daemon.installed
+    time.sleep(0.5)
+    lost = ctl.fabric.stats().blackholed_bytes
+    time.sleep(1.0)
+    assert ctl.fabric.stats().blackholed_bytes == lost  # nothing sent into the dark link any more
+    assert ctl.count("restore") == 0  # the OCS still holds the circuit: nothing to re-install
+    ctl.fabric.restore_link(end.block, end.block_port)
+    wait_for(
+        lambda: ctl.count("te", reason="live topology changed (-0 +1 circuits)"),
+        30,
+        what="TE over the repaired link",
+    )
+    assert circuit in ctl.daemon.live
