@@ -206,7 +206,8 @@ class StageExecutor:
         action = getattr(self, f"_do_{name.value}")
         try:
             result = action(stage, payload, deadline)
-            if self.clock() > deadline:
+            # qualify waits until its timeout on purpose, then judges what qualified
+            if name is not StepName.QUALIFY and self.clock() > deadline:
                 raise StepFailed(
                     name.value, f"timed out after {self.settings.timeouts.for_step(name.value):g} s"
                 )

@@ -57,13 +57,15 @@ class Controller:
 
 @pytest.fixture
 def controller(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Controller]:
-    demand = getattr(request, "param", "uniform")
+    demand, timeouts = getattr(request, "param", ("uniform", None))
     with running_fabric(FABRIC_FILE, tmp_path, speed=20.0, tick_s=0.25) as fabric:
         model = fabric.fabric
         tm = uniform_matrix(model, 0.5) if demand == "uniform" else hotspot_matrix(model, seed=1, load=0.4)
         fabric.set_demand(tm)
         config = load_controller_config(
-            controller_config(tmp_path, FABRIC_FILE, fabric.devices_file, toe_check_interval=1.0)
+            controller_config(
+                tmp_path, FABRIC_FILE, fabric.devices_file, toe_check_interval=1.0, timeouts=timeouts
+            )
         )
         ctl = Controller(fabric, None, None)  # type: ignore[arg-type]
         ctl.daemon = Daemon(config, listener=ctl.on_event)
@@ -80,7 +82,7 @@ def controller(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Contr
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("controller", ["hotspot"], indirect=True)
+@pytest.mark.parametrize("controller", [("hotspot", None)], indirect=True)
 def test_a_full_reconfiguration_loses_nothing_and_stays_under_the_stage_threshold(
     controller: Controller,
 ) -> None:
@@ -114,7 +116,7 @@ def test_a_full_reconfiguration_loses_nothing_and_stays_under_the_stage_threshol
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("controller", ["hotspot"], indirect=True)
+@pytest.mark.parametrize("controller", [("hotspot", None)], indirect=True)
 def test_an_ocs_agent_killed_mid_stage_rolls_the_stage_back_and_te_goes_on(controller: Controller) -> None:
     ctl = controller
     killed: list[str] = []
@@ -249,3 +251,45 @@ def test_a_cut_fibre_takes_its_circuit_out_of_te_until_it_is_repaired(controller
         what="TE over the repaired link",
     )
     assert circuit in ctl.daemon.live
+
+
+QUICK_QUALIFY = {"drain": 20, "verify_drain": 20, "apply_ocs": 20, "qualify": 3, "undrain": 20}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("controller", [("hotspot", QUICK_QUALIFY)], indirect=True)
+@pytest.mark.parametrize("cut_share", [0.0, 0.25], ids=["one-link", "quarter"])
+def test_new_links_that_fail_qualification_are_quarantined_or_roll_the_stage_back(
+    controller: Controller, cut_share: float
+) -> None:
+    ctl = controller
+    cut: list[Circuit] = []
+
+    def cut_before_apply(kind: str, d: dict[str, Any]) -> None:
+        if kind == "step" and d["step"] == "apply_ocs" and d["event"] == "started" and not cut:
+            adds = ctl.daemon.journal.intent(d["intent"]).plan["stages"][d["stage"]]["add"]
+            chosen = adds[: max(1, int(len(adds) * cut_share))]
+            for ocs, a, b in chosen:
+                end = Circuit(ocs, a, b).ends(ctl.fabric.fabric)[0]
+                ctl.fabric.fail_link(end.block, end.block_port)
+                cut.append(Circuit(ocs, a, b))
+
+    ctl.hooks.append(cut_before_apply)
+    intent = wait_for(ctl.finished_intent, 90, what="the reconfiguration to end")
+    assert cut
+    assert ctl.fabric.stats().blackholed_bytes == 0
+    qualify = next(s for s in ctl.daemon.journal.steps(intent.id) if s.name == "qualify")
+    if cut_share == 0.0:  # one bad link of many: the stage goes on without it
+        assert intent.state is IntentState.DONE, intent.reason
+        assert qualify.result["unqualified"] == [[c.ocs, c.a, c.b] for c in cut]
+        bad = cut[0].ends(ctl.fabric.fabric)
+        drained = [ctl.fabric.switches[e.block].forwarding_state().drained[e.block_port] for e in bad]
+        assert drained == [True, True]  # quarantined: left drained
+        assert cut[0] in ctl.daemon.installed and cut[0] not in ctl.daemon.live
+        assert all(e.block_port in ctl.daemon.quarantined[e.block] for e in bad)
+    else:  # too many: the stage rolls back and the reconfiguration stops, saying why
+        assert intent.state is IntentState.ROLLED_BACK
+        assert "qualify" in intent.reason and "new links qualified" in intent.reason
+        assert qualify.state is StepState.ROLLED_BACK
+        record = ctl.daemon.journal.current_topology()
+        assert ctl.device_circuits() == frozenset(record.circuits)
