@@ -151,13 +151,13 @@ class FabricDrivers:
 
     def read_ocs(self, name: str) -> OcsReading:
         client = self.ocs[name]
-        info = client.device_info()
         table = client.cross_connects()
         established = frozenset(Circuit(name, c.a, c.b) for c in table.established)
         switching = frozenset(Circuit(name, c.a, c.b) for c in table.switching)
-        if not info.powered:
-            established = switching = frozenset()
-        return OcsReading(name, table.generation, established, switching, info.powered)
+        powered = True
+        if not table.cross_connects:  # an OCS without power holds no circuits: ask only then
+            powered = client.device_info().powered
+        return OcsReading(name, table.generation, established, switching, powered)
 
     def poll(self, ocs_names: Iterable[str] | None = None) -> PollResult:
         """Every OCS's circuits, every block's counters and port states."""
