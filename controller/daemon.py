@@ -26,9 +26,10 @@ import numpy as np
 
 from controller import decision as dec
 from controller.config import ControllerConfig
-from controller.drivers import FabricDrivers, PollResult, PortsByBlock, merge_ports
-from controller.estimation import PeakPredictor, RateEstimator, TrafficEstimation
+from controller.drivers import FabricDrivers, GroupTables, PollResult, PortsByBlock, merge_ports
+from controller.estimation import PeakPredictor, RateEstimator, TrafficEstimation, matrix_change
 from controller.executor import ExecutorInterrupted, ExecutorSettings, PausePoint, StageExecutor, TeInputs
+from controller.inferred_matrix import infer_matrix
 from controller.journal import Journal
 from controller.metrics import ControllerMetrics
 from controller.observe import (
@@ -43,7 +44,7 @@ from controller.observe import (
 )
 from controller.stage_plan import stage_count
 from controller.status import StatusBoard
-from controller.te_push import TePusher, demand_without, usable_circuits
+from controller.te_push import TePusher, demand_without, group_tables, usable_circuits
 from controller.toe_run import ToePlanner
 from optimizer.config import load_fabric
 from optimizer.errors import HeliostatError
@@ -110,6 +111,7 @@ class Daemon:
         self.estimation = TrafficEstimation(self.fabric.block_names, config.estimation_settings())
         self.port_rates = RateEstimator()
         self.matrix: TrafficMatrix | None = None
+        self.pushed_tables: GroupTables | None = None  # the groups TE last pushed (for tomogravity)
         self.te_runs = 0
         self.journal: Journal | None = None
         self.drivers: FabricDrivers | None = None
@@ -293,18 +295,9 @@ class Daemon:
             log.info("%d circuits installed but not up", len(self.installed) - len(self.live))
         self.ocs_down = self._down(poll)
         self.metrics.circuits.set(len(self.live))
-        cycle = self.estimation.cycle(egress_samples(poll.counters), now)
         self.port_rates.observe_many(port_samples(poll.counters), now)
-        te_due = False
-        if cycle.prediction is not None:
-            self.matrix = cycle.estimate.matrix
-            te_due = cycle.te_due
-            journal = self._journal()
-            journal.append_matrix(now, self.matrix, retention_s=self.config.intervals.prediction_window)
-            if cycle.prediction.refreshed:
-                journal.put_matrix_state(PREDICTION_KEY, cycle.prediction.prediction)
-            self.metrics.demand_gbps.set(self.matrix.total())
         rates = {k: v for k, v in self.port_rates.rates().items() if isinstance(k, tuple)}
+        te_due = self._estimate(poll, rates, now)  # type: ignore[arg-type]
         measured = measured_mlu(self.fabric, self._usable(self.live), rates)  # type: ignore[arg-type]
         if measured is not None:
             self.metrics.measured_mlu.set(measured)
@@ -313,6 +306,33 @@ class Daemon:
             poll_s=time.monotonic() - started,
             unreachable=tuple(sorted(poll.unreachable)),
         )
+        return te_due
+
+    def _estimate(self, poll: PollResult, rates: dict[tuple[str, int], float], now: float) -> bool:
+        """The TE matrix and prediction from this poll; True when TE is due.
+
+        From per-destination egress counters when the blocks report them; otherwise by
+        tomogravity from the trunks' port rates and the groups last pushed.
+        """
+        if any(c.egress_bytes for c in poll.counters.values()) or not poll.counters:
+            cycle = self.estimation.cycle(egress_samples(poll.counters), now)
+            if cycle.prediction is None:
+                return False
+            matrix, te_due, prediction = cycle.estimate.matrix, cycle.te_due, cycle.prediction
+        else:
+            if self.pushed_tables is None or not rates:
+                return False
+            circuits = self.state.te_circuits or self._usable(self.live)
+            matrix = infer_matrix(self.fabric, self.pushed_tables, circuits, rates).matrix
+            change = matrix_change(matrix, self.estimation.te_matrix, self.estimation.settings.floor_gbps)
+            te_due = change.distance > self.estimation.settings.te_matrix_change
+            prediction = self.estimation.predictor.observe(now, matrix)
+        self.matrix = matrix
+        journal = self._journal()
+        journal.append_matrix(now, matrix, retention_s=self.config.intervals.prediction_window)
+        if prediction.refreshed:
+            journal.put_matrix_state(PREDICTION_KEY, prediction.prediction)
+        self.metrics.demand_gbps.set(matrix.total())
         return te_due
 
     def _down(self, poll: PollResult) -> frozenset[str]:
@@ -406,6 +426,7 @@ class Daemon:
             self.metrics.te_cycle_seconds.observe(elapsed)
         self.metrics.mlu.set(run.result.mlu)
         self.metrics.group_pushes.labels("ok").inc(len(run.generations))
+        self.pushed_tables = group_tables(run.result, self.fabric.block_names)
         predicted = None
         prediction = self.estimation.predictor.prediction
         if prediction is not None:
