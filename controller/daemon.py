@@ -305,6 +305,9 @@ class Daemon:
             measured_mlu=measured,
             poll_s=time.monotonic() - started,
             unreachable=tuple(sorted(poll.unreachable)),
+            ocs_down=tuple(sorted(self.ocs_down)),
+            circuits_installed=len(self.installed),
+            circuits_up=len(self.live),
         )
         return te_due
 

@@ -80,6 +80,9 @@ class DaemonApi(ControllerApi):
             details={
                 "mlu_quantized": v["mlu_quantized"],
                 "unreachable": list(v["unreachable"]),
+                "ocs_down": list(v["ocs_down"]),
+                "circuits_installed": v["circuits_installed"],
+                "circuits_up": v["circuits_up"],
                 "poll_seconds": v["poll_s"],
             },
         )

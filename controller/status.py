@@ -23,6 +23,9 @@ _DEFAULTS: dict[str, Any] = {
     "last_error": None,
     "maintenance": (),
     "unreachable": (),
+    "ocs_down": (),  # unreachable or without power
+    "circuits_installed": None,
+    "circuits_up": None,
     "poll_s": None,
 }
 

@@ -168,6 +168,7 @@ def test_an_ocs_power_loss_is_routed_around_and_its_circuits_restored(controller
     time.sleep(1.5)
     assert ctl.fabric.stats().blackholed_bytes == lost
     assert ctl.daemon.live == original - on_ocs2
+    assert ctl.api.status().details["ocs_down"] == ["ocs2"]  # the controller reports it
     ctl.fabric.restore_ocs("ocs2")
     wait_for(lambda: ctl.count("restore", ocs="ocs2"), 30, what="the circuits restored")
     wait_for(lambda: ctl.device_circuits() == original, 30, what="ocs2's circuits back on the device")
