@@ -17,15 +17,18 @@ from controller.decision import toe_verdict
 from controller.stage_plan import reconfiguration_plan
 from optimizer.fabric import Fabric
 from optimizer.policy import Decision, ReconfigurePolicy
-from optimizer.staging import stage_changes
+from optimizer.staging import StagingBlocked, stage_changes
 from optimizer.te import min_mlu
-from optimizer.toe import plan_topology
+from optimizer.toe import ToeKnobs, plan_topology
 from optimizer.toe_round import port_budget
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 from optimizer.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION
 
 log = logging.getLogger(__name__)
+
+#: The share of today's circuits a plan may remove, tried in turn while staging is blocked.
+MAX_CHANGE_STEPS = (1.0, 0.5, 0.25)
 
 
 @dataclass(frozen=True)
@@ -105,11 +108,37 @@ class ToePlanner:
     ) -> Proposal:
         """Plan for ``prediction`` from the ``live`` circuits; stage it when it is worth applying.
 
-        A ``dry_run`` trigger is judged as an operator request and always staged.
+        A ``dry_run`` trigger is judged as an operator request and always staged. When the
+        plan cannot be staged under the threshold, smaller changes are planned (ToE's
+        ``max_change`` of 1/2, then 1/4 of today's circuits) before giving up with the
+        staging error.
         """
         live = frozenset(live)
+        for max_change in MAX_CHANGE_STEPS[:-1]:
+            try:
+                return self._propose(trigger, prediction, live, now, last_reconfig_at, policy, max_change)
+            except StagingBlocked as exc:
+                log.info(
+                    "ToE: a plan removing up to %.0f%% of the circuits cannot be staged: %s",
+                    100 * max_change,
+                    exc,
+                )
+        return self._propose(trigger, prediction, live, now, last_reconfig_at, policy, MAX_CHANGE_STEPS[-1])
+
+    def _propose(
+        self,
+        trigger: str,
+        prediction: TrafficMatrix,
+        live: frozenset[Circuit],
+        now: float,
+        last_reconfig_at: float | None,
+        policy: ReconfigurePolicy,
+        max_change: float,
+    ) -> Proposal:
         current_topology = Topology.from_circuits(self.fabric, live)
-        toe = plan_topology(self.fabric, prediction, current_topology, evaluate=self.evaluate)
+        toe = plan_topology(
+            self.fabric, prediction, current_topology, ToeKnobs(max_change=max_change), evaluate=self.evaluate
+        )
         logical = self._fill_starved_blocks(toe.topology, prediction)
         target = frozenset(plan_circuits(self.fabric, logical, live))
         changed = len(target ^ live)

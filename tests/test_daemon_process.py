@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from optimizer.topology import Circuit
 from optimizer.traffic import hotspot_matrix, uniform_matrix
 from tests.daemon_support import (
     CONFIGS,
+    ROOT,
     controller_config,
     free_port,
     running_fabric,
@@ -209,3 +212,30 @@ def _serving(client: ControllerClient) -> bool:
         return client.is_serving()
     except ControllerClientError:
         return False
+
+
+@pytest.mark.slow
+def test_the_demo_reconfigures_without_loss_within_two_minutes(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "demo"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = done.stdout
+    for expected in (
+        "TE #1",
+        "ToE (auto): APPLY",
+        "stage 1/",
+        "reconfiguration done",
+        "outcome: OK",
+        "traffic lost during the change (blackholed): 0 bytes",
+    ):
+        assert expected in out, expected
+    assert elapsed < 120

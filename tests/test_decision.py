@@ -293,3 +293,23 @@ def test_toe_gives_a_starved_block_its_free_ports_when_that_lowers_the_mlu() -> 
     assert planner.evaluate(FABRIC, filled, tm) < planner.evaluate(FABRIC, starved, tm) - 0.05
     mesh = Topology.from_circuits(FABRIC, MESH)
     assert np.array_equal(planner._fill_starved_blocks(mesh, tm).counts, mesh.counts)  # nothing free
+
+
+def test_toe_plans_a_smaller_change_when_the_first_plan_cannot_be_staged(monkeypatch) -> None:
+    import controller.toe_run as toe_run
+    from optimizer.staging import StagingBlocked, stage_changes
+
+    calls: list[int] = []
+
+    def blocked_once(fabric, current, target, *args, **kwargs):
+        calls.append(len(set(target) - set(current)))
+        if len(calls) == 1:
+            raise StagingBlocked(0, ("b1", "b2"), 0.9, 0.8)
+        return stage_changes(fabric, current, target, *args, **kwargs)
+
+    monkeypatch.setattr(toe_run, "stage_changes", blocked_once)
+    tm = hotspot_matrix(FABRIC, seed=1, load=0.6)
+    proposal = ToePlanner(FABRIC, 0.8).propose("operator", tm, MESH, 0.0, None, SETTINGS.policy)
+    assert len(calls) == 2 and calls[1] < calls[0]  # the second plan adds fewer circuits
+    assert proposal.verdict.apply and proposal.plan["stages"]
+    assert proposal.plan["circuits_removed"] <= len(MESH) // 2

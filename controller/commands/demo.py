@@ -181,24 +181,22 @@ def _script(
     _wait(lambda: progress.te_runs > runs, 3, stop_at)
     time.sleep(1.5)
     after = fabric.stats()
-    plan = daemon.journal.get_state("last_plan") if daemon.journal is not None else None
-    changed = (plan or {}).get("circuits_removed", 0) + (plan or {}).get("circuits_added", 0)
+    intents = daemon.journal.reconfigurations(1) if daemon.journal is not None else []
+    plan = intents[0].plan if intents else {}
+    changed = plan.get("circuits_removed", 0) + plan.get("circuits_added", 0)
     lost = during.blackholed_bytes - before.blackholed_bytes
     reconfig_s = (progress.reconfig_ended or 0) - (progress.reconfig_started or 0)
     ok = progress.outcome is not None and progress.outcome["outcome"] == "done" and lost == 0
     print()
     print("summary")
     print(f"  MLU before (hotspot on the uniform mesh, after TE): {before.mlu:.3f}")
+    change = f"  ({(after.mlu - before.mlu) / before.mlu:+.1%})" if before.mlu else ""
+    print(f"  MLU after reconfiguration:                          {after.mlu:.3f}{change}")
+    planned = plan.get("planned_mlu")
+    print(f"  MLU the planner predicted:                          {planned:.3f}" if planned else "")
     print(
-        f"  MLU after reconfiguration:                          {after.mlu:.3f}"
-        f"  ({(before.mlu - after.mlu) / before.mlu:+.1%} headroom gained)"
-        if before.mlu
-        else ""
-    )
-    print(f"  planned MLU (ToE prediction):                       {(plan or {}).get('planned_mlu')}")
-    print(
-        f"  circuits changed: {changed} ({(plan or {}).get('circuits_removed')} removed, "
-        f"{(plan or {}).get('circuits_added')} added) in {progress.stages_total} stages"
+        f"  circuits changed: {changed} ({plan.get('circuits_removed')} removed, "
+        f"{plan.get('circuits_added')} added) in {progress.stages_total} stages"
     )
     print(f"  traffic lost during the change (blackholed): {lost:.0f} bytes")
     print(
