@@ -53,7 +53,7 @@ def one_cycle(daemon: Daemon, fabric: EmulatedFabric, step_s: float) -> dict[str
     circuits = daemon._usable(daemon.live)
     result = daemon.te.solve(circuits, inputs.matrix)
     solved = time.perf_counter()
-    daemon.te.push(result, circuits, f"bench-{now}")
+    daemon.te.push(result, circuits, f"bench-{now}", inputs.matrix)
     pushed = time.perf_counter()
     return {
         "poll": polled - started,

@@ -51,6 +51,7 @@ from optimizer.errors import HeliostatError
 from optimizer.policy import ReconfigurePolicy
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
+from optimizer.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION
 from southbound.devices import DevicesFileError, load_devices_file
 from southbound.errors import SouthboundError
 
@@ -126,7 +127,10 @@ class Daemon:
             raise DaemonError(str(exc)) from exc
         self.journal = Journal(self.config.store, clock=self.clock)
         self.drivers = FabricDrivers(self.fabric, devices)
-        self.te = TePusher(self.fabric, self.drivers)
+        # Transitions between groups aim under the stage threshold less the WCMP rounding margin,
+        # as staging does, so that measured loads stay under the threshold itself.
+        mix_floor = self.config.thresholds.stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
+        self.te = TePusher(self.fabric, self.drivers, mix_floor=mix_floor)
         self.planner = ToePlanner(self.fabric, self.config.thresholds.stage_mlu)
         self.executor = StageExecutor(
             self.fabric,

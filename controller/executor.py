@@ -263,7 +263,7 @@ class StageExecutor:
                 "drain",
                 f"draining would raise the MLU to {result.mlu_quantized:.4f}, over the limit {limit:.4f}",
             )
-        stage.te = self.te.push(result, drained, stage.prefix("drain"))
+        stage.te = self.te.push(result, drained, stage.prefix("drain"), matrix, live=now_circuits)
         self.drivers.drain(stage.ports)
         return {
             "mlu": round(result.mlu, 6),
