@@ -235,7 +235,7 @@ def test_the_demo_reconfigures_without_loss_within_two_minutes(tmp_path: Path) -
         "stage 1/",
         "reconfiguration done",
         "outcome: OK",
-        "traffic lost during the change (blackholed): 0 bytes",
+        "traffic lost during the change (blackholed): 0 bytes; dropped by congestion: 0 bytes",
     ):
         assert expected in out, expected
     assert elapsed < 120

@@ -185,8 +185,9 @@ def _script(
     plan = intents[0].plan if intents else {}
     changed = plan.get("circuits_removed", 0) + plan.get("circuits_added", 0)
     lost = during.blackholed_bytes - before.blackholed_bytes
+    dropped = during.dropped_bytes - before.dropped_bytes
     reconfig_s = (progress.reconfig_ended or 0) - (progress.reconfig_started or 0)
-    ok = progress.outcome is not None and progress.outcome["outcome"] == "done" and lost == 0
+    ok = progress.outcome is not None and progress.outcome["outcome"] == "done" and lost == dropped == 0
     print()
     print("summary")
     print(f"  MLU before (hotspot on the uniform mesh, after TE): {before.mlu:.3f}")
@@ -198,7 +199,10 @@ def _script(
         f"  circuits changed: {changed} ({plan.get('circuits_removed')} removed, "
         f"{plan.get('circuits_added')} added) in {progress.stages_total} stages"
     )
-    print(f"  traffic lost during the change (blackholed): {lost:.0f} bytes")
+    print(
+        f"  traffic lost during the change (blackholed): {lost:.0f} bytes; dropped by congestion: "
+        f"{dropped:.0f} bytes"
+    )
     print(
         f"  highest link utilisation during the change: {peak[0]:.3f} (stage limit "
         f"{daemon.config.thresholds.stage_mlu:g})"
