@@ -53,6 +53,8 @@ class DeviceAgent:
         self._tls = tls
         self._max_workers = max_workers
         self._server: grpc.Server | None = None
+        self._health: health.HealthServicer | None = None
+        self._serving = True
         self._lock = threading.Lock()
 
     @property
@@ -74,8 +76,8 @@ class DeviceAgent:
             self._register(server)
             health_servicer = health.HealthServicer()
             health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-            for service in ("", self._service_name):
-                health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
+            self._health = health_servicer
+            self._publish_health()
             reflection.enable_server_reflection(
                 (self._service_name, health.SERVICE_NAME, reflection.SERVICE_NAME), server
             )
@@ -94,6 +96,21 @@ class DeviceAgent:
             self._server = server
             log.debug("%s listening on %s", self.name, self.address)
             return self.address
+
+    def set_serving(self, serving: bool) -> None:
+        """Report SERVING or NOT_SERVING on the health service (e.g. while the device
+        behind the agent is unreachable)."""
+        with self._lock:
+            self._serving = serving
+            self._publish_health()
+
+    def _publish_health(self) -> None:
+        if self._health is None:
+            return
+        status = (health_pb2.HealthCheckResponse.SERVING if self._serving
+                  else health_pb2.HealthCheckResponse.NOT_SERVING)
+        for service in ("", self._service_name):
+            self._health.set(service, status)
 
     def stop(self, grace_s: float | None = None) -> None:
         with self._lock:
