@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -300,9 +300,9 @@ class Daemon:
         self.ocs_down = self._down(poll)
         self.metrics.circuits.set(len(self.live))
         self.port_rates.observe_many(port_samples(poll.counters), now)
-        rates = {k: v for k, v in self.port_rates.rates().items() if isinstance(k, tuple)}
-        te_due = self._estimate(poll, rates, now)  # type: ignore[arg-type]
-        measured = measured_mlu(self.fabric, self._usable(self.live), rates)  # type: ignore[arg-type]
+        rates = cast(dict[tuple[str, int], float], self.port_rates.rates())  # keyed (block, port)
+        te_due = self._estimate(poll, rates, now)
+        measured = measured_mlu(self.fabric, self._usable(self.live), rates)
         if measured is not None:
             self.metrics.measured_mlu.set(measured)
         self.board.update(
