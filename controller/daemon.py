@@ -26,7 +26,15 @@ import numpy as np
 
 from controller import decision as dec
 from controller.config import ControllerConfig
-from controller.drivers import FabricDrivers, GroupTables, PollResult, PortsByBlock, merge_ports
+from controller.drivers import (
+    FabricDrivers,
+    GroupTables,
+    PollResult,
+    PortsByBlock,
+    circuit_ends,
+    merge_ports,
+    ports_of_circuits,
+)
 from controller.estimation import PeakPredictor, RateEstimator, TrafficEstimation, matrix_change
 from controller.executor import ExecutorInterrupted, ExecutorSettings, PausePoint, StageExecutor, TeInputs
 from controller.inferred_matrix import infer_matrix
@@ -265,7 +273,33 @@ class Daemon:
             if self.stop_event.is_set():
                 break
             self._carry_out(action, now)
+        if self.state.reconfiguration is None:
+            self._release_quarantine(now)
         return actions
+
+    def _release_quarantine(self, now: float) -> None:
+        """Undrain links that failed qualification once they are up with the right peers."""
+        if not self.quarantined:
+            return
+        held = {(b, p) for b, ports in self.quarantined.items() for p in ports}
+        healthy = [c for c in self.live if all(end in held for end in circuit_ends(self.fabric, c))]
+        if not healthy:
+            return
+        ports = ports_of_circuits(self.fabric, healthy)
+        try:
+            self._drivers().undrain(ports)
+        except HeliostatError as exc:
+            log.warning("releasing quarantined links failed: %s", exc)
+            return
+        freed = {(b, p) for b, plist in ports.items() for p in plist}
+        self.quarantined = {
+            b: tuple(p for p in plist if (b, p) not in freed)
+            for b, plist in self.quarantined.items()
+            if any((b, p) not in freed for p in plist)
+        }
+        self._journal().put_state(QUARANTINE_KEY, {b: list(p) for b, p in self.quarantined.items()})
+        log.info("%d quarantined links are healthy again and back in service", len(healthy))
+        self._run_te(f"{len(healthy)} quarantined links back in service", now)
 
     def _drain_requests(self) -> tuple[tuple[dec.Request, ...], list[DryRun]]:
         requests: list[dec.Request] = []

@@ -288,6 +288,15 @@ def test_new_links_that_fail_qualification_are_quarantined_or_roll_the_stage_bac
         assert drained == [True, True]  # quarantined: left drained
         assert cut[0] in ctl.daemon.installed and cut[0] not in ctl.daemon.live
         assert all(e.block_port in ctl.daemon.quarantined[e.block] for e in bad)
+        # Repaired, the link passes the checks again and goes back into service.
+        ctl.fabric.restore_link(bad[0].block, bad[0].block_port)
+        wait_for(
+            lambda: ctl.count("te", reason="1 quarantined links back in service"),
+            30,
+            what="the repaired link back in service",
+        )
+        assert not any(ctl.fabric.switches[e.block].forwarding_state().drained[e.block_port] for e in bad)
+        assert cut[0] in ctl.daemon.state.te_circuits and not ctl.daemon.quarantined
     else:  # too many: the stage rolls back and the reconfiguration stops, saying why
         assert intent.state is IntentState.ROLLED_BACK
         assert "qualify" in intent.reason and "new links qualified" in intent.reason
