@@ -83,10 +83,10 @@ class PausePoint:
     def parse(cls, text: str) -> PausePoint:
         step, _, when = text.partition(":")
         when = when or "before"
-        if step not in {s.value for s in STEPS} or when not in ("before", "after"):
+        if step not in {s.value for s in STEPS} | {"rollback"} or when not in ("before", "after"):
             raise ValueError(
                 f"pause point must be STEP[:before|:after] with STEP one of "
-                f"{', '.join(s.value for s in STEPS)}; got {text!r}"
+                f"{', '.join(s.value for s in STEPS)} or rollback; got {text!r}"
             )
         return cls(step, when)
 
@@ -197,7 +197,12 @@ class StageExecutor:
         try:
             payload = self._payload(stage, name) if record is None else record.payload
         except (SouthboundError, HeliostatError) as exc:
-            raise StepFailed(name.value, f"cannot prepare: {exc}") from exc
+            # Journaled as a failed step, so that a restart finishes the rollback.
+            problem = f"cannot prepare: {exc}"
+            failed = self.journal.begin_step(stage.intent_id, stage.spec.index, name, {"prepare": "failed"})
+            self.journal.fail_step(failed.id, problem)
+            self._notify(stage, name.value, "failed")
+            raise StepFailed(name.value, problem) from exc
         if record is None:
             record = self.journal.begin_step(stage.intent_id, stage.spec.index, name, payload)
         self._notify(stage, name.value, "started")
@@ -449,6 +454,7 @@ class StageExecutor:
     def _roll_back(self, stage: _Stage, reason: str) -> StageOutcome:
         log.warning("intent %d: %s; rolling the stage back", stage.intent_id, reason)
         self._notify(stage, "rollback", "started")
+        self._pause_if("rollback", "before")
         try:
             self._revert_ocs(stage)
             self.drivers.undrain(stage.ports)

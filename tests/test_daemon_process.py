@@ -269,3 +269,53 @@ def test_the_demo_reconfigures_without_loss_within_two_minutes(tmp_path: Path) -
     ):
         assert expected in out, expected
     assert elapsed < 120
+
+
+@pytest.mark.slow
+def test_a_daemon_killed_while_rolling_back_finishes_the_rollback_after_a_restart(tmp_path: Path) -> None:
+    log = tmp_path / "daemon.log"
+    with running_fabric(FABRIC_FILE, tmp_path) as fabric:
+        fabric.set_demand(hotspot_matrix(fabric.fabric, seed=1, load=0.4))
+        config = controller_config(tmp_path, FABRIC_FILE, fabric.devices_file, toe_check_interval=1.0)
+        before = device_circuits(fabric)
+        first = start_daemon_process(config, log, "--pause-at", "rollback")
+        journal = Journal(tmp_path / "journal.db", check=False)
+        try:
+            # The stage fails at apply_ocs: its OCS stops answering once the drain is verified.
+            recovery = wait_for(
+                lambda: (
+                    (rp := journal.recovery_point())
+                    and any(s.name == "verify_drain" for s in rp.steps)
+                    and rp
+                ),
+                60,
+                what="the drain verified",
+            )
+            ocs = recovery.intent.plan["stages"][0]["add"][0][0]
+            fabric.kill_agent(ocs)
+            wait_for(lambda: "executor paused before rollback" in log.read_text(), 60, what="the rollback")
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait(timeout=10)
+        finally:
+            if first.poll() is None:
+                os.killpg(first.pid, signal.SIGKILL)
+        steps = journal.recovery_point().steps
+        assert [s.state for s in steps][-1] is not StepState.ROLLED_BACK  # the rollback had not run
+        fabric.restart_agent(ocs)
+        second = start_daemon_process(config, log)
+        try:
+            intent = wait_for(
+                lambda: (i := last_intent(journal)) and not i.in_progress and i,
+                60,
+                what="the rollback to finish after the restart",
+            )
+        finally:
+            assert stop_process(second) == 0, log_tail(log)
+        assert intent.state is IntentState.ROLLED_BACK, intent.reason
+        assert "after a restart" in intent.reason and ocs in intent.reason
+        assert all(s.state is StepState.ROLLED_BACK for s in journal.steps(intent.id))
+        assert device_circuits(fabric) == before == frozenset(journal.current_topology().circuits)
+        drained = [p for s in fabric.switches.values() for p in s.forwarding_state().drained.nonzero()[0]]
+        assert drained == []  # every port of the stage is back in service
+        assert fabric.stats().blackholed_bytes == 0
+        journal.close()
