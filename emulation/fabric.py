@@ -361,6 +361,7 @@ class EmulatedFabric:
                 result.port_tx_drop_bytes[lo:hi],
                 result.egress_bytes[b],
                 float(result.no_route_bytes[b]),
+                as_of=now + dt,
             )
         with self._lock:
             self._totals["offered"] += result.offered_bytes

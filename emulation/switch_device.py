@@ -138,6 +138,7 @@ class BlockSwitch:
         self._ports = CounterArray((len(PORT_COUNTERS), num_ports))
         self._egress = CounterArray(n)
         self._no_route = CounterArray(1)
+        self._counted_until: float | None = None  # emulated time the counters are complete to
 
     # -- ports --------------------------------------------------------------------------
     def link_state(self) -> LinkState:
@@ -304,6 +305,7 @@ class BlockSwitch:
         egress: np.ndarray,
         no_route: float,
         rx_drop: np.ndarray | None = None,
+        as_of: float | None = None,
     ) -> None:
         """Add bytes (all >= 0) to the counters; called by the data plane."""
         size = self.packet_bytes
@@ -315,6 +317,8 @@ class BlockSwitch:
             self._ports.add(amounts)
             self._egress.add(egress)
             self._no_route.add(no_route)
+            if as_of is not None:
+                self._counted_until = as_of
 
     def preset_counter(self, name: str, values: np.ndarray | int) -> None:
         """Set a port counter's totals (test hook: start near the 64-bit wrap)."""
@@ -329,7 +333,10 @@ class BlockSwitch:
             out: dict[str, object] = dict(zip(PORT_COUNTERS, totals, strict=True))
             egress = self._egress.values()
             no_route = int(self._no_route.values()[0])
-        out["time_s"] = self.clock.now()
+            counted_until = self._counted_until
+        # The end of the traffic counted so far: a step's bytes are added before the clock
+        # moves past it, so clock.now() would lag them by up to one step.
+        out["time_s"] = counted_until if counted_until is not None else self.clock.now()
         out["egress"] = {
             b: int(v) for b, v in zip(self.blocks, egress, strict=True) if b != self.block
         }

@@ -1,0 +1,213 @@
+"""``heliostat demo``: the closed loop on an emulated 8-block fabric, end to end.
+
+Starts the emulated fabric (its clock runs ``--speed`` times real time) and the controller
+with ``configs/controller-demo.yaml``, offers uniform traffic, then shifts it to a hotspot
+pattern; prints each TE run, the ToE decision and each stage as they happen, and ends with
+a summary: MLU before and after, circuits changed, bytes lost during the change, time taken.
+Exit status 1 if the reconfiguration did not complete or lost traffic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from controller.config import load_controller_config
+from controller.daemon import Daemon
+from emulation.fabric import EmulatedFabric
+from emulation.service import run as run_fabric
+from optimizer.errors import HeliostatError
+from optimizer.traffic import hotspot_matrix, uniform_matrix
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CONFIG = ROOT / "configs" / "controller-demo.yaml"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="run the controller against an emulated fabric through a demand shift")
+    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="controller config (default: %(default)s)")
+    p.add_argument("--speed", type=float, default=20.0, help="emulated seconds per real second")
+    p.add_argument("--load", type=float, default=0.6, help="busiest block's load after the shift")
+    p.add_argument("--seed", type=int, default=1, help="hotspot pattern seed")
+    p.add_argument("--timeout", type=float, default=100.0, help="give up after this many seconds")
+    p.set_defaults(handler=_demo)
+
+
+class Progress:
+    """Prints the daemon's events as they happen and remembers what the summary needs."""
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.lock = threading.Lock()
+        self.te_runs = 0
+        self.toe: list[dict[str, Any]] = []
+        self.outcome: dict[str, Any] | None = None
+        self.reconfig_started: float | None = None
+        self.reconfig_ended: float | None = None
+        self.stages_total = 0
+
+    def say(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.started:6.1f}s] {text}", flush=True)
+
+    def __call__(self, event: str, d: dict[str, Any]) -> None:
+        with self.lock:
+            if event == "te":
+                self.te_runs += 1
+                self.say(
+                    f"TE #{self.te_runs} ({d['reason']}): {d['demand_gbps']:.0f} Gbit/s over "
+                    f"{d['circuits']} circuits, planned MLU {d['mlu']:.3f} (weights {d['mlu_quantized']:.3f})"
+                )
+            elif event == "toe":
+                self.toe.append(d)
+                verdict = "APPLY" if d["apply"] else "keep today's topology"
+                self.say(f"ToE ({d['trigger']}): {verdict}: {d['reason']}")
+                if d["apply"]:
+                    self.stages_total = int(d["stages"])
+                    self.reconfig_started = time.monotonic()
+                    self.say(f"    {d['changed']} circuits to change in {d['stages']} stages")
+            elif event == "step" and d["event"] == "failed":
+                self.say(f"    stage {d['stage'] + 1}: {d['step']} FAILED")
+            elif event == "stage":
+                self.say(
+                    f"    stage {d['stage'] + 1}/{self.stages_total} done (drain, verify, switch, "
+                    f"qualify, undrain)"
+                )
+            elif event == "rollback":
+                self.say(f"    stage {d['stage'] + 1}: rollback {d['event']}")
+            elif event == "reconfiguration":
+                self.outcome = d
+                self.reconfig_ended = time.monotonic()
+                self.say(f"reconfiguration {d['outcome']}" + (f": {d['reason']}" if d["reason"] else ""))
+
+
+def _wait(condition: Any, timeout: float, stop_at: float) -> bool:
+    deadline = min(time.monotonic() + timeout, stop_at)
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return bool(condition())
+
+
+def _demo(args: argparse.Namespace) -> int:
+    if args.verbose == 0:  # the progress lines say what the warnings would
+        logging.getLogger().setLevel(logging.ERROR)
+    started = time.monotonic()
+    stop_at = started + args.timeout
+    base = load_controller_config(args.config)
+    run_dir = Path(tempfile.mkdtemp(prefix="heliostat-demo-"))
+    config = dataclasses.replace(base, devices=run_dir / "devices.yaml", store=run_dir / "heliostat.db")
+    progress = Progress(started)
+    fabric = EmulatedFabric.from_config(config.fabric, tick_s=0.25, devices_file=config.devices)
+    model = fabric.fabric
+    uniform = uniform_matrix(model, load=0.5)
+    hotspot = hotspot_matrix(model, seed=args.seed, load=args.load)
+    stop_clock = threading.Event()
+    with fabric:
+        progress.say(
+            f"emulated fabric {model.name}: {model.n_blocks} blocks, {len(model.ocs)} OCSes, "
+            f"{len(fabric.agents)} gRPC devices; clock x{args.speed:g}; run dir {run_dir}"
+        )
+        clock = threading.Thread(
+            target=run_fabric,
+            args=(fabric, stop_clock),
+            kwargs={"speed": args.speed, "duration_s": 0.0},
+            daemon=True,
+        )
+        clock.start()
+        fabric.set_demand(uniform)
+        progress.say(f"demand: uniform, {uniform.total():.0f} Gbit/s")
+        daemon = Daemon(config, listener=progress)
+        try:
+            daemon.start()
+        except HeliostatError:
+            stop_clock.set()
+            raise
+        loop = threading.Thread(target=daemon.run, name="heliostat-loop", daemon=True)
+        loop.start()
+        try:
+            return _script(args, fabric, daemon, progress, hotspot, stop_at, started)
+        finally:
+            daemon.stop()
+            loop.join(timeout=30)
+            daemon.close()
+            stop_clock.set()
+            clock.join(timeout=5)
+
+
+def _script(
+    args: argparse.Namespace,
+    fabric: EmulatedFabric,
+    daemon: Daemon,
+    progress: Progress,
+    hotspot: Any,
+    stop_at: float,
+    started: float,
+) -> int:
+    if not _wait(lambda: progress.te_runs >= 1 and progress.toe, 30, stop_at):
+        progress.say("the controller did not run TE and ToE on the uniform demand in time")
+        return 1
+    time.sleep(1.0)
+    uniform_mlu = fabric.stats().mlu
+    progress.say(f"measured MLU on uniform demand: {uniform_mlu:.3f}")
+    fabric.set_demand(hotspot)
+    progress.say(f"demand shift: hotspot (seed {args.seed}), {hotspot.total():.0f} Gbit/s")
+    runs = progress.te_runs
+    if not _wait(lambda: progress.te_runs > runs, 20, stop_at):
+        progress.say("TE did not react to the shift in time")
+        return 1
+    time.sleep(1.5)
+    before = fabric.stats()
+    progress.say(f"measured MLU after TE, before ToE: {before.mlu:.3f}")
+    peak = [0.0]
+
+    def finished() -> bool:
+        if progress.reconfig_started is not None:
+            peak[0] = max(peak[0], fabric.stats().mlu)
+        return progress.outcome is not None
+
+    if not _wait(finished, stop_at - time.monotonic(), stop_at):
+        progress.say("no reconfiguration completed in time")
+        return 1
+    during = fabric.stats()
+    runs = progress.te_runs
+    _wait(lambda: progress.te_runs > runs, 3, stop_at)
+    time.sleep(1.5)
+    after = fabric.stats()
+    intents = daemon.journal.reconfigurations(1) if daemon.journal is not None else []
+    plan = intents[0].plan if intents else {}
+    changed = plan.get("circuits_removed", 0) + plan.get("circuits_added", 0)
+    lost = during.blackholed_bytes - before.blackholed_bytes
+    dropped = during.dropped_bytes - before.dropped_bytes
+    reconfig_s = (progress.reconfig_ended or 0) - (progress.reconfig_started or 0)
+    ok = progress.outcome is not None and progress.outcome["outcome"] == "done" and lost == dropped == 0
+    print()
+    print("summary")
+    print(f"  MLU before (hotspot on the uniform mesh, after TE): {before.mlu:.3f}")
+    change = f"  ({(after.mlu - before.mlu) / before.mlu:+.1%})" if before.mlu else ""
+    print(f"  MLU after reconfiguration:                          {after.mlu:.3f}{change}")
+    planned = plan.get("planned_mlu")
+    print(f"  MLU the planner predicted:                          {planned:.3f}" if planned else "")
+    print(
+        f"  circuits changed: {changed} ({plan.get('circuits_removed')} removed, "
+        f"{plan.get('circuits_added')} added) in {progress.stages_total} stages"
+    )
+    print(
+        f"  traffic lost during the change (blackholed): {lost:.0f} bytes; dropped by congestion: "
+        f"{dropped:.0f} bytes"
+    )
+    print(
+        f"  highest link utilisation during the change: {peak[0]:.3f} (stage limit "
+        f"{daemon.config.thresholds.stage_mlu:g})"
+    )
+    print(f"  time taken: reconfiguration {reconfig_s:.1f} s, demo {time.monotonic() - started:.1f} s")
+    print(f"  outcome: {'OK' if ok else 'FAILED'}")
+    sys.stdout.flush()
+    return 0 if ok else 1

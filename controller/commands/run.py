@@ -1,0 +1,66 @@
+"""``heliostat run --config F``: the controller daemon, until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from typing import Any
+
+from controller.config import load_controller_config
+from controller.daemon import Daemon
+from controller.daemon_api import DaemonApi
+from controller.executor import PausePoint
+from optimizer.errors import ConfigError
+
+log = logging.getLogger("heliostat.run")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run the controller daemon")
+    p.add_argument("--config", required=True, help="controller config YAML (configs/controller.yaml)")
+    # Test hook: stop the executor before or after a step until the process is killed.
+    p.add_argument("--pause-at", default=None, help=argparse.SUPPRESS)
+    p.set_defaults(handler=_run)
+
+
+def start_api_servers(daemon: Daemon) -> Any:
+    """Serve the northbound API and metrics if the northbound package is installed."""
+    try:
+        from controller.northbound import start_northbound
+    except ImportError:
+        log.warning("controller.northbound is not available: the northbound API and metrics are not served")
+        return None
+    listen = daemon.config.listen
+    servers = start_northbound(
+        DaemonApi(daemon), listen.northbound, daemon.metrics, listen.metrics, fabric=daemon.fabric
+    )
+    log.info("northbound API on %s, metrics on %s", listen.northbound, listen.metrics)
+    return servers
+
+
+def _run(args: argparse.Namespace) -> int:
+    root = logging.getLogger()
+    if root.level > logging.INFO:
+        root.setLevel(logging.INFO)
+    config = load_controller_config(args.config)
+    try:
+        pause = PausePoint.parse(args.pause_at) if args.pause_at else None
+    except ValueError as exc:
+        raise ConfigError("<command line>", "--pause-at", str(exc)) from exc
+    daemon = Daemon(config, pause=pause)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: daemon.stop())
+    servers = None
+    try:
+        daemon.start()
+        servers = start_api_servers(daemon)
+        print(f"heliostat: controlling {daemon.fabric.name} ({config.source})", file=sys.stderr, flush=True)
+        daemon.run()
+    finally:
+        if servers is not None:
+            servers.stop()
+        daemon.close()
+    log.info("stopped")
+    return 0

@@ -1,0 +1,634 @@
+"""The controller daemon (``heliostat run``): a thin shim around the pure decisions.
+
+Each cycle (every ``te_interval``, sooner while a reconfiguration is in flight or a request
+waits): poll the devices, feed the estimator, :func:`controller.decision.decide`, then
+carry out the actions it returns (restore circuits, TE, ToE planning, one executor stage)
+and report each outcome back to the decisions. A device that is down is logged and tried
+again next cycle; nothing that fails in a cycle stops the loop.
+
+Start-up: open the journal, reconcile with what the OCSes report, finish (resume or roll
+back) a reconfiguration a crash left in flight (:meth:`StageExecutor.resume`), and rebuild
+the prediction from the journal's matrix history.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+import numpy as np
+
+from controller import decision as dec
+from controller.config import ControllerConfig
+from controller.drivers import (
+    FabricDrivers,
+    GroupTables,
+    PollResult,
+    PortsByBlock,
+    circuit_ends,
+    merge_ports,
+    ports_of_circuits,
+)
+from controller.estimation import PeakPredictor, RateEstimator, TrafficEstimation, matrix_change
+from controller.executor import ExecutorInterrupted, ExecutorSettings, PausePoint, StageExecutor, TeInputs
+from controller.inferred_matrix import infer_matrix
+from controller.journal import Journal
+from controller.metrics import ControllerMetrics
+from controller.observe import (
+    blocks_out,
+    egress_samples,
+    links_up,
+    live_circuits,
+    maintenance_ports,
+    measured_mlu,
+    port_samples,
+    reconcile,
+)
+from controller.stage_plan import stage_count
+from controller.status import StatusBoard
+from controller.te_push import TePusher, demand_without, group_tables, usable_circuits
+from controller.toe_run import ToePlanner
+from optimizer.config import load_fabric
+from optimizer.errors import HeliostatError
+from optimizer.policy import ReconfigurePolicy
+from optimizer.topology import Circuit, Topology
+from optimizer.traffic import TrafficMatrix
+from optimizer.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION
+from southbound.devices import DevicesFileError, load_devices_file
+from southbound.errors import SouthboundError
+
+log = logging.getLogger(__name__)
+
+PREDICTION_KEY = "prediction"
+QUARANTINE_KEY = "quarantined_ports"
+
+#: event name, details -> None (the demo prints these; tests record them)
+EventListener = Callable[[str, dict[str, Any]], None]
+
+
+class DaemonError(HeliostatError):
+    """The daemon cannot start (bad devices file, unreadable journal...)."""
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """A queued request for a ToE plan without applying it."""
+
+    result: Future
+
+
+class Daemon:
+    """One controller. ``start()`` then ``run(stop)``; or ``cycle()`` step by step in tests."""
+
+    def __init__(
+        self,
+        config: ControllerConfig,
+        *,
+        pause: PausePoint | None = None,
+        listener: EventListener | None = None,
+        clock: Callable[[], float] = time.time,
+        metrics: ControllerMetrics | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.listener = listener
+        self.pause = pause
+        self.metrics = metrics or ControllerMetrics()
+        self.stop_event = threading.Event()
+        self.wake = threading.Event()
+        self.requests: queue.SimpleQueue[dec.Request | DryRun] = queue.SimpleQueue()
+        self.fabric = load_fabric(config.fabric)
+        self.board = StatusBoard(self.fabric.name)
+        self.settings = dec.Settings(
+            toe_check_interval=config.intervals.toe_check_interval,
+            policy=ReconfigurePolicy(
+                config.thresholds.reconfig_gain, config.thresholds.min_reconfig_interval
+            ),
+        )
+        self.state = dec.ControlState()
+        self.live: frozenset[Circuit] = frozenset()  # installed and both links up: what TE uses
+        self.installed: frozenset[Circuit] = frozenset()  # what the OCSes hold
+        self.ocs_down: frozenset[str] = frozenset()
+        self.quarantined: PortsByBlock = {}
+        self.maintenance_drained: PortsByBlock = {}
+        self.estimation = TrafficEstimation(self.fabric.block_names, config.estimation_settings())
+        self.port_rates = RateEstimator()
+        self.matrix: TrafficMatrix | None = None
+        self.pushed_tables: GroupTables | None = None  # the groups TE last pushed (for tomogravity)
+        self.te_runs = 0
+        self.journal: Journal | None = None
+        self.drivers: FabricDrivers | None = None
+
+    # -- start-up --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Open the journal and drivers, reconcile with the devices, recover a crashed stage."""
+        try:
+            devices = load_devices_file(self.config.devices)
+        except DevicesFileError as exc:
+            raise DaemonError(str(exc)) from exc
+        self.journal = Journal(self.config.store, clock=self.clock)
+        self.drivers = FabricDrivers(self.fabric, devices)
+        # Transitions between groups aim under the stage threshold less the WCMP rounding margin,
+        # as staging does, so that measured loads stay under the threshold itself.
+        mix_floor = self.config.thresholds.stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
+        self.te = TePusher(self.fabric, self.drivers, mix_floor=mix_floor)
+        self.planner = ToePlanner(self.fabric, self.config.thresholds.stage_mlu)
+        self.executor = StageExecutor(
+            self.fabric,
+            self.drivers,
+            self.journal,
+            self.te,
+            self._te_inputs,
+            ExecutorSettings(
+                timeouts=self.config.timeouts,
+                min_qualified_fraction=self.config.thresholds.min_qualified_fraction,
+                stage_mlu=self.config.thresholds.stage_mlu,
+                verify_interval_s=min(
+                    self.config.intervals.te_interval, self.config.timeouts.verify_drain / 4
+                ),
+            ),
+            stop=self.stop_event,
+            pause=self.pause,
+            listener=self._step_event,
+        )
+        self._restore_estimation()
+        self.quarantined = {b: tuple(p) for b, p in (self.journal.get_state(QUARANTINE_KEY) or {}).items()}
+        poll = self.drivers.poll()
+        record = self.journal.current_topology()
+        known = record.circuits if record is not None else ()
+        self.installed = live_circuits(poll.ocs, known, poll.unreachable)
+        self.live = links_up(self.fabric, self.installed, poll.ports)
+        self.ocs_down = self._down(poll)
+        recovery = self.journal.recovery_point()
+        if recovery is not None:
+            self._recover(recovery)
+        else:
+            result = reconcile(None if record is None else record.circuits, self.installed)
+            if result.adopted or result.dropped or record is None:
+                log.info(
+                    "start-up: adopted %d circuits from the devices, dropped %d from the journal",
+                    len(result.adopted),
+                    len(result.dropped),
+                )
+                self.journal.save_topology(
+                    Topology.from_circuits(self.fabric, result.intended), result.intended
+                )
+            self.state = replace(self.state, intended=result.intended)
+        paused = bool(self.journal.get_state("toe_paused", False))
+        self.state = replace(self.state, toe_paused=paused)
+        self.board.update(phase="idle", toe_paused=paused)
+        self._emit("started", circuits=len(self.live), unreachable=sorted(poll.unreachable))
+
+    def _restore_estimation(self) -> None:
+        journal = self._journal()
+        now = self.clock()
+        s = self.config.estimation_settings()
+        history = journal.matrix_history(since=now - s.prediction_window)
+        prediction = journal.get_matrix_state(PREDICTION_KEY)
+        if prediction is not None and prediction.blocks != self.fabric.block_names:
+            prediction = None
+        history = [(t, m) for t, m in history if m.blocks == self.fabric.block_names]
+        predictor = PeakPredictor.restore(
+            history, now, prediction, s.prediction_window, s.prediction_change, s.floor_gbps
+        )
+        self.estimation = TrafficEstimation(self.fabric.block_names, s, predictor=predictor)
+        for block in self.fabric.blocks:
+            for dst in self.fabric.block_names:
+                self.estimation.rates.set_ceiling((block.name, dst), block.uplinks * block.speed_gbps * 1.05)
+        if history:
+            self.matrix = history[-1][1]
+
+    def _recover(self, recovery: Any) -> None:
+        self.board.update(phase="rolling_back", reconfiguration_id=recovery.intent.id)
+        self._emit("recovering", intent=recovery.intent.id, steps=len(recovery.steps))
+        outcome = self.executor.resume(recovery)
+        self._after_stage(outcome, self.clock())
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Cycle until stop() (SIGTERM/SIGINT in ``heliostat run``)."""
+        interval = self.config.intervals.te_interval
+        next_cycle = time.monotonic()
+        while not self.stop_event.is_set():
+            healthy = False
+            try:
+                self.cycle()
+                healthy = True
+            except ExecutorInterrupted:
+                break
+            except (HeliostatError, SouthboundError) as exc:  # a bad cycle never ends the loop
+                log.error("cycle failed: %s", exc)
+                self.board.update(last_error=str(exc))
+            except Exception:  # the loop must survive a bug in one cycle
+                log.exception("cycle failed unexpectedly")
+            next_cycle += interval
+            now = time.monotonic()
+            if next_cycle < now:
+                next_cycle = now
+            if healthy and self.state.reconfiguration is not None:
+                continue  # the next stage right away
+            self.wake.wait(max(0.0, next_cycle - now))
+            self.wake.clear()
+        self.board.update(phase="stopping")
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.wake.set()
+
+    def close(self) -> None:
+        if self.drivers is not None:
+            self.drivers.close()
+        if self.journal is not None:
+            self.journal.close()
+
+    def cycle(self) -> list[dec.Action]:
+        """One poll, decision and the actions it asks for. Returns the actions."""
+        now = self.clock()
+        requests, dry_runs = self._drain_requests()
+        te_due = self._poll(now)
+        obs = dec.Observation(
+            live_circuits=self.live,
+            have_matrix=self.matrix is not None,
+            te_due=te_due,
+            ocs_down=self.ocs_down,
+            requests=requests,
+            installed=self.installed,
+        )
+        self.state, actions = dec.decide(self.state, obs, now, self.settings)
+        self.board.update(
+            toe_paused=self.state.toe_paused,
+            maintenance=tuple(str(m) for m in sorted(self.state.maintenance)),
+        )
+        for dry_run in dry_runs:
+            self._dry_run(dry_run, now)
+        for action in actions:
+            if self.stop_event.is_set():
+                break
+            self._carry_out(action, now)
+        if self.state.reconfiguration is None:
+            self._release_quarantine(now)
+        return actions
+
+    def _release_quarantine(self, now: float) -> None:
+        """Undrain links that failed qualification once they are up with the right peers."""
+        if not self.quarantined:
+            return
+        held = {(b, p) for b, ports in self.quarantined.items() for p in ports}
+        healthy = [c for c in self.live if all(end in held for end in circuit_ends(self.fabric, c))]
+        if not healthy:
+            return
+        ports = ports_of_circuits(self.fabric, healthy)
+        try:
+            self._drivers().undrain(ports)
+        except HeliostatError as exc:
+            log.warning("releasing quarantined links failed: %s", exc)
+            return
+        freed = {(b, p) for b, plist in ports.items() for p in plist}
+        self.quarantined = {
+            b: tuple(p for p in plist if (b, p) not in freed)
+            for b, plist in self.quarantined.items()
+            if any((b, p) not in freed for p in plist)
+        }
+        self._journal().put_state(QUARANTINE_KEY, {b: list(p) for b, p in self.quarantined.items()})
+        log.info("%d quarantined links are healthy again and back in service", len(healthy))
+        self._run_te(f"{len(healthy)} quarantined links back in service", now)
+
+    def _drain_requests(self) -> tuple[tuple[dec.Request, ...], list[DryRun]]:
+        requests: list[dec.Request] = []
+        dry_runs: list[DryRun] = []
+        while True:
+            try:
+                item = self.requests.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, DryRun):
+                dry_runs.append(item)
+            else:
+                requests.append(item)
+                if isinstance(item, dec.SetToePaused):
+                    self._journal().put_state("toe_paused", item.paused)
+        return tuple(requests), dry_runs
+
+    def _poll(self, now: float) -> bool:
+        """Poll the devices and feed the estimator; True when the estimator says TE is due."""
+        drivers = self._drivers()
+        started = time.monotonic()
+        poll = drivers.poll()
+        for error in sorted(poll.errors.values()):
+            log.warning("poll: %s", error)
+        self.metrics.counter_polls.labels("ok").inc(len(poll.counters))
+        self.metrics.counter_polls.labels("failed").inc(len(poll.errors))
+        self.installed = live_circuits(poll.ocs, self.installed, poll.unreachable)
+        self.installed |= frozenset().union(*(r.switching for r in poll.ocs.values()))
+        self.live = links_up(self.fabric, self.installed, poll.ports)
+        if len(self.live) < len(self.installed):
+            log.info("%d circuits installed but not up", len(self.installed) - len(self.live))
+        self.ocs_down = self._down(poll)
+        self.metrics.circuits.set(len(self.live))
+        self.port_rates.observe_many(port_samples(poll.counters), now)
+        rates = cast(dict[tuple[str, int], float], self.port_rates.rates())  # keyed (block, port)
+        te_due = self._estimate(poll, rates, now)
+        measured = measured_mlu(self.fabric, self._usable(self.live), rates)
+        if measured is not None:
+            self.metrics.measured_mlu.set(measured)
+        self.board.update(
+            measured_mlu=measured,
+            poll_s=time.monotonic() - started,
+            unreachable=tuple(sorted(poll.unreachable)),
+            ocs_down=tuple(sorted(self.ocs_down)),
+            circuits_installed=len(self.installed),
+            circuits_up=len(self.live),
+        )
+        return te_due
+
+    def _estimate(self, poll: PollResult, rates: dict[tuple[str, int], float], now: float) -> bool:
+        """The TE matrix and prediction from this poll; True when TE is due.
+
+        From per-destination egress counters when the blocks report them; otherwise by
+        tomogravity from the trunks' port rates and the groups last pushed.
+        """
+        if any(c.egress_bytes for c in poll.counters.values()) or not poll.counters:
+            cycle = self.estimation.cycle(egress_samples(poll.counters), now)
+            if cycle.prediction is None:
+                return False
+            matrix, te_due, prediction = cycle.estimate.matrix, cycle.te_due, cycle.prediction
+        else:
+            if self.pushed_tables is None or not rates:
+                return False
+            circuits = self.state.te_circuits or self._usable(self.live)
+            matrix = infer_matrix(self.fabric, self.pushed_tables, circuits, rates).matrix
+            change = matrix_change(matrix, self.estimation.te_matrix, self.estimation.settings.floor_gbps)
+            te_due = change.distance > self.estimation.settings.te_matrix_change
+            prediction = self.estimation.predictor.observe(now, matrix)
+        self.matrix = matrix
+        journal = self._journal()
+        journal.append_matrix(now, matrix, retention_s=self.config.intervals.prediction_window)
+        if prediction.refreshed:
+            journal.put_matrix_state(PREDICTION_KEY, prediction.prediction)
+        self.metrics.demand_gbps.set(matrix.total())
+        return te_due
+
+    def _down(self, poll: PollResult) -> frozenset[str]:
+        unpowered = {name for name, r in poll.ocs.items() if not r.powered}
+        return frozenset(unpowered | {d for d in poll.unreachable if d in self._drivers().ocs})
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def _carry_out(self, action: dec.Action, now: float) -> None:
+        if isinstance(action, dec.RestoreCircuits):
+            self._restore_circuits(action.circuits)
+        elif isinstance(action, dec.RunTe):
+            self._run_te(action.reason, now)
+        elif isinstance(action, dec.PlanToe):
+            self._plan_toe(action.trigger, now)
+        elif isinstance(action, dec.RunStage):
+            self._run_stage(action, now)
+
+    def _restore_circuits(self, circuits: tuple[Circuit, ...]) -> None:
+        drivers = self._drivers()
+        for ocs in sorted({c.ocs for c in circuits}):
+            adds = [c for c in circuits if c.ocs == ocs]
+            try:
+                reading = drivers.read_ocs(ocs)
+                request_id = f"heliostat-restore-{ocs}-g{reading.generation}"
+                generation = drivers.apply_ocs(ocs, reading.generation, adds, (), request_id)
+                self._journal().record_generation(ocs, generation, request_id, force=True)
+            except SouthboundError as exc:
+                log.warning("restoring %d circuits on %s failed: %s", len(adds), ocs, exc)
+                continue
+            log.info("restored %d circuits on %s", len(adds), ocs)
+            self._emit("restore", ocs=ocs, circuits=len(adds))
+
+    def _te_inputs(self) -> TeInputs:
+        matrix = self.matrix or TrafficMatrix(
+            self.fabric.block_names, np.zeros((self.fabric.n_blocks, self.fabric.n_blocks))
+        )
+        drained = maintenance_ports(self.fabric, self.state.maintenance, self.installed)
+        return TeInputs(
+            matrix,
+            merge_ports(drained, self.quarantined),
+            blocks_out(self.state.maintenance),
+            down=self.installed - self.live,
+        )
+
+    def _usable(self, circuits: frozenset[Circuit]) -> frozenset[Circuit]:
+        inputs = self._te_inputs()
+        return usable_circuits(self.fabric, circuits, inputs.drained_ports, inputs.blocks_out)
+
+    def _run_te(self, reason: str, now: float) -> None:
+        drivers = self._drivers()
+        inputs = self._te_inputs()
+        wanted = maintenance_ports(self.fabric, self.state.maintenance, self.installed)
+        released = {
+            b: [p for p in ports if p not in set(wanted.get(b, ()))]
+            for b, ports in self.maintenance_drained.items()
+        }
+        started = time.monotonic()
+        try:
+            drivers.undrain(released)  # back in service before TE routes over them
+            circuits = usable_circuits(self.fabric, self.live, inputs.drained_ports, inputs.blocks_out)
+            matrix = demand_without(inputs.matrix, inputs.blocks_out)
+            self.te_runs += 1
+            run = self.te.run(circuits, matrix, f"heliostat-te{self.te_runs}-t{int(now)}")
+            drivers.drain(wanted)  # out of service only once TE avoids them
+        except (HeliostatError, SouthboundError) as exc:
+            log.warning("TE (%s) failed: %s", reason, exc)
+            self.metrics.te_failures.inc()
+            self.state = dec.te_finished(self.state, now, self.live, False, f"TE failed: {exc}")
+            self.board.update(last_error=f"TE failed: {exc}")
+            return
+        self.maintenance_drained = wanted
+        self.estimation.te_ran(inputs.matrix)
+        self.state = dec.te_finished(self.state, now, self.live, True)
+        elapsed = time.monotonic() - started
+        self._te_done(run, now, elapsed)
+        self._emit(
+            "te",
+            reason=reason,
+            mlu=run.result.mlu,
+            mlu_quantized=run.result.mlu_quantized,
+            demand_gbps=run.result.total_demand_gbps,
+            circuits=len(circuits),
+            seconds=elapsed,
+        )
+
+    def _te_done(self, run: Any, now: float, elapsed: float | None = None) -> None:
+        self.metrics.te_runs.inc()
+        self.metrics.te_solve_seconds.observe(run.solve_s)
+        if elapsed is not None:
+            self.metrics.te_cycle_seconds.observe(elapsed)
+        self.metrics.mlu.set(run.result.mlu)
+        self.metrics.group_pushes.labels("ok").inc(len(run.generations))
+        self.pushed_tables = group_tables(run.result, self.fabric.block_names)
+        predicted = None
+        prediction = self.estimation.predictor.prediction
+        if prediction is not None:
+            try:
+                predicted = self.te.min_mlu(Topology.from_circuits(self.fabric, run.circuits), prediction)
+                self.metrics.predicted_mlu.set(predicted)
+            except HeliostatError as exc:
+                log.info("predicted MLU not computed: %s", exc)
+        self.board.update(
+            te_runs=self.board.get("te_runs") + 1,
+            last_te_time=now,
+            mlu=run.result.mlu,
+            mlu_quantized=run.result.mlu_quantized,
+            predicted_mlu=predicted,
+        )
+
+    def _plan_toe(self, trigger: str, now: float) -> None:
+        self.board.update(phase="planning")
+        try:
+            proposal = self._propose(trigger, now)
+        except HeliostatError as exc:
+            log.warning("ToE (%s) failed: %s", trigger, exc)
+            self.state = dec.toe_checked(self.state, now, f"ToE failed: {exc}")
+            self.board.update(phase="idle", last_error=f"ToE failed: {exc}", last_toe_time=now)
+            self._emit("toe", trigger=trigger, apply=False, reason=f"failed: {exc}")
+            return
+        self.board.update(toe_runs=self.board.get("toe_runs") + 1, last_toe_time=now)
+        self._emit(
+            "toe",
+            trigger=trigger,
+            apply=proposal.verdict.apply,
+            reason=proposal.verdict.reason,
+            current_mlu=proposal.current_mlu,
+            planned_mlu=proposal.planned_mlu,
+            stages=len(proposal.plan.get("stages", ())),
+            changed=proposal.changed,
+        )
+        if not proposal.verdict.apply:
+            self.state = dec.toe_checked(self.state, now)
+            self.board.update(phase="idle")
+            return
+        intent_id = self.executor.begin(proposal.plan, trigger, self.installed)
+        total = stage_count(proposal.plan)
+        self.metrics.reconfigurations.labels("started").inc()
+        self.state = dec.reconfiguration_started(self.state, now, intent_id, total)
+        self.board.update(phase="reconfiguring", reconfiguration_id=intent_id, stages_total=total, stage=0)
+
+    def _propose(self, trigger: str, now: float) -> Any:
+        prediction = self.estimation.predictor.prediction or self.matrix
+        if prediction is None:
+            raise DaemonError("no traffic measured yet")
+        started = time.monotonic()
+        proposal = self.planner.propose(
+            trigger, prediction, self.installed, now, self.state.last_reconfig_at, self.settings.policy
+        )
+        self.metrics.toe_runs.labels(trigger).inc()
+        self.metrics.toe_solve_seconds.observe(time.monotonic() - started)
+        self._journal().put_state(
+            "last_plan",
+            {
+                **proposal.plan,
+                "verdict": {
+                    "apply": proposal.verdict.apply,
+                    "reason": proposal.verdict.reason,
+                    "gain": proposal.verdict.gain,
+                },
+            },
+        )
+        return proposal
+
+    def _dry_run(self, request: DryRun, now: float) -> None:
+        try:
+            proposal = self._propose("dry_run", now)
+            request.result.set_result(proposal)
+        except HeliostatError as exc:
+            request.result.set_exception(exc)
+
+    def _run_stage(self, action: dec.RunStage, now: float) -> None:
+        record = self._journal().current_topology()
+        before = frozenset(record.circuits) if record is not None else self.installed
+        self.board.update(phase="reconfiguring", reconfiguration_id=action.intent_id, stage=action.stage)
+        self.metrics.reconfig_stage.set(action.stage)
+        recovery = self._journal().recovery_point()
+        if recovery is not None and any(s.stage == action.stage for s in recovery.steps):
+            # An earlier attempt of this stage stopped half-way (an unexpected error in this
+            # process): finish it exactly as after a crash.
+            outcome = self.executor.resume(recovery)
+        else:
+            outcome = self.executor.run_stage(action.intent_id, action.stage, before)
+        self._after_stage(outcome, now)
+
+    def _after_stage(self, outcome: Any, now: float) -> None:
+        self.quarantined = merge_ports(self.quarantined, outcome.quarantined)
+        self._journal().put_state(QUARANTINE_KEY, {b: list(p) for b, p in self.quarantined.items()})
+        if outcome.te is not None:
+            self._te_done(outcome.te, now)
+        if outcome.next_stage is not None and not outcome.finished:
+            total = stage_count(self._journal().intent(outcome.intent_id).plan)
+            if outcome.te is not None:
+                self.state = dec.te_finished(self.state, now, outcome.circuits, True)
+            self.state = replace(
+                self.state,
+                intended=outcome.circuits,
+                reconfiguration=dec.Reconfiguration(outcome.intent_id, total, outcome.next_stage),
+            )
+            self.board.update(
+                phase="reconfiguring",
+                reconfiguration_id=outcome.intent_id,
+                stages_total=total,
+                stage=outcome.next_stage,
+            )
+            return
+        self.state = dec.stage_finished(
+            replace(
+                self.state,
+                reconfiguration=self.state.reconfiguration
+                or dec.Reconfiguration(outcome.intent_id, outcome.stage + 1, outcome.stage),
+            ),
+            now,
+            outcome.ok,
+            outcome.circuits,
+            outcome.reason,
+        )
+        if outcome.te is not None:
+            self.state = dec.te_finished(self.state, now, outcome.circuits, True)
+        self.metrics.reconfig_stage.set(-1)
+        result = "done" if outcome.ok else "rolled_back"
+        self.metrics.reconfigurations.labels(result).inc()
+        self.board.update(
+            phase="idle",
+            reconfiguration_id=None,
+            stage=None,
+            stages_total=None,
+            step=None,
+            last_error=outcome.reason if not outcome.ok else self.board.get("last_error"),
+        )
+        self._emit("reconfiguration", intent=outcome.intent_id, outcome=result, reason=outcome.reason)
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _step_event(self, intent: int, stage: int, step: str, event: str) -> None:
+        if step in ("stage", "rollback"):
+            self.board.update(step=None)
+            self._emit(step, intent=intent, stage=stage, event=event)
+            return
+        self.board.update(step=step, phase="reconfiguring")
+        self._emit("step", intent=intent, stage=stage, step=step, event=event)
+
+    def _emit(self, kind: str, **details: Any) -> None:
+        if self.listener is not None:
+            try:
+                self.listener(kind, details)
+            except Exception:  # a listener must not break the loop
+                log.exception("event listener failed on %s", kind)
+
+    def _journal(self) -> Journal:
+        if self.journal is None:
+            raise DaemonError("the daemon is not started")
+        return self.journal
+
+    def _drivers(self) -> FabricDrivers:
+        if self.drivers is None:
+            raise DaemonError("the daemon is not started")
+        return self.drivers

@@ -1,0 +1,187 @@
+"""The daemon's :class:`~controller.api.ControllerApi`: quick, thread-safe, long work queued.
+
+Reads come from the status board and the journal (both thread-safe); requests that change
+something are validated here (a bad one raises :class:`ApiError`, the daemon keeps running)
+and queued for the loop, which is woken up to take them.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING, Any
+
+from controller.api import (
+    ApiError,
+    ApiErrorCode,
+    ControllerApi,
+    MaintenanceKind,
+    Phase,
+    StatusSnapshot,
+    ToeRequestResult,
+)
+from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, SetToePaused, ToeTrigger
+from optimizer.errors import HeliostatError
+from optimizer.topology import Topology
+from optimizer.traffic import TrafficMatrix
+
+if TYPE_CHECKING:
+    from controller.daemon import Daemon
+
+log = logging.getLogger(__name__)
+
+DRY_RUN_WAIT_S = 120.0
+MAX_HISTORY = 1000
+
+
+def _matrix_json(matrix: TrafficMatrix | None) -> dict[str, dict[str, float]] | None:
+    if matrix is None:
+        return None
+    return {
+        src: {dst: round(float(matrix.gbps[i, j]), 6) for j, dst in enumerate(matrix.blocks) if i != j}
+        for i, src in enumerate(matrix.blocks)
+    }
+
+
+class DaemonApi(ControllerApi):
+    def __init__(self, daemon: Daemon, dry_run_wait_s: float = DRY_RUN_WAIT_S) -> None:
+        self.daemon = daemon
+        self.dry_run_wait_s = dry_run_wait_s
+
+    def _ready(self) -> None:
+        phase = self.daemon.board.get("phase")
+        if phase in (Phase.STARTING.value, Phase.STOPPING.value):
+            raise ApiError(ApiErrorCode.UNAVAILABLE, f"the controller is {phase}")
+
+    def _queue(self, request: Any) -> None:
+        self.daemon.requests.put(request)
+        self.daemon.wake.set()
+
+    def status(self) -> StatusSnapshot:
+        v = self.daemon.board.snapshot()
+        return StatusSnapshot(
+            phase=Phase(v["phase"]),
+            fabric=self.daemon.board.fabric,
+            toe_paused=bool(v["toe_paused"]),
+            te_runs=int(v["te_runs"]),
+            toe_runs=int(v["toe_runs"]),
+            last_te_time=v["last_te_time"],
+            last_toe_time=v["last_toe_time"],
+            mlu=v["mlu"],
+            measured_mlu=v["measured_mlu"],
+            predicted_mlu=v["predicted_mlu"],
+            reconfiguration_id=v["reconfiguration_id"],
+            stage=v["stage"],
+            stages_total=v["stages_total"],
+            step=v["step"],
+            last_error=v["last_error"],
+            maintenance=tuple(v["maintenance"]),
+            details={
+                "mlu_quantized": v["mlu_quantized"],
+                "unreachable": list(v["unreachable"]),
+                "ocs_down": list(v["ocs_down"]),
+                "circuits_installed": v["circuits_installed"],
+                "circuits_up": v["circuits_up"],
+                "poll_seconds": v["poll_s"],
+            },
+        )
+
+    def topology(self) -> dict[str, Any]:
+        self._ready()
+        fabric = self.daemon.fabric
+        circuits = sorted(self.daemon.live)
+        return {
+            "topology": Topology.from_circuits(fabric, circuits).to_json(),
+            "circuits": [c.to_json(fabric) for c in circuits],
+        }
+
+    def matrices(self) -> dict[str, Any]:
+        self._ready()
+        return {
+            "current": _matrix_json(self.daemon.matrix),
+            "prediction": _matrix_json(self.daemon.estimation.predictor.prediction),
+            "time": self.daemon.board.get("last_te_time"),
+        }
+
+    def history(self, limit: int = 20) -> list[dict[str, Any]]:
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_HISTORY:
+            raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"limit must be 1..{MAX_HISTORY}, got {limit!r}")
+        journal = self.daemon.journal
+        if journal is None:
+            raise ApiError(ApiErrorCode.UNAVAILABLE, "the controller is starting")
+        out = []
+        for intent in journal.reconfigurations(limit):
+            plan = intent.plan if isinstance(intent.plan, dict) else {}
+            out.append(
+                {
+                    "id": intent.id,
+                    "state": intent.state.value,
+                    "trigger": intent.trigger,
+                    "reason": intent.reason,
+                    "created": intent.created,
+                    "finished": intent.finished,
+                    "stages": len(plan.get("stages", ())),
+                    "circuits_removed": plan.get("circuits_removed"),
+                    "circuits_added": plan.get("circuits_added"),
+                    "current_mlu": plan.get("current_mlu"),
+                    "planned_mlu": plan.get("planned_mlu"),
+                }
+            )
+        return out
+
+    def trigger_toe(self, dry_run: bool = False) -> ToeRequestResult:
+        self._ready()
+        if dry_run:
+            from controller.daemon import DryRun
+
+            future: Future = Future()
+            self._queue(DryRun(future))
+            try:
+                proposal = future.result(timeout=self.dry_run_wait_s)
+            except FutureTimeout as exc:
+                raise ApiError(ApiErrorCode.UNAVAILABLE, "the controller did not plan in time") from exc
+            except HeliostatError as exc:
+                raise ApiError(ApiErrorCode.FAILED_PRECONDITION, f"cannot plan: {exc}") from exc
+            return ToeRequestResult(True, True, proposal.verdict.reason, proposal.plan)
+        if self.daemon.board.get("reconfiguration_id") is not None:
+            raise ApiError(ApiErrorCode.FAILED_PRECONDITION, "a reconfiguration is already in flight")
+        self._queue(ToeTrigger("operator"))
+        return ToeRequestResult(True, False, "ToE queued; it runs at the next cycle")
+
+    def pause_toe(self) -> None:
+        self._ready()
+        self.daemon.board.update(toe_paused=True)
+        self._queue(SetToePaused(True))
+
+    def resume_toe(self) -> None:
+        self._ready()
+        self.daemon.board.update(toe_paused=False)
+        self._queue(SetToePaused(False))
+
+    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool) -> str:
+        self._ready()
+        try:
+            target_kind = MaintenanceTarget(MaintenanceKind(kind).value)
+        except ValueError as exc:
+            raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"unknown maintenance kind {kind!r}") from exc
+        fabric = self.daemon.fabric
+        known = (
+            fabric.has_block(name)
+            if target_kind is MaintenanceTarget.BLOCK
+            else any(o.name == name for o in fabric.ocs)
+        )
+        if not known:
+            problem = f"name: fabric {fabric.name!r} has no {target_kind.value} {name!r}"
+            raise ApiError(ApiErrorCode.INVALID_ARGUMENT, problem)
+        target = Maintenance(target_kind, name)
+        self._queue(SetMaintenance(target, drained))
+        verb = "drain" if drained else "undrain"
+        return f"{verb} of {target} queued; TE re-plans around it at the next cycle"
+
+    def last_plan(self) -> dict[str, Any]:
+        journal = self.daemon.journal
+        plan = journal.get_state("last_plan") if journal is not None else None
+        if plan is None:
+            raise ApiError(ApiErrorCode.NOT_FOUND, "no ToE plan yet")
+        return plan

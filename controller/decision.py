@@ -1,0 +1,299 @@
+"""The controller's decisions, pure and clocked (Faucet's habit): state + observation -> actions.
+
+:func:`decide` takes the :class:`ControlState`, one :class:`Observation` of the fabric (made
+by the daemon from a poll) and returns the new state and the :class:`Action` list to carry
+out, in order. The daemon reports each action's outcome with the matching ``*_finished``
+function, which again returns a new state. Nothing here reads a clock or does I/O, so every
+rule is unit-tested with plain values.
+
+The rules, in order of precedence:
+
+1. Operator requests (pause/resume ToE, trigger ToE, maintenance) are folded into the state.
+2. Circuits that should be installed (the journal's intended set) but are missing from a
+   reachable, powered OCS whose ports are free are restored (after an OCS power loss).
+3. TE runs when it never ran, when the last run failed, when the live topology differs from
+   the one TE last ran on (circuits lost, restored or changed), when maintenance changed, or
+   when the estimator says the matrix moved meaningfully. TE needs a measured matrix.
+4. While a reconfiguration is in flight its next stage runs (one stage per cycle; TE may run
+   before it). Only one failure domain is ever touched at a time: stages are sequential.
+5. Otherwise ToE is planned on operator request, or every ``toe_check_interval`` unless
+   paused, under maintenance, some OCS is unreachable or down, or the last reconfiguration
+   is more recent than the policy's minimum interval. Whether a plan is applied
+   is :func:`toe_verdict` (the reconfiguration policy; an operator request skips the
+   interval but still needs the plan to change something).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from optimizer.policy import Decision, ReconfigurePolicy, relative_gains, should_reconfigure
+from optimizer.topology import Circuit
+
+
+class MaintenanceTarget(StrEnum):
+    BLOCK = "block"
+    OCS = "ocs"
+
+
+@dataclass(frozen=True, order=True)
+class Maintenance:
+    kind: MaintenanceTarget
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}:{self.name}"
+
+
+# -- operator requests ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToeTrigger:
+    trigger: str = "operator"
+
+
+@dataclass(frozen=True)
+class SetToePaused:
+    paused: bool
+
+
+@dataclass(frozen=True)
+class SetMaintenance:
+    target: Maintenance
+    drained: bool
+
+
+Request = ToeTrigger | SetToePaused | SetMaintenance
+
+
+# -- actions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RestoreCircuits:
+    """Re-install intended circuits an OCS lost (e.g. after a power loss)."""
+
+    circuits: tuple[Circuit, ...]
+
+
+@dataclass(frozen=True)
+class RunTe:
+    reason: str
+
+
+@dataclass(frozen=True)
+class PlanToe:
+    trigger: str  # "auto" or "operator"
+
+
+@dataclass(frozen=True)
+class RunStage:
+    intent_id: int
+    stage: int
+
+
+Action = RestoreCircuits | RunTe | PlanToe | RunStage
+
+
+# -- state and observations ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reconfiguration:
+    intent_id: int
+    stages_total: int
+    next_stage: int = 0
+
+
+@dataclass(frozen=True)
+class Settings:
+    toe_check_interval: float = 300.0
+    policy: ReconfigurePolicy = field(default_factory=ReconfigurePolicy)
+
+
+@dataclass(frozen=True)
+class ControlState:
+    te_circuits: frozenset[Circuit] | None = None  # the live circuits TE last ran on
+    te_maintenance: frozenset[Maintenance] = frozenset()
+    te_failed: bool = False
+    last_te_at: float | None = None
+    last_toe_check_at: float | None = None
+    last_reconfig_at: float | None = None
+    toe_paused: bool = False
+    toe_requested: str | None = None
+    maintenance: frozenset[Maintenance] = frozenset()
+    reconfiguration: Reconfiguration | None = None
+    intended: frozenset[Circuit] | None = None  # what the OCSes should hold (the journal's)
+    last_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One poll of the fabric, as the daemon saw it."""
+
+    live_circuits: frozenset[Circuit]  # established with both links up (last known if unreachable)
+    have_matrix: bool  # the estimator has rates for some pair
+    te_due: bool  # the matrix moved more than te_matrix_change since TE last ran
+    ocs_down: frozenset[str] = frozenset()  # unreachable or without power
+    requests: tuple[Request, ...] = ()
+    installed: frozenset[Circuit] | None = None  # everything the OCSes hold (default: live)
+
+
+def decide(
+    state: ControlState, obs: Observation, now: float, settings: Settings
+) -> tuple[ControlState, list[Action]]:
+    """The actions for this cycle (see the module docstring for the rules)."""
+    state = apply_requests(state, obs.requests)
+    actions: list[Action] = []
+    installed = obs.live_circuits if obs.installed is None else obs.installed
+    missing = missing_circuits(state.intended, installed, obs.ocs_down)
+    if missing and state.reconfiguration is None:
+        actions.append(RestoreCircuits(missing))
+    reason = te_reason(state, obs)
+    if reason is not None:
+        actions.append(RunTe(reason))
+    if state.reconfiguration is not None:
+        r = state.reconfiguration
+        actions.append(RunStage(r.intent_id, r.next_stage))
+        return state, actions
+    if not state.maintenance and not obs.ocs_down and obs.have_matrix and not missing:
+        if state.toe_requested is not None:
+            actions.append(PlanToe(state.toe_requested))
+        elif not state.toe_paused and _toe_check_due(state, now, settings):
+            actions.append(PlanToe("auto"))
+    return state, actions
+
+
+def _toe_check_due(state: ControlState, now: float, settings: Settings) -> bool:
+    if state.last_reconfig_at is not None and now - state.last_reconfig_at < settings.policy.min_interval_s:
+        return False  # the policy would refuse any plan: do not compute one
+    return state.last_toe_check_at is None or now - state.last_toe_check_at >= settings.toe_check_interval
+
+
+def apply_requests(state: ControlState, requests: Iterable[Request]) -> ControlState:
+    for request in requests:
+        if isinstance(request, ToeTrigger):
+            state = replace(state, toe_requested=request.trigger)
+        elif isinstance(request, SetToePaused):
+            state = replace(state, toe_paused=request.paused)
+        elif isinstance(request, SetMaintenance):
+            targets = set(state.maintenance)
+            if request.drained:
+                targets.add(request.target)
+            else:
+                targets.discard(request.target)
+            state = replace(state, maintenance=frozenset(targets))
+    return state
+
+
+def te_reason(state: ControlState, obs: Observation) -> str | None:
+    """Why TE should run now, or None."""
+    if not obs.have_matrix:
+        return None
+    if state.last_te_at is None:
+        return "first run"
+    if state.te_failed:
+        return "retrying after a failed run"
+    if state.te_circuits != obs.live_circuits:
+        lost = len((state.te_circuits or frozenset()) - obs.live_circuits)
+        gained = len(obs.live_circuits - (state.te_circuits or frozenset()))
+        return f"live topology changed (-{lost} +{gained} circuits)"
+    if state.te_maintenance != state.maintenance:
+        return "maintenance changed"
+    if obs.te_due:
+        return "traffic matrix changed"
+    return None
+
+
+def missing_circuits(
+    intended: frozenset[Circuit] | None, installed: frozenset[Circuit], ocs_down: frozenset[str]
+) -> tuple[Circuit, ...]:
+    """Intended circuits absent from a reachable OCS whose two ports are free."""
+    if intended is None:
+        return ()
+    used = {(c.ocs, p) for c in installed for p in (c.a, c.b)}
+    return tuple(
+        sorted(
+            c
+            for c in intended - installed
+            if c.ocs not in ocs_down and (c.ocs, c.a) not in used and (c.ocs, c.b) not in used
+        )
+    )
+
+
+# -- outcomes ------------------------------------------------------------------------------
+
+
+def te_finished(
+    state: ControlState, now: float, circuits: frozenset[Circuit], ok: bool, error: str | None = None
+) -> ControlState:
+    if not ok:
+        return replace(state, te_failed=True, last_error=error)
+    return replace(
+        state,
+        te_failed=False,
+        te_circuits=circuits,
+        te_maintenance=state.maintenance,
+        last_te_at=now,
+    )
+
+
+def toe_checked(state: ControlState, now: float, error: str | None = None) -> ControlState:
+    """A ToE plan was computed (or failed) and not applied."""
+    return replace(
+        state,
+        last_toe_check_at=now,
+        toe_requested=None,
+        last_error=error if error is not None else state.last_error,
+    )
+
+
+def reconfiguration_started(state: ControlState, now: float, intent_id: int, stages: int) -> ControlState:
+    return replace(
+        state,
+        last_toe_check_at=now,
+        toe_requested=None,
+        reconfiguration=Reconfiguration(intent_id, stages, 0),
+    )
+
+
+def stage_finished(
+    state: ControlState, now: float, ok: bool, intended: frozenset[Circuit], error: str | None = None
+) -> ControlState:
+    """A stage completed (``ok``) or was rolled back; ``intended`` is what the OCSes now hold."""
+    r = state.reconfiguration
+    if r is None:
+        return replace(state, intended=intended)
+    if not ok:
+        return replace(state, reconfiguration=None, intended=intended, last_reconfig_at=now, last_error=error)
+    following = r.next_stage + 1
+    if following >= r.stages_total:
+        return replace(state, reconfiguration=None, intended=intended, last_reconfig_at=now)
+    return replace(state, reconfiguration=replace(r, next_stage=following), intended=intended)
+
+
+def toe_verdict(
+    trigger: str,
+    current_mlu: float,
+    proposed_mlu: float,
+    circuits_changed: int,
+    now: float,
+    last_reconfig_at: float | None,
+    policy: ReconfigurePolicy,
+) -> Decision:
+    """Whether to apply a ToE plan: the policy, except that an operator skips the interval."""
+    if trigger != "auto":
+        if circuits_changed == 0:
+            return Decision(False, "the proposed topology changes no circuits", 0.0)
+        gain = relative_gains(current_mlu, proposed_mlu, None, None)[0]
+        figures = f"MLU {current_mlu:.4f} -> {proposed_mlu:.4f}"
+        if not proposed_mlu <= current_mlu * (1 + 1e-9):
+            refused = f"operator request refused: the plan would not lower the MLU ({figures})"
+            return Decision(False, refused, gain)
+        return Decision(True, f"operator request: {figures}, {circuits_changed} circuits changed", gain)
+    return should_reconfigure(
+        current_mlu, proposed_mlu, now, last_reconfig_at, policy, circuits_changed=circuits_changed
+    )

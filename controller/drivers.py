@@ -1,0 +1,248 @@
+"""The daemon's view of the devices: one client per device, and the few verbs the loop uses.
+
+This module is the I/O edge between the pure decisions and the southbound drivers: it polls
+OCS circuit tables and block counters (in parallel), pushes next-hop groups with generation
+checks, and drains or undrains block ports. Every verb reports per-device failures instead
+of raising, so one device that is down never stops the loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from optimizer.errors import HeliostatError
+from optimizer.fabric import Fabric
+from optimizer.topology import Circuit
+from southbound.devices import DeviceConfig
+from southbound.errors import SouthboundError, StaleGeneration
+from southbound.ocs_client import OcsClient
+from southbound.registry import DriverRegistry, UnknownTransport, default_registry
+from southbound.switch_client import SwitchClient
+from southbound.types import CrossConnect, SwitchCounters, SwitchPort
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: block -> {destination block: {via block: weight}}
+GroupTables = dict[str, dict[str, dict[str, int]]]
+#: block -> block ports
+PortsByBlock = dict[str, tuple[int, ...]]
+
+
+class DevicesMismatch(HeliostatError):
+    """The devices file does not cover the fabric (a block or OCS has no device)."""
+
+
+class PushFailed(HeliostatError):
+    """Some blocks did not take their groups (the others did)."""
+
+    def __init__(self, failures: Mapping[str, str]) -> None:
+        self.failures = dict(failures)
+        detail = "; ".join(f"{b}: {e}" for b, e in sorted(self.failures.items()))
+        super().__init__(f"group push failed on {len(self.failures)} block(s): {detail}")
+
+
+@dataclass(frozen=True)
+class OcsReading:
+    """One OCS as polled: its generation, circuits (established and switching), power."""
+
+    name: str
+    generation: int
+    circuits: frozenset[Circuit]  # established
+    switching: frozenset[Circuit]
+    powered: bool
+
+
+@dataclass(frozen=True)
+class PollResult:
+    ocs: dict[str, OcsReading]
+    counters: dict[str, SwitchCounters]
+    errors: dict[str, str]  # device -> what went wrong
+    ports: dict[str, list[SwitchPort]] = field(default_factory=dict)
+
+    @property
+    def unreachable(self) -> frozenset[str]:
+        return frozenset(self.errors)
+
+
+def circuit_ends(fabric: Fabric, circuit: Circuit) -> tuple[tuple[str, int], tuple[str, int]]:
+    """The two block ports ``(block, port)`` a circuit joins."""
+    pa, pb = circuit.ends(fabric)
+    return (pa.block, pa.block_port), (pb.block, pb.block_port)
+
+
+def ports_of_circuits(fabric: Fabric, circuits: Iterable[Circuit]) -> PortsByBlock:
+    out: dict[str, set[int]] = {}
+    for c in circuits:
+        for block, port in circuit_ends(fabric, c):
+            out.setdefault(block, set()).add(port)
+    return {b: tuple(sorted(ps)) for b, ps in sorted(out.items())}
+
+
+def merge_ports(*groups: Mapping[str, Iterable[int]]) -> PortsByBlock:
+    out: dict[str, set[int]] = {}
+    for group in groups:
+        for block, ports in group.items():
+            out.setdefault(block, set()).update(ports)
+    return {b: tuple(sorted(ps)) for b, ps in sorted(out.items()) if ps}
+
+
+class FabricDrivers:
+    """Clients for every block switch and OCS of a fabric. Thread-safe for concurrent calls."""
+
+    def __init__(
+        self,
+        fabric: Fabric,
+        devices: Mapping[str, DeviceConfig],
+        registry: DriverRegistry | None = None,
+        workers: int = 16,
+    ) -> None:
+        self.fabric = fabric
+        registry = registry or default_registry()
+        missing = [b for b in fabric.block_names if b not in devices]
+        missing += [o.name for o in fabric.ocs if o.name not in devices]
+        if missing:
+            raise DevicesMismatch(f"the devices file has no entry for {', '.join(missing)}")
+        self.switches: dict[str, SwitchClient] = {}
+        self.ocs: dict[str, OcsClient] = {}
+        try:
+            for block in fabric.block_names:
+                self._check_kind(devices[block], "block")
+                self.switches[block] = registry.create(devices[block])
+            for o in fabric.ocs:
+                self._check_kind(devices[o.name], "ocs")
+                self.ocs[o.name] = registry.create(devices[o.name])
+        except UnknownTransport as exc:
+            self.close()
+            raise DevicesMismatch(str(exc)) from exc
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="southbound")
+
+    @staticmethod
+    def _check_kind(device: DeviceConfig, kind: str) -> None:
+        if device.kind != kind:
+            raise DevicesMismatch(f"device {device.name} is a {device.kind}, the fabric needs a {kind}")
+
+    def close(self) -> None:
+        for client in [*self.switches.values(), *self.ocs.values()]:
+            client.close()
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _each(self, names: Iterable[str], call: Callable[[str], T]) -> tuple[dict[str, T], dict[str, str]]:
+        """Run ``call(name)`` for every name in parallel; (results, errors)."""
+        names = list(names)
+        futures = {name: self._pool.submit(call, name) for name in names}
+        results: dict[str, T] = {}
+        errors: dict[str, str] = {}
+        for name, future in futures.items():
+            try:
+                results[name] = future.result()
+            except (SouthboundError, HeliostatError) as exc:
+                errors[name] = str(exc)
+        return results, errors
+
+    # -- reading -------------------------------------------------------------------------
+
+    def read_ocs(self, name: str) -> OcsReading:
+        client = self.ocs[name]
+        table = client.cross_connects()
+        established = frozenset(Circuit(name, c.a, c.b) for c in table.established)
+        switching = frozenset(Circuit(name, c.a, c.b) for c in table.switching)
+        powered = True
+        if not table.cross_connects:  # an OCS without power holds no circuits: ask only then
+            powered = client.device_info().powered
+        return OcsReading(name, table.generation, established, switching, powered)
+
+    def poll(self, ocs_names: Iterable[str] | None = None) -> PollResult:
+        """Every OCS's circuits, every block's counters and port states."""
+        names = list(self.ocs) if ocs_names is None else list(ocs_names)
+        ocs, ocs_errors = self._each(names, self.read_ocs)
+        counters, counter_errors = self._each(self.switches, lambda b: self.switches[b].counters())
+        ports, port_errors = self._each(self.switches, lambda b: self.switches[b].ports())
+        return PollResult(ocs, counters, {**port_errors, **ocs_errors, **counter_errors}, ports)
+
+    def counters(self, blocks: Iterable[str]) -> tuple[dict[str, SwitchCounters], dict[str, str]]:
+        return self._each(blocks, lambda b: self.switches[b].counters())
+
+    def switch_ports(self, blocks: Iterable[str]) -> tuple[dict[str, list[SwitchPort]], dict[str, str]]:
+        return self._each(blocks, lambda b: self.switches[b].ports())
+
+    def ocs_light(self, ocs: str, ports: Iterable[int]) -> dict[int, bool]:
+        """Whether each OCS port is lit both ways (light levels, when the device reports them)."""
+        return {s.port: s.oper_up for s in self.ocs[ocs].port_status(ports)}
+
+    # -- writing -------------------------------------------------------------------------
+
+    def push_groups(self, tables: GroupTables, request_prefix: str) -> dict[str, int]:
+        """Replace every listed block's source groups (generation-checked, one retry on a race).
+
+        Returns the new generation per block; raises PushFailed naming the blocks that failed
+        (the others hold their new groups).
+        """
+
+        def push(block: str) -> int:
+            client = self.switches[block]
+            for attempt in range(2):
+                generation = client.groups().generation
+                try:
+                    result = client.set_groups(
+                        expected_generation=generation,
+                        source=tables[block],
+                        transit={},
+                        replace=True,
+                        request_id=f"{request_prefix}-{block}-g{generation}",
+                    )
+                    return result.generation
+                except StaleGeneration:
+                    if attempt:
+                        raise
+                    log.info("%s: generation moved during the push, retrying", block)
+            raise PushFailed({block: "unreachable"})  # pragma: no cover
+
+        results, errors = self._each(tables, push)
+        if errors:
+            raise PushFailed(errors)
+        return results
+
+    def drain(self, ports: Mapping[str, Iterable[int]]) -> None:
+        self._ports_call(ports, lambda client, p: client.drain(p), "drain")
+
+    def undrain(self, ports: Mapping[str, Iterable[int]]) -> None:
+        self._ports_call(ports, lambda client, p: client.undrain(p), "undrain")
+
+    def _ports_call(
+        self, ports: Mapping[str, Iterable[int]], call: Callable[[SwitchClient, list[int]], Any], what: str
+    ) -> None:
+        wanted = {b: list(p) for b, p in ports.items() if list(p)}
+        _, errors = self._each(wanted, lambda b: call(self.switches[b], wanted[b]))
+        if errors:
+            detail = "; ".join(f"{b}: {e}" for b, e in sorted(errors.items()))
+            raise DriverError(f"{what} failed: {detail}")
+
+    def apply_ocs(
+        self,
+        ocs: str,
+        expected_generation: int,
+        add: Iterable[Circuit],
+        remove: Iterable[Circuit],
+        request_id: str,
+    ) -> int:
+        result = self.ocs[ocs].apply(
+            expected_generation=expected_generation,
+            add=[CrossConnect(c.a, c.b) for c in add],
+            remove=[CrossConnect(c.a, c.b) for c in remove],
+            request_id=request_id,
+        )
+        if result.replayed:
+            log.info("%s: apply %s was already applied (replayed)", ocs, request_id)
+        return result.generation
+
+
+class DriverError(HeliostatError):
+    """A verb failed on some devices; the message names them."""

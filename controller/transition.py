@@ -1,0 +1,115 @@
+"""Safe transitions between two sets of WCMP groups. Pure.
+
+Blocks take new groups one by one, so for a moment some send by the old groups and some by
+the new: a link can then carry more than either plan gives it. With ``L_s(l)`` the load
+source block ``s`` puts on link ``l`` (its first hop, and the second hop of what it sends
+through a transit block), every mix of old and new is bounded by
+
+    M(l) = sum_s max(L_s_old(l), L_s_new(l))
+
+:func:`transition_steps` inserts intermediate groups (fractions interpolated between old
+and new, bisecting where needed) until every consecutive pair's bound, over the capacity
+that is live during the push, stays within the limit, or the step budget is spent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from controller.drivers import GroupTables
+from optimizer.wcmp import reduce_weights
+
+MAX_INTERMEDIATE = 7
+
+
+def fractions(tables: GroupTables, blocks: Sequence[str]) -> np.ndarray:
+    """[src, dst, via] split fractions; a destination without a group goes direct."""
+    n = len(blocks)
+    index = {b: i for i, b in enumerate(blocks)}
+    out = np.zeros((n, n, n))
+    for s in range(n):
+        for d in range(n):
+            if s != d:
+                out[s, d, d] = 1.0
+    for src, groups in tables.items():
+        s = index[src]
+        for dst, hops in groups.items():
+            total = sum(w for w in hops.values() if w > 0)
+            if total <= 0:
+                continue
+            d = index[dst]
+            out[s, d, :] = 0.0
+            for via, weight in hops.items():
+                if weight > 0:
+                    out[s, d, index[via]] = weight / total
+    return out
+
+
+def source_loads(split: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """[source, link src, link dst] Gbit/s each source block puts on each directed trunk."""
+    n = demand.shape[0]
+    flow = demand[:, :, None] * split  # [s, d, v]
+    loads = np.zeros((n, n, n))
+    first = flow.sum(axis=1)  # [s, v]: s -> v
+    idx = np.arange(n)
+    loads[idx, idx, :] = first
+    second = flow.copy()
+    second[:, idx, idx] = 0.0  # direct traffic has no second hop
+    # second hop v -> d for source s
+    loads += np.transpose(second, (0, 2, 1))  # [s, v, d]
+    return loads
+
+
+def mix_utilisation(a: np.ndarray, b: np.ndarray, capacity: np.ndarray) -> float:
+    """The bound on any link's utilisation while blocks move from loads ``a`` to ``b``."""
+    bound = np.maximum(a, b).sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where(capacity > 0, bound / np.where(capacity > 0, capacity, 1.0), 0.0)
+    return float(util.max(initial=0.0))
+
+
+def tables_of(split: np.ndarray, blocks: Sequence[str]) -> GroupTables:
+    """Integer groups for fractions, reduced as TE reduces its own (WCMP, bounded excess)."""
+    n = len(blocks)
+    reduced = reduce_weights(split.reshape(n * n, n)).weights.reshape(n, n, n)
+    tables: GroupTables = {b: {} for b in blocks}
+    for s in range(n):
+        for d in range(n):
+            if s == d:
+                continue
+            weights = {blocks[v]: int(reduced[s, d, v]) for v in range(n) if reduced[s, d, v] > 0}
+            if weights:
+                tables[blocks[s]][blocks[d]] = weights
+    return tables
+
+
+def transition_steps(
+    old: GroupTables | None,
+    new: GroupTables,
+    blocks: Sequence[str],
+    demand: np.ndarray,
+    capacity: np.ndarray,
+    limit: float,
+) -> list[GroupTables]:
+    """The groups to push in order, ending with ``new``: intermediates only where needed."""
+    if old is None:
+        return [new]
+    splits = [fractions(old, blocks), fractions(new, blocks)]
+    loads = [source_loads(x, demand) for x in splits]
+    steps: list[GroupTables] = []  # the intermediates, in order
+    while len(splits) - 2 < MAX_INTERMEDIATE:
+        worst, at = 0.0, -1
+        for k in range(len(splits) - 1):
+            u = mix_utilisation(loads[k], loads[k + 1], capacity)
+            if u > worst:
+                worst, at = u, k
+        if worst <= limit or at < 0:
+            break
+        middle_tables = tables_of((splits[at] + splits[at + 1]) / 2, blocks)
+        middle = fractions(middle_tables, blocks)  # what the devices will do with the integers
+        steps.insert(at, middle_tables)
+        splits.insert(at + 1, middle)
+        loads.insert(at + 1, source_loads(middle, demand))
+    return [*steps, new]
