@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from controller import decision as dec
-from controller.circuit_plan import map_circuits
+from controller.circuit_plan import plan_circuits
 from controller.decision import Maintenance, MaintenanceTarget
 from controller.drivers import OcsReading, circuit_ends
 from controller.executor import PausePoint
@@ -209,20 +209,21 @@ def test_an_unreachable_ocs_keeps_its_last_known_circuits() -> None:
 def test_mapping_realises_the_topology_and_keeps_what_it_can() -> None:
     tm = hotspot_matrix(FABRIC, seed=1, load=0.6)
     plan = plan_topology(FABRIC, tm, Topology.from_circuits(FABRIC, MESH))
-    circuits = map_circuits(FABRIC, plan.topology, MESH)
+    circuits = plan_circuits(FABRIC, plan.topology, MESH)
     assert np.array_equal(Topology.from_circuits(FABRIC, circuits).counts, plan.topology.counts)
     used = [(c.ocs, p) for c in circuits for p in (c.a, c.b)]
     assert len(used) == len(set(used))  # a port is in at most one circuit
     for c in circuits:
         a, b = c.ends(FABRIC)
         assert {a.side.value, b.side.value} == {"north", "south"}
-    # Every circuit a pair keeps is kept in place: the kept count is the most possible.
-    kept = len(set(circuits) & MESH)
-    assert kept == len(MESH) - plan.removed_lower_bound
+    # Most circuits a pair keeps stay in place: removals within 1.25x of the lower bound
+    # (the mapping's own tests and benchmark hold it to its measured figures).
+    removed = len(MESH - set(circuits))
+    assert plan.removed_lower_bound <= removed <= 1.25 * plan.removed_lower_bound
 
 
 def test_mapping_today_s_topology_changes_nothing() -> None:
-    assert set(map_circuits(FABRIC, Topology.from_circuits(FABRIC, MESH), MESH)) == MESH
+    assert set(plan_circuits(FABRIC, Topology.from_circuits(FABRIC, MESH), MESH)) == MESH
 
 
 # -- TE inputs ------------------------------------------------------------------------------
