@@ -15,7 +15,10 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/heliostat demo
+	$(BIN)/heliostat fabric check configs/fabric-8.yaml
+	$(BIN)/heliostat demand generate --fabric configs/fabric-8.yaml --kind gravity --seed 7 --out $(VENV)/demo-tm.json
+	$(BIN)/heliostat fabric mesh configs/fabric-8.yaml
+	$(BIN)/heliostat plan --fabric configs/fabric-8.yaml --demand $(VENV)/demo-tm.json
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -10,10 +10,11 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from controller.commands import demand, fabric, plan, toe
+from controller.commands import ctl, demand, fabric, plan, toe
+from emulation import service as emulate
 from optimizer.errors import HeliostatError
 
-COMMANDS = (fabric, demand, plan, toe)
+COMMANDS = (fabric, demand, plan, toe, emulate, ctl)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -116,11 +116,16 @@ class Fabric:
     _block_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
     _ocs_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
     _ports: Mapping[tuple[str, int], WiredPort] = field(init=False, repr=False, compare=False)
+    _ports_by_ocs: Mapping[str, tuple[WiredPort, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_block_index", {b.name: i for i, b in enumerate(self.blocks)})
         object.__setattr__(self, "_ocs_index", {o.name: i for i, o in enumerate(self.ocs)})
         object.__setattr__(self, "_ports", {(w.ocs, w.port): w for w in self.wiring})
+        by_ocs: dict[str, list[WiredPort]] = {}
+        for w in self.wiring:
+            by_ocs.setdefault(w.ocs, []).append(w)
+        object.__setattr__(self, "_ports_by_ocs", {o: tuple(ports) for o, ports in by_ocs.items()})
 
     # -- blocks -------------------------------------------------------------------------
     @property
@@ -175,7 +180,7 @@ class Fabric:
                 yield w
 
     def ports_on_ocs(self, ocs: str) -> tuple[WiredPort, ...]:
-        return tuple(w for w in self.wiring if w.ocs == ocs)
+        return self._ports_by_ocs.get(ocs, ())
 
     # -- spine --------------------------------------------------------------------------
     @property

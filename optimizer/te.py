@@ -36,15 +36,26 @@ from optimizer.paths import (
 from optimizer.te_lp import LpSolution, PathPool, solve_path_lp
 from optimizer.topology import Topology, mesh_topology
 from optimizer.traffic import TrafficMatrix
-from optimizer.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION, DEFAULT_TABLE_SIZE, reduce_weights
+from optimizer.wcmp import (
+    DEFAULT_MAX_OVERSUBSCRIPTION,
+    DEFAULT_TABLE_SIZE,
+    ReducedWeights,
+    oversubscription,
+    reduce_weights,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class NextHop:
-    """A WCMP group member: ``via`` is the destination (direct), a transit block or a spine."""
+    """A WCMP group member: ``via`` is the destination (direct), a transit block or a spine.
+
+    ``share`` is the fraction of the group's traffic the plan gives it (the LP's split, or an
+    equal split for an ``equal_split`` group); the weights give it ``weight / sum of weights``.
+    """
 
     via: str
     weight: int
+    share: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +65,9 @@ class Group:
     src: str
     dst: str
     next_hops: tuple[NextHop, ...]
-    oversubscription: float  # max over members of (weight share) / (LP share)
+    oversubscription: float  # max over members of (weight share) / (planned share)
     demand_gbps: float
+    equal_split: bool = False  # planned as ECMP over all paths, not the LP split (see TeSolver)
 
     @property
     def entries(self) -> int:
@@ -65,8 +77,11 @@ class Group:
         return {
             "src": self.src,
             "dst": self.dst,
-            "next_hops": [{"via": h.via, "weight": h.weight} for h in self.next_hops],
+            "next_hops": [
+                {"via": h.via, "weight": h.weight, "share": round(h.share, 6)} for h in self.next_hops
+            ],
             "oversubscription": round(self.oversubscription, 6),
+            "equal_split": self.equal_split,
         }
 
 
@@ -105,18 +120,34 @@ class TeResult:
     mlu_quantized: float  # routing the matrix with the integer weights
     stretch: float  # traffic-weighted mean block hops with the integer weights
     stretch_lp: float
-    oversubscription: float  # achieved: max over groups with demand (>= 1)
+    oversubscription: float  # achieved: max over groups with demand (>= 1), against their plan
     groups: tuple[Group, ...]
     links: tuple[LinkUtilisation, ...]
     baseline_mlu: float  # uniform mesh, ECMP over all paths, same matrix (inf: a demand has no path)
     total_demand_gbps: float
     lp_columns: int
     lp_rounds: int
+    lp_optimal: bool = True  # False only if column generation hit its round limit
+    equal_split_groups: int = 0  # groups that fell back to ECMP over all their paths
 
     @property
     def scale_factor(self) -> float | None:
         """The largest factor the matrix can be multiplied by and still fit (1 / MLU)."""
         return 1.0 / self.mlu if self.mlu > 0 else None
+
+    def weights_by_source(self, include_spine: bool = True) -> dict[str, dict[str, dict[str, int]]]:
+        """{src: {dst: {via: weight}}}: each block's source groups, as devices take them.
+
+        Traffic that arrives at a block from an uplink (transit) only goes direct, so the
+        transit groups are not part of the plan.
+        """
+        blocks = set(self.topology.blocks)
+        tables: dict[str, dict[str, dict[str, int]]] = {b: {} for b in self.topology.blocks}
+        for g in self.groups:
+            hops = {h.via: h.weight for h in g.next_hops if include_spine or h.via in blocks}
+            if hops:
+                tables[g.src][g.dst] = hops
+        return tables
 
     def group(self, src: str, dst: str) -> Group:
         for g in self.groups:
@@ -147,7 +178,8 @@ class TeResult:
                 "mlu": round(self.baseline_mlu, 6) if np.isfinite(self.baseline_mlu) else None,
                 "kind": "uniform mesh, ECMP over all paths",
             },
-            "solver": {"columns": self.lp_columns, "rounds": self.lp_rounds},
+            "solver": {"columns": self.lp_columns, "rounds": self.lp_rounds, "optimal": self.lp_optimal},
+            "equal_split_groups": self.equal_split_groups,
         }
 
 
@@ -166,6 +198,7 @@ def _instance(
     fabric: Fabric, topology: Topology, tm: TrafficMatrix, spine: Sequence[SpineSwitch] | None
 ) -> _Instance:
     graph = build_link_graph(fabric, topology, spine)
+    topology.check_fits(fabric)
     comm = commodities_of(tm, fabric)
     src, dst = all_pairs(fabric.n_blocks)
     pairs = candidate_paths(graph, src, dst)
@@ -219,6 +252,12 @@ def _ecmp_mlu(graph: LinkGraph, comm: Commodities, paths: CandidatePaths) -> flo
     return _mlu(graph, paths, flow)[0]
 
 
+def _weighted_flow(demand_gbps: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Gbit/s per path when each row's demand is split by its integer weights."""
+    totals = np.maximum(weights.sum(axis=1), 1)
+    return demand_gbps[:, None] * weights / totals[:, None]
+
+
 def _stretch(paths: CandidatePaths, flow_gbps: np.ndarray) -> float:
     total = float(flow_gbps.sum())
     return float((flow_gbps * paths.hops).sum()) / total if total > 0 else 1.0
@@ -263,7 +302,7 @@ class TeSolver:
         topology = self.mesh if topology is None else topology
         inst = _instance(self.fabric, topology, tm, spine)
         lp = self._solve_lp(inst)
-        return self._plan(inst, topology, tm, spine, lp)
+        return self._plan(inst, topology, spine, lp)
 
     def _solve_lp(self, inst: _Instance) -> LpSolution:
         lp, self._pool = solve_path_lp(inst.graph, inst.comm, inst.comm_paths, self.hedge, self._pool)
@@ -273,7 +312,6 @@ class TeSolver:
         self,
         inst: _Instance,
         topology: Topology,
-        tm: TrafficMatrix,
         spine: Sequence[SpineSwitch] | None,
         lp: LpSolution,
     ) -> TeResult:
@@ -287,18 +325,27 @@ class TeSolver:
         if comm.count:
             fractions[inst.comm_rows] = lp.flow_gbps / comm.demand_gbps[:, None]
         reduced = reduce_weights(fractions, self.table_size, self.max_oversubscription)
-        weights = reduced.weights
-        totals = np.maximum(weights.sum(axis=1), 1)
-        quantised_flow = comm.demand_gbps[:, None] * weights[inst.comm_rows] / totals[inst.comm_rows, None]
+        weights, equal_split = self._fallback_to_equal_split(inst, fractions, reduced)
+        if equal_split.any():
+            # Those groups' plan is now ECMP: shares and over-subscription are against it.
+            every_path = pairs.valid[equal_split]
+            fractions[equal_split] = every_path / every_path.sum(axis=1, keepdims=True)
+        group_oversubscription = oversubscription(weights, fractions)
+        quantised_flow = _weighted_flow(comm.demand_gbps, weights[inst.comm_rows])
         mlu_quantized, load = _mlu(graph, inst.comm_paths, quantised_flow)
         _, lp_load = _mlu(graph, inst.comm_paths, lp.flow_gbps)
-        mesh_graph = graph if topology is self.mesh else build_link_graph(self.fabric, self.mesh, spine)
-        mesh_paths = candidate_paths(mesh_graph, comm.src, comm.dst)
+        if topology is self.mesh:
+            mesh_graph, mesh_paths = graph, inst.comm_paths
+        else:
+            mesh_graph = build_link_graph(self.fabric, self.mesh, spine)
+            mesh_paths = candidate_paths(mesh_graph, comm.src, comm.dst)
 
         demand_of_pair = np.zeros(pairs.count)
         demand_of_pair[inst.comm_rows] = comm.demand_gbps
-        groups = _groups(graph, pairs, weights, reduced.oversubscription, demand_of_pair)
-        with_demand = reduced.oversubscription[inst.comm_rows]
+        groups = _groups(
+            graph, pairs, weights, fractions, group_oversubscription, demand_of_pair, equal_split
+        )
+        with_demand = group_oversubscription[inst.comm_rows]
         return TeResult(
             fabric=self.fabric.name,
             topology=topology,
@@ -316,32 +363,72 @@ class TeSolver:
             total_demand_gbps=float(comm.demand_gbps.sum()),
             lp_columns=lp.columns,
             lp_rounds=lp.rounds,
+            lp_optimal=lp.optimal,
+            equal_split_groups=int(equal_split.sum()),
         )
+
+    def _fallback_to_equal_split(
+        self, inst: _Instance, fractions: np.ndarray, reduced: ReducedWeights
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The reduced weights, or, if it routes the matrix with a lower MLU, the same with
+        an equal split over all paths (ECMP) in every group that missed the bound.
+
+        When a group spreads over more paths than its table has room for (an ML ring over
+        63 transits in 128 entries), one entry is a large slice of a link, and rounding
+        unequal shares can cost more than ECMP: the plan should never deploy worse.
+        """
+        weights = reduced.weights
+        comm, rows = inst.comm, inst.comm_rows
+        missed = np.zeros(inst.pairs.count, dtype=bool)
+        missed[rows] = reduced.oversubscription[rows] > self.max_oversubscription * (1 + 1e-9)
+        if not missed.any():
+            return weights, missed
+        every_path = inst.pairs.valid[missed].astype(np.float64)
+        equal = reduce_weights(every_path, self.table_size, 1.0).weights
+        candidate = weights.copy()
+        candidate[missed] = equal
+        graph, paths = inst.graph, inst.comm_paths
+        mlu_reduced = _mlu(graph, paths, _weighted_flow(comm.demand_gbps, weights[rows]))[0]
+        mlu_candidate = _mlu(graph, paths, _weighted_flow(comm.demand_gbps, candidate[rows]))[0]
+        if mlu_candidate < mlu_reduced:
+            return candidate, missed
+        return weights, np.zeros_like(missed)
 
 
 def _groups(
     graph: LinkGraph,
     pairs: CandidatePaths,
     weights: np.ndarray,
+    fractions: np.ndarray,
     oversubscription: np.ndarray,
     demand: np.ndarray,
+    equal_split: np.ndarray,
 ) -> tuple[Group, ...]:
     nodes = graph.nodes
+    rows, vias = np.nonzero(weights)
+    ends = np.searchsorted(rows, np.arange(pairs.count), side="right").tolist()
+    vias_list, weight_list = vias.tolist(), weights[rows, vias].tolist()
+    share_list = fractions[rows, vias].tolist()
+    src, dst = pairs.src.tolist(), pairs.dst.tolist()
     groups = []
-    for row in range(pairs.count):
-        members = np.flatnonzero(weights[row])
-        if not len(members):
+    begin = 0
+    for row, end in enumerate(ends):
+        if end == begin:
             continue
-        hops = tuple(NextHop(nodes[v], int(weights[row, v])) for v in members)
+        hops = tuple(
+            NextHop(nodes[vias_list[i]], weight_list[i], share_list[i]) for i in range(begin, end)
+        )
         groups.append(
             Group(
-                nodes[pairs.src[row]],
-                nodes[pairs.dst[row]],
+                nodes[src[row]],
+                nodes[dst[row]],
                 hops,
                 float(oversubscription[row]),
                 float(demand[row]),
+                bool(equal_split[row]),
             )
         )
+        begin = end
     return tuple(groups)
 
 

@@ -20,7 +20,11 @@ Variables (scaled by ``unit``, a typical link capacity, so numbers are near 1)::
 ``W`` (the total demand) scales the objective so that reduced costs are well above the
 solver's tolerances. The hop term breaks the degeneracy of plain min-MLU (traffic that
 is not on a bottleneck stays on its direct path); it is small enough that it can raise
-U by at most ``SECONDARY_WEIGHT`` times a lower bound of U, a relative error below 1e-4.
+U by at most ``SECONDARY_WEIGHT`` times a lower bound of U (a relative error of 1e-5).
+
+With hedging, most paths sit at their upper bound: those outside the master may be fixed
+at either bound (their flow moved to the right-hand sides), and a path at its upper bound
+enters the master when its reduced cost is positive. See :func:`initial_hedged_split`.
 """
 
 from __future__ import annotations
@@ -43,7 +47,14 @@ INITIAL_TWO_HOP_PATHS = 3
 """Two-hop paths per commodity in the first restricted master (besides the direct path)."""
 
 NEW_PATHS_PER_ROUND = 4
-"""At most this many priced paths per commodity enter the master in one round."""
+COLUMNS_PER_ROUND = 20_000
+"""A commodity's most improving paths enter the master in one round: NEW_PATHS_PER_ROUND of
+them, or more when there are few commodities (about COLUMNS_PER_ROUND in all), so that a
+few huge commodities (an ML ring) get all the paths they need in one or two rounds."""
+
+FLOOR_COVER = 4.0
+"""The first master has paths enough to carry each demand FLOOR_COVER times over at the MLU
+lower bound: the paths a hot pair needs, found by the first pricing rounds otherwise."""
 
 MAX_ROUNDS = 200
 REDUCED_COST_TOLERANCE = 1e-9
@@ -75,6 +86,7 @@ class LpSolution:
     columns: int  # path columns in the final restricted master
     rounds: int  # master solves
     simplex_iterations: int
+    optimal: bool = True  # False if column generation hit MAX_ROUNDS (the MLU is then an upper bound)
 
 
 def hedge_bounds(paths: CandidatePaths, demand: np.ndarray, hedge: float | None) -> np.ndarray:
@@ -100,35 +112,92 @@ def mlu_lower_bound(graph: LinkGraph, comm: Commodities) -> float:
 
 
 def initial_columns(
-    paths: CandidatePaths, bounds: np.ndarray, demand: np.ndarray, pool: np.ndarray | None
+    paths: CandidatePaths,
+    demand: np.ndarray,
+    mlu_floor: float,
+    pool: np.ndarray | None,
 ) -> np.ndarray:
-    """(K, N) mask of the first master's paths.
+    """(K, N) mask of the first master's paths, widest first (ties in a fixed random order).
 
-    The direct path, the ``INITIAL_TWO_HOP_PATHS`` widest two-hop paths (ties broken by a
-    fixed pseudo-random order, so commodities do not pile onto the same transit), enough
-    of the widest paths that the hedging bounds admit the whole demand, and the pool.
+    Per commodity: the direct path and ``INITIAL_TWO_HOP_PATHS`` widest two-hop paths;
+    enough of the widest paths to carry the demand at the MLU lower bound (a commodity as
+    big as its block's egress, as in an ML ring, gets all of them: pricing would otherwise
+    find them a few per round, the duals being degenerate); and the paths of the previous
+    solve (the pool). Without hedging: see :func:`initial_hedged_split` for hedged masters.
     """
-    k_count, n_nodes = paths.valid.shape
-    rng = np.random.default_rng(12345)
-    jitter = rng.random((k_count, n_nodes)) * 1e-6
-    width = np.where(paths.valid, paths.bottleneck_gbps * (1.0 + jitter), -1.0)
+    n_nodes = paths.valid.shape[1]
     direct = paths.valid & (paths.hops == 1)
-    width = np.where(direct, np.inf, width)
-    order = np.argsort(-width, axis=1, kind="stable")
+    order = _widest_first(paths)
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.arange(n_nodes)[None, :], axis=1)
     has_direct = direct.any(axis=1)
     chosen = rank < (INITIAL_TWO_HOP_PATHS + has_direct.astype(np.int64))[:, None]
-    if np.isfinite(bounds[paths.valid]).all():
-        sorted_bounds = np.take_along_axis(np.where(paths.valid, bounds, 0.0), order, axis=1)
-        admitted_before = np.cumsum(sorted_bounds, axis=1) - sorted_bounds
-        needed_sorted = admitted_before < demand[:, None] * (1.0 + 1e-9)
-        needed = np.empty_like(needed_sorted)
-        np.put_along_axis(needed, order, needed_sorted, axis=1)
-        chosen |= needed
+    floor_capacity = np.where(paths.valid, paths.bottleneck_gbps * mlu_floor, 0.0)
+    chosen |= _prefix_until(order, floor_capacity, demand * FLOOR_COVER)
     if pool is not None:
         chosen |= pool
     return chosen & paths.valid
+
+
+HEDGED_WINDOW = 3
+"""Hedged masters start with this many paths either side of where the bounds cover D."""
+
+
+def initial_hedged_split(
+    paths: CandidatePaths, bounds: np.ndarray, demand: np.ndarray, pool: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first hedged master's paths, and the paths fixed at their upper bound.
+
+    Hedging forces traffic onto many paths (all of them at S = 1), most at their bound.
+    Taking the paths widest first (direct first), those whose bounds fill the demand are
+    fixed at the bound, except for HEDGED_WINDOW paths either side of where the demand is
+    covered, which enter the master (with the direct path and the pool's paths).
+    """
+    n_nodes = paths.valid.shape[1]
+    order = _widest_first(paths)
+    in_order = np.take_along_axis(np.where(paths.valid, bounds, 0.0), order, axis=1)
+    before = np.cumsum(in_order, axis=1) - in_order
+    crossing = np.argmax(before + in_order >= demand[:, None] * (1.0 - 1e-9), axis=1)
+    position = np.arange(n_nodes)[None, :]
+    upper_in_order = position < (crossing - HEDGED_WINDOW)[:, None]
+    master_in_order = ~upper_in_order & (position <= (crossing + HEDGED_WINDOW)[:, None])
+    upper = np.empty_like(upper_in_order)
+    np.put_along_axis(upper, order, upper_in_order, axis=1)
+    master = np.empty_like(master_in_order)
+    np.put_along_axis(master, order, master_in_order, axis=1)
+    master |= paths.valid & (paths.hops == 1)
+    if pool is not None:
+        master |= pool
+    upper &= ~master
+    return master & paths.valid, upper & paths.valid
+
+
+def _widest_first(paths: CandidatePaths) -> np.ndarray:
+    """Per commodity, path indices: the direct path, then by bottleneck capacity (ties in a
+    fixed random order so that commodities do not all pick the same transit)."""
+    k_count, n_nodes = paths.valid.shape
+    rng = np.random.default_rng(12345)
+    jitter = rng.random((k_count, n_nodes)) * 1e-6
+    width = np.where(paths.valid, paths.bottleneck_gbps * (1.0 + jitter), -1.0)
+    width = np.where(paths.valid & (paths.hops == 1), np.inf, width)
+    return np.argsort(-width, axis=1, kind="stable")
+
+
+def _prefix_until(order: np.ndarray, amounts: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Mask of the shortest prefix (in ``order``) of each row whose ``amounts`` reach ``target``."""
+    in_order = np.take_along_axis(amounts, order, axis=1)
+    before = np.cumsum(in_order, axis=1) - in_order
+    needed_in_order = before < target[:, None] * (1.0 - 1e-9)
+    needed = np.empty_like(needed_in_order)
+    np.put_along_axis(needed, order, needed_in_order, axis=1)
+    return needed
+
+
+def path_loads_scaled(paths: CandidatePaths, flow: np.ndarray, n_links: int) -> np.ndarray:
+    mask = paths.valid & (flow != 0)
+    load = np.bincount(paths.first[mask], weights=flow[mask], minlength=n_links)
+    two_hop = mask & (paths.second != NO_LINK)
+    return load + np.bincount(paths.second[two_hop], weights=flow[two_hop], minlength=n_links)
 
 
 class _Master:
@@ -143,12 +212,19 @@ class _Master:
         unit: float,
         demand_weight: float,
         hop_cost: float,
+        at_upper: np.ndarray,
     ) -> None:
         self.paths = paths
         self.n_links = graph.n_links
         self.demand = demand / unit
         self.bounds = bounds / unit
         self.hop_cost = hop_cost
+        # Paths outside the master sit at a bound: 0, or (hedging) their upper bound, whose
+        # flow is then a constant moved to the right-hand sides.
+        self.at_upper = at_upper & paths.valid
+        fixed = np.where(self.at_upper, self.bounds, 0.0)
+        self.fixed_link_load = path_loads_scaled(paths, fixed, self.n_links)
+        self.fixed_demand = fixed.sum(axis=1)
         self.path_cost = np.where(paths.hops > 1, hop_cost, 0.0)
         self.in_master = np.zeros(paths.valid.shape, dtype=bool)
         self.col_commodity = np.zeros(0, dtype=np.int64)
@@ -165,8 +241,9 @@ class _Master:
             self.highs.setOptionValue(option, value)
         k_count = paths.count
         n_rows = self.n_links + k_count
-        row_lower = np.concatenate([np.full(self.n_links, -highspy.kHighsInf), self.demand])
-        row_upper = np.concatenate([np.zeros(self.n_links), self.demand])
+        remaining = self.demand - self.fixed_demand
+        row_lower = np.concatenate([np.full(self.n_links, -highspy.kHighsInf), remaining])
+        row_upper = np.concatenate([-self.fixed_link_load, remaining])
         capacity = graph.capacity_gbps / unit
         status = self.highs.passModel(
             1,
@@ -195,6 +272,7 @@ class _Master:
         count = len(ks)
         if not count:
             return 0
+        self._release_fixed(mask & self.at_upper)
         first = self.paths.first[ks, vs]
         second = self.paths.second[ks, vs]
         demand_row = self.n_links + ks
@@ -223,6 +301,24 @@ class _Master:
         self.col_via = np.concatenate([self.col_via, vs])
         return count
 
+    def _release_fixed(self, mask: np.ndarray) -> None:
+        """Take paths fixed at their upper bound out of the right-hand sides."""
+        if not mask.any():
+            return
+        released = np.where(mask, self.bounds, 0.0)
+        self.fixed_link_load -= path_loads_scaled(self.paths, released, self.n_links)
+        self.fixed_demand -= released.sum(axis=1)
+        self.at_upper &= ~mask
+        links = np.unique(np.concatenate([self.paths.first[mask], self.paths.second[mask]]))
+        links = links[links != NO_LINK]
+        commodities = np.unique(np.nonzero(mask)[0])
+        remaining = self.demand[commodities] - self.fixed_demand[commodities]
+        rows = np.concatenate([links, self.n_links + commodities]).astype(np.int32)
+        lower = np.concatenate([np.full(len(links), -highspy.kHighsInf), remaining])
+        upper = np.concatenate([-self.fixed_link_load[links], remaining])
+        if self.highs.changeRowsBounds(len(rows), rows, lower, upper) == highspy.HighsStatus.kError:
+            raise SolverError("HiGHS rejected new row bounds")
+
     def solve(self) -> None:
         self.highs.run()
         status = self.highs.getModelStatus()
@@ -242,9 +338,12 @@ class _Master:
     def objective(self) -> float:
         return float(self.highs.getObjectiveValue())
 
-    def values(self) -> tuple[float, np.ndarray]:
+    def flows(self) -> tuple[float, np.ndarray]:
+        """The MLU and the (K, N) path flows, in scaled units."""
         col_value = np.asarray(self.highs.getSolution().col_value)
-        return float(col_value[0]), col_value[1:]
+        flow = np.where(self.at_upper, self.bounds, 0.0)
+        flow[self.col_commodity, self.col_via] = np.clip(col_value[1:], 0.0, None)
+        return float(col_value[0]), flow
 
 
 def solve_path_lp(
@@ -265,34 +364,45 @@ def solve_path_lp(
     lower = mlu_lower_bound(graph, comm)
     # The hop term is at most hop_cost * total = SECONDARY_WEIGHT * lower * (weight of U).
     hop_cost = SECONDARY_WEIGHT * lower
-    master = _Master(graph, paths, demand, bounds, unit, total, hop_cost)
     pool_mask = _pool_mask(pool, graph, comm)
-    master.add(initial_columns(paths, bounds, demand, pool_mask))
+    if hedge is None:
+        columns = initial_columns(paths, demand, lower, pool_mask)
+        at_upper = np.zeros_like(columns)
+    else:
+        columns, at_upper = initial_hedged_split(paths, bounds, demand, pool_mask)
+    master = _Master(graph, paths, demand, bounds, unit, total, hop_cost, at_upper)
+    master.add(columns)
     tolerance = REDUCED_COST_TOLERANCE * max(total, 1.0)
-    rounds = 0
+    rounds, optimal = 0, True
     while True:
         master.solve()
         rounds += 1
         reduced = master.reduced_costs()
+        # A path at its upper bound improves things by lowering its flow: when its reduced
+        # cost is positive.
+        reduced = np.where(master.at_upper, -reduced, reduced)
         reduced = np.where(master.in_master, np.inf, reduced)
-        entering = _most_negative(reduced, tolerance)
+        per_commodity = max(NEW_PATHS_PER_ROUND, COLUMNS_PER_ROUND // comm.count)
+        entering = _most_negative(reduced, tolerance, per_commodity)
         if not entering.any():
             break
         if rounds >= MAX_ROUNDS:
             log.warning("TE column generation stopped after %d rounds, not proven optimal", rounds)
+            optimal = False
             break
         log.debug("TE round %d: objective %.9g, %d paths enter", rounds, master.objective(), entering.sum())
         master.add(entering)
-    mlu, x = master.values()
-    flow = np.zeros(paths.valid.shape)
-    flow[master.col_commodity, master.col_via] = np.maximum(x, 0.0) * unit
+    mlu, flow = master.flows()
+    flow *= unit
     used = PathPool.empty(graph.nodes, graph.n_blocks)
-    used.used[comm.src[:, None], comm.dst[:, None], np.arange(graph.n_nodes)[None, :]] = flow > 0
+    # Next time, the master starts from the paths that carry traffic (not those at a bound).
+    in_use = (flow > 0) & ~master.at_upper
+    used.used[comm.src[:, None], comm.dst[:, None], np.arange(graph.n_nodes)[None, :]] = in_use
     log.debug(
         "TE LP: MLU %.6f after %d rounds, %d path columns, %d simplex iterations",
         mlu, rounds, len(master.col_via), master.iterations,
     )
-    solution = LpSolution(mlu, flow, len(master.col_via), rounds, master.iterations)
+    solution = LpSolution(mlu, flow, len(master.col_via), rounds, master.iterations, optimal)
     return solution, used
 
 
@@ -302,13 +412,10 @@ def _pool_mask(pool: PathPool | None, graph: LinkGraph, comm: Commodities) -> np
     return pool.used[comm.src, comm.dst, :]
 
 
-def _most_negative(reduced: np.ndarray, tolerance: float) -> np.ndarray:
-    """Mask of each commodity's NEW_PATHS_PER_ROUND most negative reduced costs below -tolerance."""
+def _most_negative(reduced: np.ndarray, tolerance: float, per_commodity: int) -> np.ndarray:
+    """Mask of each commodity's ``per_commodity`` most negative reduced costs below -tolerance."""
     negative = reduced < -tolerance
-    if not negative.any():
+    if not negative.any() or reduced.shape[1] <= per_commodity:
         return negative
-    n_nodes = reduced.shape[1]
-    if n_nodes <= NEW_PATHS_PER_ROUND:
-        return negative
-    cut = np.partition(reduced, NEW_PATHS_PER_ROUND - 1, axis=1)[:, NEW_PATHS_PER_ROUND - 1]
+    cut = np.partition(reduced, per_commodity - 1, axis=1)[:, per_commodity - 1]
     return negative & (reduced <= cut[:, None])

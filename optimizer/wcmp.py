@@ -62,20 +62,22 @@ def reduce_weights(
     active_rows = np.flatnonzero(totals > 0)
     if not len(active_rows):
         return ReducedWeights(weights, oversub)
-    # Compact each row's non-zero fractions to the left, largest first.
-    order = np.argsort(-normalised[active_rows], axis=1, kind="stable")
-    compact = np.take_along_axis(normalised[active_rows], order, axis=1)
-    width = max(1, int((compact > 0).sum(axis=1).max()))
-    compact, order = compact[:, :width], order[:, :width]
-    chunk = max(1, _CHUNK_ELEMENTS // (width * table_size))
-    for start in range(0, len(active_rows), chunk):
-        rows = slice(start, start + chunk)
-        w, o = _reduce_compact(compact[rows], table_size, max_oversubscription)
-        target = active_rows[rows]
-        full = np.zeros((len(w), members), dtype=np.int64)
-        np.put_along_axis(full, order[rows], w, axis=1)
-        weights[target] = full
-        oversub[target] = o
+    # Compact each row's non-zero fractions to the left, largest first, and take the rows
+    # by member count, so that each chunk is only as wide as it must be.
+    active = normalised[active_rows]
+    order = np.argsort(-active, axis=1, kind="stable")
+    compact = np.take_along_axis(active, order, axis=1)
+    counts = (compact > 0).sum(axis=1)
+    for width in np.unique(counts).tolist():
+        same_width = np.flatnonzero(counts == width)
+        chunk = max(1, _CHUNK_ELEMENTS // (width * table_size))
+        for start in range(0, len(same_width), chunk):
+            rows = same_width[start : start + chunk]
+            w, o = _reduce_compact(compact[rows, :width], table_size, max_oversubscription)
+            full = np.zeros((len(rows), members), dtype=np.int64)
+            np.put_along_axis(full, order[rows, :width], w, axis=1)
+            weights[active_rows[rows]] = full
+            oversub[active_rows[rows]] = o
     return ReducedWeights(weights, oversub)
 
 
@@ -85,11 +87,12 @@ def _reduce_compact(
     """The reduction for rows whose non-zero fractions come first, sorted descending."""
     groups, width = fractions.shape
     k = np.arange(1, table_size + 1, dtype=np.float64)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         unit_costs = k[None, None, :] / fractions[:, :, None]  # inf for absent members
     unit_costs = unit_costs.reshape(groups, width * table_size)
     if unit_costs.shape[1] > table_size:
-        unit_costs = np.partition(unit_costs, table_size - 1, axis=1)[:, :table_size]
+        unit_costs.partition(table_size - 1, axis=1)
+        unit_costs = unit_costs[:, :table_size]
     unit_costs.sort(axis=1)  # v_1 <= v_2 <= ... <= v_T
     totals = np.arange(1, table_size + 1, dtype=np.float64)
     oversub_at = unit_costs / totals[None, :]  # over-subscription with W units in the table
@@ -118,10 +121,11 @@ def _trim_ties(weights: np.ndarray, fractions: np.ndarray, total: np.ndarray) ->
 
 
 def _oversubscription(weights: np.ndarray, fractions: np.ndarray) -> np.ndarray:
+    """Weight on a member that should get nothing is an infinite over-subscription."""
     total = weights.sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         share = weights / np.maximum(total, 1)[:, None]
-        ratio = np.where(fractions > 0, share / fractions, 0.0)
+        ratio = np.where(fractions > 0, share / fractions, np.where(weights > 0, np.inf, 0.0))
     return np.maximum(ratio.max(axis=1), 1.0)
 
 

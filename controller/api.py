@@ -1,0 +1,121 @@
+"""The controller's operations, as the northbound API and ``heliostat ctl`` see them.
+
+The daemon implements :class:`ControllerApi`; the gRPC northbound server translates each
+call to and from protobuf and maps :class:`ApiError` onto status codes. Every method is
+thread-safe and quick: long work (a ToE run, a maintenance drain) is queued for the
+daemon's loop and the call returns what was accepted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from optimizer.errors import HeliostatError
+
+
+class Phase(StrEnum):
+    """What the controller is doing now."""
+
+    STARTING = "starting"  # reconciling with the devices
+    IDLE = "idle"  # running TE cycles; no reconfiguration in flight
+    PLANNING = "planning"  # topology engineering / staging
+    RECONFIGURING = "reconfiguring"  # executing stages
+    ROLLING_BACK = "rolling_back"  # undoing a failed stage
+    STOPPING = "stopping"
+
+
+class ApiErrorCode(StrEnum):
+    INVALID_ARGUMENT = "invalid_argument"  # bad request: unknown device, bad value
+    NOT_FOUND = "not_found"  # nothing to return (e.g. no plan yet)
+    FAILED_PRECONDITION = "failed_precondition"  # not now (e.g. ToE already running)
+    UNAVAILABLE = "unavailable"  # the daemon is starting or stopping
+
+
+class ApiError(HeliostatError):
+    """A northbound request that cannot be served; the daemon keeps running."""
+
+    def __init__(self, code: ApiErrorCode, message: str) -> None:
+        self.code = code
+        self.message = message
+        super().__init__(f"{code.value}: {message}")
+
+
+class MaintenanceKind(StrEnum):
+    BLOCK = "block"
+    OCS = "ocs"
+
+
+@dataclass(frozen=True)
+class StatusSnapshot:
+    """The controller's state at one moment (times are Unix seconds)."""
+
+    phase: Phase
+    fabric: str
+    toe_paused: bool
+    te_runs: int
+    toe_runs: int
+    last_te_time: float | None = None
+    last_toe_time: float | None = None
+    mlu: float | None = None  # MLU TE planned for the live topology and current matrix
+    measured_mlu: float | None = None  # highest link utilisation measured from counters
+    predicted_mlu: float | None = None  # MLU of the predicted (peak) matrix on the live topology
+    reconfiguration_id: int | None = None  # journal intent in flight
+    stage: int | None = None  # index of the stage in flight (0-based)
+    stages_total: int | None = None
+    step: str | None = None  # drain, verify_drain, apply_ocs, qualify, undrain
+    last_error: str | None = None
+    maintenance: tuple[str, ...] = ()  # "block:b3", "ocs:ocs2"
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToeRequestResult:
+    """What a ToE trigger did: a dry run returns the plan; a real run is queued."""
+
+    accepted: bool
+    dry_run: bool
+    message: str
+    plan: dict[str, Any] | None = None  # the plan JSON (as ``heliostat toe`` prints it)
+
+
+class ControllerApi(Protocol):
+    """The operations behind the northbound API. JSON-shaped dicts are as the CLI prints them."""
+
+    def status(self) -> StatusSnapshot: ...
+
+    def topology(self) -> dict[str, Any]:
+        """``{"topology": {"links": [...]}, "circuits": [...]}`` as installed on the devices.
+
+        Links are ``{"a", "b", "count"}`` (``Topology.to_json``); circuits are
+        ``{"ocs", "a": {"block", "port"}, "b": {"block", "port"}}`` (``Circuit.to_json``).
+        """
+        ...
+
+    def matrices(self) -> dict[str, Any]:
+        """``{"current": {src: {dst: gbps}}, "prediction": {...}, "time": t}``."""
+        ...
+
+    def history(self, limit: int = 20) -> list[dict[str, Any]]:
+        """Past and in-flight reconfigurations, newest first (the server checks 1 <= limit)."""
+        ...
+
+    def trigger_toe(self, dry_run: bool = False) -> ToeRequestResult: ...
+
+    def pause_toe(self) -> None: ...
+
+    def resume_toe(self) -> None: ...
+
+    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool) -> str:
+        """Drain (``drained=True``) or undrain a block or an OCS; returns what was queued.
+
+        An unknown name raises ApiError INVALID_ARGUMENT naming the field
+        (``name: fabric 'demo-8' has no block 'b9'``). The northbound server refuses empty
+        names itself, and unknown ones too when it is given the fabric.
+        """
+        ...
+
+    def last_plan(self) -> dict[str, Any]:
+        """The last ToE plan (raises ApiError NOT_FOUND if there is none yet)."""
+        ...

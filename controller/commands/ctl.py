@@ -1,0 +1,214 @@
+"""``heliostat ctl``: ask a running controller (``heliostat run``) over its northbound API.
+
+The address is ``--address HOST:PORT``, else ``listen.northbound`` of ``--config``, else
+the default 127.0.0.1:50051. Every action prints a table, or JSON with ``--format json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from controller.api import MaintenanceKind
+from controller.commands import ctl_tables
+from controller.commands.output import emit, emit_json
+from controller.config import Listen, ListenAddress, load_controller_config, parse_listen_address
+from controller.northbound.client import (
+    DEFAULT_DEADLINE_S,
+    DEFAULT_DRY_RUN_DEADLINE_S,
+    ONE_ATTEMPT,
+    ControllerClient,
+)
+from controller.northbound.convert import status_to_json
+from optimizer.errors import ConfigError
+from southbound.tls import TlsConfig, TlsConfigError
+
+ARGS = "<command line>"
+CtlHandler = Callable[[ControllerClient, argparse.Namespace], int]
+#: A server bound to every address is dialled on loopback.
+_WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ctl", help="query and steer a running controller")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--address", default=None, help="northbound API host:port (default 127.0.0.1:50051)")
+    where.add_argument("--config", default=None, help="controller config whose listen.northbound to dial")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help=f"deadline of the call in seconds (default {DEFAULT_DEADLINE_S:g}; "
+        f"{DEFAULT_DRY_RUN_DEADLINE_S:g} for toe --dry-run, which waits for the plan)",
+    )
+    tls = p.add_argument_group("TLS (when the API is served over TLS)")
+    tls.add_argument("--ca-cert", default=None, help="CA certificate that signed the server's (turns TLS on)")
+    tls.add_argument("--cert", default=None, help="client certificate, for mutual TLS")
+    tls.add_argument("--key", default=None, help="client private key, for mutual TLS")
+    tls.add_argument("--server-name", default=None, help="name to check in the server certificate")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--format", choices=("table", "json"), default="table")
+    actions = p.add_subparsers(dest="ctl_command", required=True, metavar="ACTION")
+
+    def action(name: str, help_text: str, handler: CtlHandler) -> argparse.ArgumentParser:
+        a = actions.add_parser(name, help=help_text, parents=[common])
+        a.set_defaults(handler=_run, ctl_handler=handler)
+        return a
+
+    action("status", "phase, stage, last TE and ToE, MLU, predicted MLU", _status)
+    action("topology", "circuits per block pair", _topology)
+    action("circuits", "the circuits installed on the OCSes", _circuits)
+    action("matrix", "the current (TE) traffic matrix", _matrix)
+    action("prediction", "the predicted (peak) traffic matrix ToE plans for", _prediction)
+    h = action("history", "past and in-flight reconfigurations, newest first", _history)
+    h.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    t = action("toe", "run topology engineering now (exit status 1 if not accepted)", _toe)
+    t.add_argument("--dry-run", action="store_true", help="plan and show the plan; change nothing")
+    action("pause", "pause automatic topology engineering", _pause)
+    action("resume", "resume automatic topology engineering", _resume)
+    maintenance = (
+        ("drain", True, "drain a block or an OCS for maintenance (the controller re-plans around it)"),
+        ("undrain", False, "return a drained block or OCS to service"),
+    )
+    for name, drained, help_text in maintenance:
+        m = action(name, help_text, _maintenance)
+        m.add_argument("kind", choices=[k.value for k in MaintenanceKind])
+        m.add_argument("name", help="block or OCS name, as in the fabric file")
+        m.set_defaults(drained=drained)
+    action("plan", "the last topology-engineering plan", _plan)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.timeout is not None and not args.timeout > 0:
+        raise ConfigError(ARGS, "--timeout", f"must be positive, got {args.timeout}")
+    address = dial_address(args)
+    tls = tls_config(args)
+    try:
+        # One attempt per call: an operator at a prompt wants a quick, clear failure.
+        client = ControllerClient(
+            address,
+            deadline_s=args.timeout or DEFAULT_DEADLINE_S,
+            dry_run_deadline_s=args.timeout or DEFAULT_DRY_RUN_DEADLINE_S,
+            read_retry=ONE_ATTEMPT,
+            tls=tls,
+        )
+    except TlsConfigError as exc:
+        raise ConfigError(ARGS, "--ca-cert/--cert/--key", str(exc)) from exc
+    with client:
+        return int(args.ctl_handler(client, args))
+
+
+def tls_config(args: argparse.Namespace) -> TlsConfig | None:
+    """TLS settings from --ca-cert, --cert, --key and --server-name (None: plaintext)."""
+    if args.ca_cert is None:
+        for option in ("cert", "key", "server_name"):
+            if getattr(args, option) is not None:
+                flag = "--" + option.replace("_", "-")
+                raise ConfigError(ARGS, flag, "needs --ca-cert (TLS is off without it)")
+        return None
+    try:
+        return TlsConfig(
+            ca_cert=Path(args.ca_cert),
+            client_cert=Path(args.cert) if args.cert else None,
+            client_key=Path(args.key) if args.key else None,
+            server_name=args.server_name,
+        )
+    except TlsConfigError as exc:
+        raise ConfigError(ARGS, "--cert/--key", str(exc)) from exc
+
+
+def dial_address(args: argparse.Namespace) -> str:
+    """host:port to dial, from --address, --config, or the default listen address."""
+    if args.address is not None:
+        listen = parse_listen_address(args.address, ARGS, "--address")
+    elif args.config is not None:
+        listen = load_controller_config(args.config).listen.northbound
+    else:
+        listen = Listen().northbound
+    host = _WILDCARD_HOSTS.get(listen.host, listen.host)
+    return str(ListenAddress(host, listen.port))
+
+
+def _show(args: argparse.Namespace, data: Any, table: Callable[[], str]) -> int:
+    if args.format == "json":
+        emit_json(data, None)
+    else:
+        emit(table(), None)
+    return 0
+
+
+def _status(client: ControllerClient, args: argparse.Namespace) -> int:
+    report = client.status_report()
+    data = {**status_to_json(report.status), "metrics_address": report.metrics_address or None}
+    return _show(args, data, lambda: ctl_tables.status_text(report, time.time()))
+
+
+def _topology(client: ControllerClient, args: argparse.Namespace) -> int:
+    data = client.topology()
+    return _show(args, data["topology"], lambda: ctl_tables.topology_text(data))
+
+
+def _circuits(client: ControllerClient, args: argparse.Namespace) -> int:
+    data = client.topology()
+    return _show(args, {"circuits": data["circuits"]}, lambda: ctl_tables.circuits_text(data))
+
+
+def _matrix(client: ControllerClient, args: argparse.Namespace) -> int:
+    data = client.matrices()
+    text = partial(ctl_tables.matrix_text, data["current"], "current matrix", data["time"])
+    return _show(args, {"matrix": data["current"], "time": data["time"]}, text)
+
+
+def _prediction(client: ControllerClient, args: argparse.Namespace) -> int:
+    data = client.matrices()
+    text = partial(ctl_tables.matrix_text, data["prediction"], "predicted matrix", data["time"])
+    return _show(args, {"prediction": data["prediction"], "time": data["time"]}, text)
+
+
+def _history(client: ControllerClient, args: argparse.Namespace) -> int:
+    entries = client.history(args.limit)
+    return _show(args, entries, lambda: ctl_tables.history_text(entries))
+
+
+def _toe(client: ControllerClient, args: argparse.Namespace) -> int:
+    result = client.trigger_toe(dry_run=args.dry_run)
+    data = {
+        "accepted": result.accepted,
+        "dry_run": result.dry_run,
+        "message": result.message,
+        "plan": result.plan,
+    }
+
+    def table() -> str:
+        head = "dry run" if result.dry_run else ("queued" if result.accepted else "not accepted")
+        text = f"{head}: {result.message}\n"
+        return text + ("\n" + ctl_tables.plan_text(result.plan) if result.plan is not None else "")
+
+    _show(args, data, table)
+    return 0 if result.accepted else 1
+
+
+def _pause(client: ControllerClient, args: argparse.Namespace) -> int:
+    client.pause_toe()
+    return _show(args, {"toe_paused": True}, lambda: "automatic ToE paused\n")
+
+
+def _resume(client: ControllerClient, args: argparse.Namespace) -> int:
+    client.resume_toe()
+    return _show(args, {"toe_paused": False}, lambda: "automatic ToE resumed\n")
+
+
+def _maintenance(client: ControllerClient, args: argparse.Namespace) -> int:
+    kind = MaintenanceKind(args.kind)
+    message = client.set_maintenance(kind, args.name, args.drained)
+    data = {"kind": kind.value, "name": args.name, "drained": args.drained, "message": message}
+    return _show(args, data, lambda: f"{message}\n")
+
+
+def _plan(client: ControllerClient, args: argparse.Namespace) -> int:
+    plan = client.last_plan()
+    return _show(args, plan, lambda: ctl_tables.plan_text(plan))

@@ -1,0 +1,269 @@
+"""The controller's configuration file (``heliostat run --config configs/controller.yaml``).
+
+The accepted form (every section but the three paths is optional; times in seconds)::
+
+    fabric: fabric-8.yaml              # relative paths are relative to this file
+    devices: ../run/devices.yaml
+    store: ../run/heliostat.db         # the SQLite journal
+    solver: highs                      # highs or cbc
+    intervals:
+      te_interval: 30                  # poll counters and run TE
+      prediction_window: 3600          # the ToE prediction is the peak over this window
+      toe_check_interval: 300          # how often the reconfiguration policy is asked
+      stale_after: 90                  # a counter silent this long is reported stale
+    thresholds:
+      te_matrix_change: 0.05           # rerun TE when a pair moves this much (relative)
+      prediction_change: 0.2           # republish the prediction when its peak moves this much
+      matrix_floor_gbps: 1.0           # smaller demands count as this much in both changes
+      reconfig_gain: 0.1               # ToE acts when the predicted MLU improves by this fraction
+      min_reconfig_interval: 3600      # at least this long between two reconfigurations
+      stage_mlu: 0.8                   # a stage may not push the MLU above max(this, MLU at its start)
+      min_qualified_fraction: 0.95     # below this share of new links qualified, the stage rolls back
+    timeouts:                          # per executor step
+      drain: 30
+      verify_drain: 90
+      apply_ocs: 60
+      qualify: 60
+      undrain: 30
+    listen:
+      northbound: 127.0.0.1:50051      # gRPC API (host:port; [v6]:port; port 0 picks one)
+      metrics: 127.0.0.1:9108          # Prometheus HTTP endpoint
+
+Loading validates everything in one place and raises :class:`~optimizer.errors.ConfigError`
+naming the file and the key; unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from controller.estimation import EstimationSettings
+from optimizer import schema
+from optimizer.config import parse_yaml
+from optimizer.errors import ConfigError
+
+TOP_KEYS = ("fabric", "devices", "store", "solver", "intervals", "thresholds", "timeouts", "listen")
+
+
+class Solver(StrEnum):
+    HIGHS = "highs"
+    CBC = "cbc"
+
+
+@dataclass(frozen=True)
+class Intervals:
+    te_interval: float = 30.0
+    prediction_window: float = 3600.0
+    toe_check_interval: float = 300.0
+    stale_after: float = 90.0
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    te_matrix_change: float = 0.05
+    prediction_change: float = 0.2
+    matrix_floor_gbps: float = 1.0
+    reconfig_gain: float = 0.1
+    min_reconfig_interval: float = 3600.0
+    stage_mlu: float = 0.8
+    min_qualified_fraction: float = 0.95
+
+
+@dataclass(frozen=True)
+class StepTimeouts:
+    drain: float = 30.0
+    verify_drain: float = 90.0
+    apply_ocs: float = 60.0
+    qualify: float = 60.0
+    undrain: float = 30.0
+
+    def for_step(self, name: str) -> float:
+        """The timeout of an executor step by its journal name (``drain``, ``apply_ocs``...)."""
+        if name not in _TIMEOUT_KEYS:
+            raise KeyError(f"no timeout for step {name!r}")
+        return float(getattr(self, name))
+
+
+@dataclass(frozen=True)
+class ListenAddress:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Listen:
+    northbound: ListenAddress = field(default_factory=lambda: ListenAddress("127.0.0.1", 50051))
+    metrics: ListenAddress = field(default_factory=lambda: ListenAddress("127.0.0.1", 9108))
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    """A validated controller configuration; paths are absolute."""
+
+    source: str
+    fabric: Path
+    devices: Path
+    store: Path
+    solver: Solver = Solver.HIGHS
+    intervals: Intervals = field(default_factory=Intervals)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    timeouts: StepTimeouts = field(default_factory=StepTimeouts)
+    listen: Listen = field(default_factory=Listen)
+
+    def estimation_settings(self) -> EstimationSettings:
+        return EstimationSettings(
+            stale_after=self.intervals.stale_after,
+            prediction_window=self.intervals.prediction_window,
+            prediction_change=self.thresholds.prediction_change,
+            te_matrix_change=self.thresholds.te_matrix_change,
+            floor_gbps=self.thresholds.matrix_floor_gbps,
+        )
+
+
+_INTERVAL_KEYS = tuple(Intervals.__dataclass_fields__)
+_THRESHOLD_KEYS = tuple(Thresholds.__dataclass_fields__)
+_TIMEOUT_KEYS = tuple(StepTimeouts.__dataclass_fields__)
+_LISTEN_KEYS = tuple(Listen.__dataclass_fields__)
+
+
+def load_controller_config(path: str | Path) -> ControllerConfig:
+    """Read and validate the controller config at ``path``."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(source, "", f"cannot read file: {exc.strerror or exc}") from exc
+    return parse_controller_config(text, source, base_dir=Path(path).resolve().parent)
+
+
+def parse_controller_config(
+    text: str, source: str = "<controller>", base_dir: Path | None = None
+) -> ControllerConfig:
+    return controller_config_from_dict(parse_yaml(text, source), source, base_dir)
+
+
+def controller_config_from_dict(
+    data: object, source: str = "<controller>", base_dir: Path | None = None
+) -> ControllerConfig:
+    """Validate a parsed config; relative paths are resolved against ``base_dir`` (default: cwd)."""
+    base = (base_dir or Path.cwd()).resolve()
+    top = schema.mapping(data, source, "")
+    schema.check_keys(top, source, "", TOP_KEYS, required=("fabric", "devices", "store"))
+    return ControllerConfig(
+        source=source,
+        fabric=_path(top["fabric"], source, "fabric", base),
+        devices=_path(top["devices"], source, "devices", base),
+        store=_path(top["store"], source, "store", base),
+        solver=schema.choice(top.get("solver", Solver.HIGHS.value), source, "solver", Solver),
+        intervals=_intervals(_section(top, "intervals", _INTERVAL_KEYS, source), source),
+        thresholds=_thresholds(_section(top, "thresholds", _THRESHOLD_KEYS, source), source),
+        timeouts=_timeouts(_section(top, "timeouts", _TIMEOUT_KEYS, source), source),
+        listen=_listen(_section(top, "listen", _LISTEN_KEYS, source), source),
+    )
+
+
+def _section(top: Any, key: str, allowed: tuple[str, ...], source: str) -> dict[str, Any]:
+    if key not in top or top[key] is None:
+        return {}
+    section = schema.mapping(top[key], source, key)
+    schema.check_keys(section, source, key, allowed)
+    return dict(section)
+
+
+def _path(value: object, source: str, key: str, base: Path) -> Path:
+    path = Path(schema.string(value, source, key)).expanduser()
+    return path if path.is_absolute() else (base / path).resolve()
+
+
+def _seconds(section: dict[str, Any], name: str, default: float, source: str, section_key: str) -> float:
+    return schema.number(section.get(name, default), source, schema.join(section_key, name), positive=True)
+
+
+def _intervals(section: dict[str, Any], source: str) -> Intervals:
+    d = Intervals()
+    values = {k: _seconds(section, k, getattr(d, k), source, "intervals") for k in _INTERVAL_KEYS}
+    result = Intervals(**values)
+    te = result.te_interval
+    for name in ("prediction_window", "toe_check_interval", "stale_after"):
+        if getattr(result, name) < te:
+            raise ConfigError(
+                source,
+                f"intervals.{name}",
+                f"must be at least te_interval ({te:g} s), got {getattr(result, name):g}",
+            )
+    return result
+
+
+def _fraction(section: dict[str, Any], name: str, default: float, source: str, low_open: bool) -> float:
+    key = f"thresholds.{name}"
+    value = schema.number(section.get(name, default), source, key, positive=low_open, minimum=0.0)
+    if value > 1.0:
+        raise ConfigError(source, key, f"must be at most 1, got {value:g}")
+    return value
+
+
+def _thresholds(section: dict[str, Any], source: str) -> Thresholds:
+    d = Thresholds()
+
+    def nonneg(name: str) -> float:
+        return schema.number(section.get(name, getattr(d, name)), source, f"thresholds.{name}", minimum=0.0)
+
+    return Thresholds(
+        te_matrix_change=nonneg("te_matrix_change"),
+        prediction_change=nonneg("prediction_change"),
+        matrix_floor_gbps=schema.number(
+            section.get("matrix_floor_gbps", d.matrix_floor_gbps),
+            source,
+            "thresholds.matrix_floor_gbps",
+            positive=True,
+        ),
+        reconfig_gain=nonneg("reconfig_gain"),
+        min_reconfig_interval=nonneg("min_reconfig_interval"),
+        stage_mlu=_fraction(section, "stage_mlu", d.stage_mlu, source, low_open=True),
+        min_qualified_fraction=_fraction(
+            section, "min_qualified_fraction", d.min_qualified_fraction, source, low_open=False
+        ),
+    )
+
+
+def _timeouts(section: dict[str, Any], source: str) -> StepTimeouts:
+    d = StepTimeouts()
+    return StepTimeouts(**{k: _seconds(section, k, getattr(d, k), source, "timeouts") for k in _TIMEOUT_KEYS})
+
+
+def _listen(section: dict[str, Any], source: str) -> Listen:
+    d = Listen()
+    return Listen(
+        northbound=_address(section.get("northbound"), d.northbound, source, "listen.northbound"),
+        metrics=_address(section.get("metrics"), d.metrics, source, "listen.metrics"),
+    )
+
+
+def _address(value: object, default: ListenAddress, source: str, key: str) -> ListenAddress:
+    if value is None:
+        return default
+    return parse_listen_address(schema.string(value, source, key), source, key)
+
+
+def parse_listen_address(text: str, source: str = "<listen>", key: str = "address") -> ListenAddress:
+    """``host:port`` or ``[v6-host]:port``; port 0 asks the system for a free one."""
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        if not sep or not rest.startswith(":"):
+            raise ConfigError(source, key, f"expected [host]:port, got {text!r}")
+        port_text = rest[1:]
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep or ":" in host:
+            raise ConfigError(source, key, f"expected host:port (IPv6 as [host]:port), got {text!r}")
+    if not host:
+        raise ConfigError(source, key, f"the host is empty in {text!r}")
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ConfigError(source, key, f"the port must be a number from 0 to 65535, got {port_text!r}")
+    return ListenAddress(host, int(port_text))

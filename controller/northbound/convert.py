@@ -1,0 +1,254 @@
+"""Conversions between the ControllerApi's values and ``heliostat.controller.v1`` messages.
+
+The server encodes with ``*_to_pb``, the client decodes with ``*_from_pb``; a round trip
+gives back what the daemon returned (JSON-shaped dicts compare equal). A value that does
+not have the documented shape raises :class:`ConversionError` naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from controller.api import MaintenanceKind, Phase, StatusSnapshot
+from controller.northbound.errors import ConversionError
+from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ControllerService"].full_name
+
+#: Channel and server arguments of both ends: a plan of a Jupiter-scale reconfiguration lists
+#: tens of thousands of circuits, more than gRPC's default 4 MB.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+MESSAGE_SIZE_OPTIONS: list[tuple[str, int]] = [
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+]
+
+_PHASE_TO_PB: dict[Phase, int] = {
+    phase: pb.Phase.Value(f"PHASE_{phase.name}")
+    for phase in Phase
+    if f"PHASE_{phase.name}" in pb.Phase.DESCRIPTOR.values_by_name
+}
+_PHASE_FROM_PB = {number: phase for phase, number in _PHASE_TO_PB.items()}
+
+_KIND_TO_PB: dict[MaintenanceKind, int] = {
+    MaintenanceKind.BLOCK: pb.MAINTENANCE_KIND_BLOCK,
+    MaintenanceKind.OCS: pb.MAINTENANCE_KIND_OCS,
+}
+_KIND_FROM_PB = {number: kind for kind, number in _KIND_TO_PB.items()}
+
+#: StatusSnapshot fields that are None when unknown (``optional`` in the proto).
+_OPTIONAL_STATUS_FIELDS = (
+    "last_te_time",
+    "last_toe_time",
+    "mlu",
+    "measured_mlu",
+    "predicted_mlu",
+    "reconfiguration_id",
+    "stage",
+    "stages_total",
+    "step",
+    "last_error",
+)
+
+
+# -- JSON fields ------------------------------------------------------------------------------
+
+
+def dump_json(value: Any, what: str) -> str:
+    """JSON text of ``value``; numpy scalars and arrays become plain numbers and lists."""
+    try:
+        return json.dumps(value, default=_plain)
+    except (TypeError, ValueError) as exc:
+        raise ConversionError(f"{what}: not JSON-serialisable: {exc}") from exc
+
+
+def load_json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConversionError(f"{what}: invalid JSON: {exc.msg}") from exc
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return value.tolist()
+    if isinstance(value, set | frozenset):
+        return sorted(value)
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+# -- status -----------------------------------------------------------------------------------
+
+
+def phase_to_pb(phase: Phase) -> int:
+    try:
+        return _PHASE_TO_PB[Phase(phase)]
+    except (KeyError, ValueError):
+        raise ConversionError(f"phase: {phase!r} has no value in heliostat.controller.v1.Phase") from None
+
+
+def phase_from_pb(number: int) -> Phase:
+    try:
+        return _PHASE_FROM_PB[number]
+    except KeyError:
+        raise ConversionError(f"phase: unknown value {number}") from None
+
+
+def status_to_pb(status: StatusSnapshot) -> pb.Status:
+    try:
+        message = pb.Status(
+            phase=phase_to_pb(status.phase),
+            fabric=status.fabric,
+            toe_paused=status.toe_paused,
+            te_runs=status.te_runs,
+            toe_runs=status.toe_runs,
+            maintenance=list(status.maintenance),
+            details_json=dump_json(dict(status.details), "status.details"),
+        )
+        for name in _OPTIONAL_STATUS_FIELDS:
+            value = getattr(status, name)
+            if value is not None:
+                setattr(message, name, value)
+    except (TypeError, ValueError) as exc:
+        raise ConversionError(f"status: {exc}") from exc
+    return message
+
+
+def status_from_pb(message: pb.Status) -> StatusSnapshot:
+    optional = {
+        name: getattr(message, name) if message.HasField(name) else None for name in _OPTIONAL_STATUS_FIELDS
+    }
+    details = load_json(message.details_json, "status.details") if message.details_json else {}
+    return StatusSnapshot(
+        phase=phase_from_pb(message.phase),
+        fabric=message.fabric,
+        toe_paused=message.toe_paused,
+        te_runs=message.te_runs,
+        toe_runs=message.toe_runs,
+        maintenance=tuple(message.maintenance),
+        details=details,
+        **optional,
+    )
+
+
+def status_to_json(status: StatusSnapshot) -> dict[str, Any]:
+    """The status as ``heliostat ctl status --format json`` prints it."""
+    data = {name: getattr(status, name) for name in StatusSnapshot.__dataclass_fields__}
+    data["phase"] = Phase(status.phase).value
+    data["maintenance"] = list(status.maintenance)
+    return data
+
+
+# -- maintenance ------------------------------------------------------------------------------
+
+
+def kind_to_pb(kind: MaintenanceKind) -> int:
+    return _KIND_TO_PB[MaintenanceKind(kind)]
+
+
+def kind_from_pb(number: int) -> MaintenanceKind | None:
+    """The kind, or None when it is unset or unknown."""
+    return _KIND_FROM_PB.get(number)
+
+
+# -- topology ---------------------------------------------------------------------------------
+
+
+def topology_to_pb(data: Mapping[str, Any]) -> pb.GetTopologyResponse:
+    """``{"topology": {"links": [{a, b, count}]}, "circuits": [{ocs, a: {block, port}, b}]}``."""
+    topology = _field(data, "topology", "topology", Mapping, "mapping")
+    links = _field(topology, "links", "topology.topology", list | tuple, "list")
+    circuits = _field(data, "circuits", "topology", list | tuple, "list")
+    try:
+        return pb.GetTopologyResponse(
+            links=[pb.Link(a=link["a"], b=link["b"], count=link["count"]) for link in links],
+            circuits=[
+                pb.Circuit(ocs=c["ocs"], a=_end_to_pb(c["a"]), b=_end_to_pb(c["b"])) for c in circuits
+            ],
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConversionError(f"topology: a link or circuit is malformed: {exc!r}") from exc
+
+
+def _end_to_pb(end: Mapping[str, Any]) -> pb.CircuitEnd:
+    return pb.CircuitEnd(block=end["block"], port=end["port"])
+
+
+def topology_from_pb(message: pb.GetTopologyResponse) -> dict[str, Any]:
+    return {
+        "topology": {"links": [{"a": x.a, "b": x.b, "count": x.count} for x in message.links]},
+        "circuits": [
+            {
+                "ocs": c.ocs,
+                "a": {"block": c.a.block, "port": c.a.port},
+                "b": {"block": c.b.block, "port": c.b.port},
+            }
+            for c in message.circuits
+        ],
+    }
+
+
+# -- matrices ---------------------------------------------------------------------------------
+
+
+def matrices_to_pb(data: Mapping[str, Any]) -> pb.GetMatricesResponse:
+    """``{"current": {src: {dst: gbps}} | None, "prediction": ... | None, "time": t | None}``."""
+    if not isinstance(data, Mapping):
+        raise ConversionError(f"matrices: expected a mapping, got {type(data).__name__}")
+    message = pb.GetMatricesResponse()
+    for key in ("current", "prediction"):
+        matrix = data.get(key)
+        if matrix is not None:
+            getattr(message, key).CopyFrom(_matrix_to_pb(matrix, f"matrices.{key}"))
+    if data.get("time") is not None:
+        try:
+            message.time = data["time"]
+        except (TypeError, ValueError) as exc:
+            raise ConversionError(f"matrices.time: {exc}") from exc
+    return message
+
+
+def _matrix_to_pb(matrix: Any, what: str) -> pb.TrafficMatrix:
+    if not isinstance(matrix, Mapping):
+        raise ConversionError(f"{what}: expected {{src: {{dst: gbps}}}}, got {type(matrix).__name__}")
+    try:
+        return pb.TrafficMatrix(
+            demands=[
+                pb.Demand(src=src, dst=dst, gbps=gbps)
+                for src, row in matrix.items()
+                for dst, gbps in row.items()
+            ]
+        )
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise ConversionError(f"{what}: a demand is malformed: {exc}") from exc
+
+
+def matrices_from_pb(message: pb.GetMatricesResponse) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for key in ("current", "prediction"):
+        data[key] = _matrix_from_pb(getattr(message, key)) if message.HasField(key) else None
+    data["time"] = message.time if message.HasField("time") else None
+    return data
+
+
+def _matrix_from_pb(message: pb.TrafficMatrix) -> dict[str, dict[str, float]]:
+    matrix: dict[str, dict[str, float]] = {}
+    for demand in message.demands:
+        matrix.setdefault(demand.src, {})[demand.dst] = demand.gbps
+    return matrix
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _field(data: Any, key: str, what: str, kind: Any, kind_name: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise ConversionError(f"{what}: expected a mapping, got {type(data).__name__}")
+    if key not in data:
+        raise ConversionError(f"{what}: the key {key!r} is missing")
+    value = data[key]
+    if not isinstance(value, kind):
+        raise ConversionError(f"{what}.{key}: expected a {kind_name}, got {type(value).__name__}")
+    return value

@@ -1,0 +1,284 @@
+"""The northbound gRPC server: ``heliostat.controller.v1.ControllerService`` over a ControllerApi,
+with grpc.health.v1 health checking and server reflection, beside the metrics endpoint.
+
+Every RPC calls one ControllerApi method. An :class:`ApiError` becomes its status code
+(see :mod:`controller.northbound.errors`); any other exception is logged and becomes
+INTERNAL, and the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent import futures
+from dataclasses import dataclass
+from typing import Self, TypeVar
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from controller.api import ApiError, ApiErrorCode, ControllerApi, MaintenanceKind
+from controller.config import ListenAddress, parse_listen_address
+from controller.metrics import ControllerMetrics
+from controller.northbound import convert
+from controller.northbound.errors import API_ERROR_METADATA_KEY, STATUS_OF_API_ERROR, NorthboundError
+from controller.northbound.metrics_http import MetricsHttpServer, start_metrics_http
+from optimizer.fabric import Fabric
+from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
+from southbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
+from southbound.tls import ServerTlsConfig, TlsConfigError
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = convert.SERVICE_NAME
+DEFAULT_HISTORY_LIMIT = 20
+MAX_HISTORY_LIMIT = 1000
+
+T = TypeVar("T")
+
+
+class ControllerServicer(pb_grpc.ControllerServiceServicer):
+    """Translates each RPC to one ControllerApi call. ``fabric``, when given, lets requests
+    naming an unknown block or OCS be refused before they reach the daemon."""
+
+    def __init__(self, api: ControllerApi, metrics_address: str = "", fabric: Fabric | None = None) -> None:
+        self._api = api
+        self._metrics_address = metrics_address
+        self._fabric = fabric
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def GetStatus(self, request: pb.GetStatusRequest, context: grpc.ServicerContext) -> pb.GetStatusResponse:
+        def handle() -> pb.GetStatusResponse:
+            status = convert.status_to_pb(self._api.status())
+            return pb.GetStatusResponse(status=status, metrics_address=self._metrics_address)
+
+        return self._serve(context, "GetStatus", handle)
+
+    def GetTopology(
+        self, request: pb.GetTopologyRequest, context: grpc.ServicerContext
+    ) -> pb.GetTopologyResponse:
+        return self._serve(context, "GetTopology", lambda: convert.topology_to_pb(self._api.topology()))
+
+    def GetMatrices(
+        self, request: pb.GetMatricesRequest, context: grpc.ServicerContext
+    ) -> pb.GetMatricesResponse:
+        return self._serve(context, "GetMatrices", lambda: convert.matrices_to_pb(self._api.matrices()))
+
+    def ListReconfigurations(
+        self, request: pb.ListReconfigurationsRequest, context: grpc.ServicerContext
+    ) -> pb.ListReconfigurationsResponse:
+        def handle() -> pb.ListReconfigurationsResponse:
+            limit = request.limit if request.HasField("limit") else DEFAULT_HISTORY_LIMIT
+            if not 1 <= limit <= MAX_HISTORY_LIMIT:
+                raise _invalid("limit", f"must be from 1 to {MAX_HISTORY_LIMIT}, got {limit}")
+            entries = self._api.history(limit)
+            if not isinstance(entries, list | tuple):
+                raise convert.ConversionError(f"history: expected a list, got {type(entries).__name__}")
+            return pb.ListReconfigurationsResponse(
+                reconfigurations_json=[convert.dump_json(e, f"history[{i}]") for i, e in enumerate(entries)]
+            )
+
+        return self._serve(context, "ListReconfigurations", handle)
+
+    def GetLastPlan(
+        self, request: pb.GetLastPlanRequest, context: grpc.ServicerContext
+    ) -> pb.GetLastPlanResponse:
+        def handle() -> pb.GetLastPlanResponse:
+            return pb.GetLastPlanResponse(plan_json=convert.dump_json(self._api.last_plan(), "plan"))
+
+        return self._serve(context, "GetLastPlan", handle)
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def TriggerToe(
+        self, request: pb.TriggerToeRequest, context: grpc.ServicerContext
+    ) -> pb.TriggerToeResponse:
+        def handle() -> pb.TriggerToeResponse:
+            result = self._api.trigger_toe(dry_run=request.dry_run)
+            response = pb.TriggerToeResponse(
+                accepted=result.accepted, dry_run=result.dry_run, message=result.message
+            )
+            if result.plan is not None:
+                response.plan_json = convert.dump_json(result.plan, "plan")
+            return response
+
+        return self._serve(context, "TriggerToe", handle)
+
+    def PauseToe(self, request: pb.PauseToeRequest, context: grpc.ServicerContext) -> pb.PauseToeResponse:
+        def handle() -> pb.PauseToeResponse:
+            self._api.pause_toe()
+            return pb.PauseToeResponse()
+
+        return self._serve(context, "PauseToe", handle)
+
+    def ResumeToe(self, request: pb.ResumeToeRequest, context: grpc.ServicerContext) -> pb.ResumeToeResponse:
+        def handle() -> pb.ResumeToeResponse:
+            self._api.resume_toe()
+            return pb.ResumeToeResponse()
+
+        return self._serve(context, "ResumeToe", handle)
+
+    def SetMaintenance(
+        self, request: pb.SetMaintenanceRequest, context: grpc.ServicerContext
+    ) -> pb.SetMaintenanceResponse:
+        def handle() -> pb.SetMaintenanceResponse:
+            kind = convert.kind_from_pb(request.kind)
+            if kind is None:
+                raise _invalid("kind", "must be block or ocs")
+            name = request.name
+            if not name.strip():
+                raise _invalid("name", f"the {kind.value} name must not be empty")
+            self._check_known(kind, name)
+            message = self._api.set_maintenance(kind, name, request.drained)
+            return pb.SetMaintenanceResponse(message=str(message))
+
+        return self._serve(context, "SetMaintenance", handle)
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _check_known(self, kind: MaintenanceKind, name: str) -> None:
+        fabric = self._fabric
+        if fabric is None:
+            return  # the daemon checks the name
+        if kind is MaintenanceKind.BLOCK and not fabric.has_block(name):
+            raise _invalid("name", f"fabric {fabric.name!r} has no block {name!r}")
+        if kind is MaintenanceKind.OCS and name not in {o.name for o in fabric.ocs}:
+            raise _invalid("name", f"fabric {fabric.name!r} has no OCS {name!r}")
+
+    def _serve(self, context: grpc.ServicerContext, rpc: str, handle: Callable[[], T]) -> T:
+        try:
+            return handle()
+        except ApiError as exc:
+            log.info("northbound %s refused: %s", rpc, exc)
+            context.set_trailing_metadata(((API_ERROR_METADATA_KEY, exc.code.value),))
+            code, details = STATUS_OF_API_ERROR[exc.code], exc.message
+        except Exception as exc:
+            log.exception("northbound %s failed", rpc)
+            code, details = grpc.StatusCode.INTERNAL, f"{rpc} failed: {type(exc).__name__}: {exc}"
+        context.abort(code, details)
+        raise NorthboundError(f"{rpc}: grpc context.abort returned")  # abort always raises
+
+
+def _invalid(field: str, problem: str) -> ApiError:
+    return ApiError(ApiErrorCode.INVALID_ARGUMENT, f"{field}: {problem}")
+
+
+@dataclass
+class NorthboundServers:
+    """The running gRPC API and metrics endpoint, with their bound addresses."""
+
+    grpc_server: grpc.Server
+    grpc_address: ListenAddress
+    health: health.HealthServicer
+    metrics: MetricsHttpServer | None = None
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    @property
+    def grpc_port(self) -> int:
+        return self.grpc_address.port
+
+    @property
+    def metrics_address(self) -> ListenAddress | None:
+        return self.metrics.address if self.metrics else None
+
+    @property
+    def metrics_port(self) -> int | None:
+        return self.metrics.address.port if self.metrics else None
+
+    def stop(self, grace_s: float = 1.0) -> None:
+        """Report NOT_SERVING, let calls in flight finish for up to ``grace_s``, then close both
+        servers. Calling it again does nothing."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        self.health.enter_graceful_shutdown()
+        self.grpc_server.stop(grace_s).wait()
+        if self.metrics is not None:
+            self.metrics.stop()
+        log.info("northbound API on %s stopped", self.grpc_address)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def start_northbound(
+    api: ControllerApi,
+    listen_address: ListenAddress | str,
+    metrics: ControllerMetrics | None = None,
+    metrics_address: ListenAddress | str | None = None,
+    *,
+    fabric: Fabric | None = None,
+    tls: ServerTlsConfig | None = None,
+    max_workers: int = 8,
+) -> NorthboundServers:
+    """Serve ``api`` over gRPC at ``listen_address`` and, when ``metrics`` and
+    ``metrics_address`` are given, its registry over HTTP. Port 0 picks a free port; the
+    returned handle has the bound addresses. Raises NorthboundError if an address cannot be
+    bound (nothing is left running then). In the daemon::
+
+        servers = start_northbound(
+            daemon, config.listen.northbound, metrics, config.listen.metrics, fabric=fabric
+        )
+        ...
+        servers.stop()
+    """
+    grpc_target = _address(listen_address, "listen.northbound")
+    metrics_server = None
+    if metrics is not None and metrics_address is not None:
+        metrics_server = start_metrics_http(metrics.registry, _address(metrics_address, "listen.metrics"))
+    try:
+        return _start_grpc(api, grpc_target, metrics_server, fabric, tls, max_workers)
+    except BaseException:
+        if metrics_server is not None:
+            metrics_server.stop()
+        raise
+
+
+def _start_grpc(
+    api: ControllerApi,
+    target: ListenAddress,
+    metrics_server: MetricsHttpServer | None,
+    fabric: Fabric | None,
+    tls: ServerTlsConfig | None,
+    max_workers: int,
+) -> NorthboundServers:
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers, thread_name_prefix="northbound"),
+        options=[("grpc.so_reuseport", 0), *convert.MESSAGE_SIZE_OPTIONS],
+    )
+    metrics_text = str(metrics_server.address) if metrics_server else ""
+    pb_grpc.add_ControllerServiceServicer_to_server(ControllerServicer(api, metrics_text, fabric), server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    for service in ("", SERVICE_NAME):
+        health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
+    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    try:
+        if tls is None:
+            port = server.add_insecure_port(str(target))
+        else:
+            port = server.add_secure_port(str(target), tls.server_credentials())
+    except (RuntimeError, TlsConfigError) as exc:
+        raise NorthboundError(f"cannot serve the northbound API on {target}: {exc}") from exc
+    if port == 0:
+        raise NorthboundError(f"cannot serve the northbound API on {target}")
+    server.start()
+    bound = ListenAddress(target.host, port)
+    log.info("northbound API on %s", bound)
+    return NorthboundServers(server, bound, health_servicer, metrics_server)
+
+
+def _address(value: ListenAddress | str, key: str) -> ListenAddress:
+    if isinstance(value, ListenAddress):
+        return value
+    return parse_listen_address(value, "<northbound>", key)

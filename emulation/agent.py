@@ -1,0 +1,144 @@
+"""A device agent: one gRPC server on loopback serving one emulated device, with
+grpc.health.v1 health checking and server reflection. It can be killed and restarted on
+the same port (the device's state survives: devices fail static)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent import futures
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from emulation.ocs_device import OcsDevice
+from emulation.servicers import OcsServicer, PacketSwitchServicer
+from emulation.switch_device import BlockSwitch
+from southbound.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
+from southbound.tls import ServerTlsConfig
+
+log = logging.getLogger(__name__)
+
+OCS_SERVICE = ocs_pb2.DESCRIPTOR.services_by_name["OcsService"].full_name
+SWITCH_SERVICE = packet_switch_pb2.DESCRIPTOR.services_by_name["PacketSwitchService"].full_name
+
+
+class AgentError(RuntimeError):
+    """The agent could not start (e.g. its port is taken)."""
+
+
+class DeviceAgent:
+    """Serves one device. ``start()`` binds 127.0.0.1 on an OS-chosen port the first time
+    and the same port after a ``stop()``."""
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        register: Callable[[grpc.Server], None],
+        service_name: str,
+        *,
+        host: str = "127.0.0.1",
+        tls: ServerTlsConfig | None = None,
+        max_workers: int = 8,
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self.host = host
+        self.port = 0
+        self._register = register
+        self._service_name = service_name
+        self._tls = tls
+        self._max_workers = max_workers
+        self._server: grpc.Server | None = None
+        self._health: health.HealthServicer | None = None
+        self._serving = True
+        self._lock = threading.Lock()
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    def start(self) -> str:
+        with self._lock:
+            if self._server is not None:
+                return self.address
+            server = grpc.server(
+                futures.ThreadPoolExecutor(self._max_workers, thread_name_prefix=self.name),
+                options=[("grpc.so_reuseport", 0)],
+            )
+            self._register(server)
+            health_servicer = health.HealthServicer()
+            health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+            self._health = health_servicer
+            self._publish_health()
+            reflection.enable_server_reflection(
+                (self._service_name, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+            )
+            target = f"{self.host}:{self.port}"
+            try:
+                if self._tls is None:
+                    port = server.add_insecure_port(target)
+                else:
+                    port = server.add_secure_port(target, self._tls.server_credentials())
+            except RuntimeError as exc:
+                raise AgentError(f"{self.name}: cannot listen on {target}: {exc}") from exc
+            if port == 0:
+                raise AgentError(f"{self.name}: cannot listen on {target}")
+            server.start()
+            self.port = port
+            self._server = server
+            log.debug("%s listening on %s", self.name, self.address)
+            return self.address
+
+    def set_serving(self, serving: bool) -> None:
+        """Report SERVING or NOT_SERVING on the health service (e.g. while the device
+        behind the agent is unreachable)."""
+        with self._lock:
+            self._serving = serving
+            self._publish_health()
+
+    def _publish_health(self) -> None:
+        if self._health is None:
+            return
+        status = (health_pb2.HealthCheckResponse.SERVING if self._serving
+                  else health_pb2.HealthCheckResponse.NOT_SERVING)
+        for service in ("", self._service_name):
+            self._health.set(service, status)
+
+    def stop(self, grace_s: float | None = None) -> None:
+        with self._lock:
+            server, self._server = self._server, None
+        if server is not None:
+            server.stop(grace_s).wait()
+            log.debug("%s stopped", self.name)
+
+
+def ocs_agent(device: OcsDevice, tls: ServerTlsConfig | None = None) -> DeviceAgent:
+    servicer = OcsServicer(device)
+    return DeviceAgent(
+        device.name,
+        "ocs",
+        lambda server: ocs_pb2_grpc.add_OcsServiceServicer_to_server(servicer, server),
+        OCS_SERVICE,
+        tls=tls,
+    )
+
+
+def switch_agent(device: BlockSwitch, tls: ServerTlsConfig | None = None) -> DeviceAgent:
+    servicer = PacketSwitchServicer(device)
+    return DeviceAgent(
+        device.name,
+        "block",
+        lambda server: packet_switch_pb2_grpc.add_PacketSwitchServiceServicer_to_server(
+            servicer, server
+        ),
+        SWITCH_SERVICE,
+        tls=tls,
+    )

@@ -1,0 +1,184 @@
+"""``heliostat emulate``: run an emulated fabric as a service until interrupted.
+
+Plugs into the ``heliostat`` CLI like the modules of ``controller/commands/`` (it has
+``register(sub)``, whose handler is :func:`run_command`); also runs alone as
+``python -m emulation.service --fabric configs/fabric-8.yaml`` through :func:`main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from emulation.fabric import Demand, EmulatedFabric, FabricError
+from optimizer.config import load_fabric
+from optimizer.errors import ConfigError
+from optimizer.fabric import Fabric
+from optimizer.traffic import TrafficMatrix, load_matrix
+from southbound.tls import ServerTlsConfig, TlsConfig, TlsConfigError
+
+log = logging.getLogger(__name__)
+
+
+DESCRIPTION = (
+    "Run an emulated fabric (gRPC devices + flow-level data plane) until interrupted, "
+    "printing where its devices listen."
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``emulate`` subcommand to the heliostat CLI."""
+    p = sub.add_parser("emulate", help="run an emulated fabric as a service",
+                       description=DESCRIPTION)
+    add_arguments(p)
+    p.set_defaults(handler=run_command)
+
+
+def build_parser(prog: str = "heliostat emulate") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fabric", required=True, type=Path, help="fabric YAML (configs/*.yaml)")
+    p.add_argument("--demand", type=Path, action="append",
+                   help="traffic matrix file (CSV src,dst,gbps or JSON); repeat it for a "
+                   "series that cycles every --demand-period emulated seconds")
+    p.add_argument("--demand-period", type=float, default=60.0,
+                   help="emulated seconds each matrix of a series holds (default: %(default)s)")
+    p.add_argument("--devices-file", type=Path, default=Path("heliostat-devices.yaml"),
+                   help="where to write the device endpoints (default: %(default)s)")
+    p.add_argument("--speed", type=float, default=1.0,
+                   help="emulated seconds per real second (default: %(default)s)")
+    p.add_argument("--tick", type=float, default=1.0,
+                   help="emulated seconds per data-plane step (default: %(default)s)")
+    p.add_argument("--switching-time-ms", type=float, default=50.0,
+                   help="OCS switching time (default: %(default)s)")
+    p.add_argument("--duration", type=float, default=0.0,
+                   help="stop after this many real seconds (default: run until interrupted)")
+    tls = p.add_argument_group("TLS (all optional; without --tls-cert devices are plaintext)")
+    tls.add_argument("--tls-cert", type=Path, help="device server certificate (PEM)")
+    tls.add_argument("--tls-key", type=Path, help="device server private key (PEM)")
+    tls.add_argument("--tls-client-ca", type=Path,
+                     help="require client certificates signed by this CA (mutual TLS)")
+    tls.add_argument("--tls-ca", type=Path, help="CA for clients, written to the devices file")
+    tls.add_argument("--tls-client-cert", type=Path, help="client certificate for the devices file")
+    tls.add_argument("--tls-client-key", type=Path, help="client key for the devices file")
+    tls.add_argument("--tls-server-name", help="server name clients expect, for the devices file")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry point: ``python -m emulation.service ...``."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return run_command(args)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the fabric described by parsed ``emulate`` arguments; returns the exit status."""
+    if args.speed <= 0 or args.tick <= 0 or args.demand_period <= 0:
+        print("error: --speed, --tick and --demand-period must be positive", file=sys.stderr)
+        return 2
+    try:
+        fabric_model = load_fabric(args.fabric)
+        demand = _demand(args, fabric_model)
+        server_tls = client_tls = None
+        if args.tls_cert or args.tls_key:
+            if not (args.tls_cert and args.tls_key):
+                raise TlsConfigError("--tls-cert and --tls-key go together")
+            server_tls = ServerTlsConfig(args.tls_cert, args.tls_key, args.tls_client_ca)
+        if args.tls_ca:
+            client_tls = TlsConfig(args.tls_ca, args.tls_client_cert, args.tls_client_key,
+                                   args.tls_server_name)
+        fabric = EmulatedFabric(
+            fabric_model,
+            switching_time_s=args.switching_time_ms / 1000.0,
+            tick_s=args.tick,
+            devices_file=args.devices_file,
+            server_tls=server_tls,
+            client_tls=client_tls,
+        )
+    except (ConfigError, TlsConfigError, FabricError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    stop = threading.Event()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        return _serve(fabric, demand, stop, args.speed, args.duration)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _serve(
+    fabric: EmulatedFabric,
+    demand: Demand | None,
+    stop: threading.Event,
+    speed: float,
+    duration_s: float,
+) -> int:
+    fabric_model = fabric.fabric
+    with fabric:
+        if demand is not None:
+            fabric.set_demand(demand)
+        print(f"fabric {fabric_model.name}: {len(fabric.agents)} devices; "
+              f"devices file {fabric.devices_file.resolve()}")
+        for name, agent in fabric.agents.items():
+            print(f"  {name:12s} {agent.kind:6s} {agent.address}")
+        sys.stdout.flush()
+        run(fabric, stop, speed=speed, duration_s=duration_s)
+        stats = fabric.stats()
+        print(f"stopped at t={stats.time_s:.1f}s: mlu={stats.mlu:.3f} "
+              f"delivered={stats.delivered_bytes:.3e}B dropped={stats.dropped_bytes:.3e}B "
+              f"blackholed={stats.blackholed_bytes:.3e}B")
+    return 0
+
+
+def _demand(args: argparse.Namespace, fabric_model: Fabric) -> Demand | None:
+    """One matrix, or a cycling series of them, from the --demand files."""
+    if not args.demand:
+        return None
+    matrices = [load_matrix(path, fabric_model) for path in args.demand]
+    if len(matrices) == 1:
+        return matrices[0]
+    period = args.demand_period
+
+    def series(now: float) -> TrafficMatrix:
+        return matrices[int(now // period) % len(matrices)]
+
+    return series
+
+
+def run(fabric: EmulatedFabric, stop: threading.Event, *, speed: float, duration_s: float) -> None:
+    """Step the fabric in real time scaled by ``speed`` until ``stop`` is set."""
+    started = time.monotonic()
+    emulated_start = fabric.clock.now()
+    report_every = 10.0
+    next_report = started + report_every
+    while not stop.is_set():
+        if duration_s and time.monotonic() - started >= duration_s:
+            break
+        stop.wait(fabric.tick_s / speed)
+        target = emulated_start + (time.monotonic() - started) * speed
+        behind = target - fabric.clock.now()
+        if behind > 0:
+            fabric.step(behind)
+        if time.monotonic() >= next_report:
+            s = fabric.stats()
+            log.info("t=%.1fs mlu=%.3f dropped=%.3eB blackholed=%.3eB", s.time_s, s.mlu,
+                     s.dropped_bytes, s.blackholed_bytes)
+            next_report += report_every
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Southbound protos (heliostat.southbound.v1) and their committed generated stubs."""

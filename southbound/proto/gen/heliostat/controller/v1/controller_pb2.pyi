@@ -1,0 +1,226 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Phase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PHASE_UNSPECIFIED: _ClassVar[Phase]
+    PHASE_STARTING: _ClassVar[Phase]
+    PHASE_IDLE: _ClassVar[Phase]
+    PHASE_PLANNING: _ClassVar[Phase]
+    PHASE_RECONFIGURING: _ClassVar[Phase]
+    PHASE_ROLLING_BACK: _ClassVar[Phase]
+    PHASE_STOPPING: _ClassVar[Phase]
+
+class MaintenanceKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MAINTENANCE_KIND_UNSPECIFIED: _ClassVar[MaintenanceKind]
+    MAINTENANCE_KIND_BLOCK: _ClassVar[MaintenanceKind]
+    MAINTENANCE_KIND_OCS: _ClassVar[MaintenanceKind]
+PHASE_UNSPECIFIED: Phase
+PHASE_STARTING: Phase
+PHASE_IDLE: Phase
+PHASE_PLANNING: Phase
+PHASE_RECONFIGURING: Phase
+PHASE_ROLLING_BACK: Phase
+PHASE_STOPPING: Phase
+MAINTENANCE_KIND_UNSPECIFIED: MaintenanceKind
+MAINTENANCE_KIND_BLOCK: MaintenanceKind
+MAINTENANCE_KIND_OCS: MaintenanceKind
+
+class GetStatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Status(_message.Message):
+    __slots__ = ("phase", "fabric", "toe_paused", "te_runs", "toe_runs", "last_te_time", "last_toe_time", "mlu", "measured_mlu", "predicted_mlu", "reconfiguration_id", "stage", "stages_total", "step", "last_error", "maintenance", "details_json")
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    FABRIC_FIELD_NUMBER: _ClassVar[int]
+    TOE_PAUSED_FIELD_NUMBER: _ClassVar[int]
+    TE_RUNS_FIELD_NUMBER: _ClassVar[int]
+    TOE_RUNS_FIELD_NUMBER: _ClassVar[int]
+    LAST_TE_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_TOE_TIME_FIELD_NUMBER: _ClassVar[int]
+    MLU_FIELD_NUMBER: _ClassVar[int]
+    MEASURED_MLU_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_MLU_FIELD_NUMBER: _ClassVar[int]
+    RECONFIGURATION_ID_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    STAGES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
+    phase: Phase
+    fabric: str
+    toe_paused: bool
+    te_runs: int
+    toe_runs: int
+    last_te_time: float
+    last_toe_time: float
+    mlu: float
+    measured_mlu: float
+    predicted_mlu: float
+    reconfiguration_id: int
+    stage: int
+    stages_total: int
+    step: str
+    last_error: str
+    maintenance: _containers.RepeatedScalarFieldContainer[str]
+    details_json: str
+    def __init__(self, phase: _Optional[_Union[Phase, str]] = ..., fabric: _Optional[str] = ..., toe_paused: _Optional[bool] = ..., te_runs: _Optional[int] = ..., toe_runs: _Optional[int] = ..., last_te_time: _Optional[float] = ..., last_toe_time: _Optional[float] = ..., mlu: _Optional[float] = ..., measured_mlu: _Optional[float] = ..., predicted_mlu: _Optional[float] = ..., reconfiguration_id: _Optional[int] = ..., stage: _Optional[int] = ..., stages_total: _Optional[int] = ..., step: _Optional[str] = ..., last_error: _Optional[str] = ..., maintenance: _Optional[_Iterable[str]] = ..., details_json: _Optional[str] = ...) -> None: ...
+
+class GetStatusResponse(_message.Message):
+    __slots__ = ("status", "metrics_address")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    METRICS_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    status: Status
+    metrics_address: str
+    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., metrics_address: _Optional[str] = ...) -> None: ...
+
+class GetTopologyRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Link(_message.Message):
+    __slots__ = ("a", "b", "count")
+    A_FIELD_NUMBER: _ClassVar[int]
+    B_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    a: str
+    b: str
+    count: int
+    def __init__(self, a: _Optional[str] = ..., b: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+
+class CircuitEnd(_message.Message):
+    __slots__ = ("block", "port")
+    BLOCK_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    block: str
+    port: int
+    def __init__(self, block: _Optional[str] = ..., port: _Optional[int] = ...) -> None: ...
+
+class Circuit(_message.Message):
+    __slots__ = ("ocs", "a", "b")
+    OCS_FIELD_NUMBER: _ClassVar[int]
+    A_FIELD_NUMBER: _ClassVar[int]
+    B_FIELD_NUMBER: _ClassVar[int]
+    ocs: str
+    a: CircuitEnd
+    b: CircuitEnd
+    def __init__(self, ocs: _Optional[str] = ..., a: _Optional[_Union[CircuitEnd, _Mapping]] = ..., b: _Optional[_Union[CircuitEnd, _Mapping]] = ...) -> None: ...
+
+class GetTopologyResponse(_message.Message):
+    __slots__ = ("links", "circuits")
+    LINKS_FIELD_NUMBER: _ClassVar[int]
+    CIRCUITS_FIELD_NUMBER: _ClassVar[int]
+    links: _containers.RepeatedCompositeFieldContainer[Link]
+    circuits: _containers.RepeatedCompositeFieldContainer[Circuit]
+    def __init__(self, links: _Optional[_Iterable[_Union[Link, _Mapping]]] = ..., circuits: _Optional[_Iterable[_Union[Circuit, _Mapping]]] = ...) -> None: ...
+
+class GetMatricesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Demand(_message.Message):
+    __slots__ = ("src", "dst", "gbps")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    DST_FIELD_NUMBER: _ClassVar[int]
+    GBPS_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    dst: str
+    gbps: float
+    def __init__(self, src: _Optional[str] = ..., dst: _Optional[str] = ..., gbps: _Optional[float] = ...) -> None: ...
+
+class TrafficMatrix(_message.Message):
+    __slots__ = ("demands",)
+    DEMANDS_FIELD_NUMBER: _ClassVar[int]
+    demands: _containers.RepeatedCompositeFieldContainer[Demand]
+    def __init__(self, demands: _Optional[_Iterable[_Union[Demand, _Mapping]]] = ...) -> None: ...
+
+class GetMatricesResponse(_message.Message):
+    __slots__ = ("current", "prediction", "time")
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    PREDICTION_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    current: TrafficMatrix
+    prediction: TrafficMatrix
+    time: float
+    def __init__(self, current: _Optional[_Union[TrafficMatrix, _Mapping]] = ..., prediction: _Optional[_Union[TrafficMatrix, _Mapping]] = ..., time: _Optional[float] = ...) -> None: ...
+
+class ListReconfigurationsRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+
+class ListReconfigurationsResponse(_message.Message):
+    __slots__ = ("reconfigurations_json",)
+    RECONFIGURATIONS_JSON_FIELD_NUMBER: _ClassVar[int]
+    reconfigurations_json: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, reconfigurations_json: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TriggerToeRequest(_message.Message):
+    __slots__ = ("dry_run",)
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    dry_run: bool
+    def __init__(self, dry_run: _Optional[bool] = ...) -> None: ...
+
+class TriggerToeResponse(_message.Message):
+    __slots__ = ("accepted", "dry_run", "message", "plan_json")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PLAN_JSON_FIELD_NUMBER: _ClassVar[int]
+    accepted: bool
+    dry_run: bool
+    message: str
+    plan_json: str
+    def __init__(self, accepted: _Optional[bool] = ..., dry_run: _Optional[bool] = ..., message: _Optional[str] = ..., plan_json: _Optional[str] = ...) -> None: ...
+
+class PauseToeRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class PauseToeResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ResumeToeRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ResumeToeResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SetMaintenanceRequest(_message.Message):
+    __slots__ = ("kind", "name", "drained")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DRAINED_FIELD_NUMBER: _ClassVar[int]
+    kind: MaintenanceKind
+    name: str
+    drained: bool
+    def __init__(self, kind: _Optional[_Union[MaintenanceKind, str]] = ..., name: _Optional[str] = ..., drained: _Optional[bool] = ...) -> None: ...
+
+class SetMaintenanceResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class GetLastPlanRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetLastPlanResponse(_message.Message):
+    __slots__ = ("plan_json",)
+    PLAN_JSON_FIELD_NUMBER: _ClassVar[int]
+    plan_json: str
+    def __init__(self, plan_json: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,63 @@
+"""Driver registry: (transport, device kind) -> client factory.
+
+The gRPC transport is built in; another transport (the OpenFlow agent) registers its own
+factories on the registry the controller uses::
+
+    registry = default_registry()
+    registry.register("openflow", "block", make_openflow_switch_client)
+    client = registry.create(devices["blk-a"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from southbound.devices import DeviceConfig
+from southbound.ocs_client import OcsClient
+from southbound.switch_client import SwitchClient
+
+ClientFactory = Callable[[DeviceConfig], Any]
+
+
+class UnknownTransport(LookupError):
+    """No driver is registered for a device's transport and kind."""
+
+
+class DriverRegistry:
+    def __init__(self) -> None:
+        self._factories: dict[tuple[str, str], ClientFactory] = {}
+
+    def register(self, transport: str, kind: str, factory: ClientFactory) -> None:
+        """Register (or replace) the factory for devices of ``kind`` over ``transport``."""
+        self._factories[(transport, kind)] = factory
+
+    def transports(self) -> set[str]:
+        return {transport for transport, _ in self._factories}
+
+    def create(self, device: DeviceConfig) -> Any:
+        try:
+            factory = self._factories[(device.transport, device.kind)]
+        except KeyError:
+            known = ", ".join(f"{t}/{k}" for t, k in sorted(self._factories)) or "none"
+            raise UnknownTransport(
+                f"device {device.name}: no driver for transport {device.transport!r} and kind "
+                f"{device.kind!r} (registered: {known})"
+            ) from None
+        return factory(device)
+
+
+def _grpc_ocs(device: DeviceConfig) -> OcsClient:
+    return OcsClient(device.address, name=device.name, tls=device.tls, options=device.options)
+
+
+def _grpc_switch(device: DeviceConfig) -> SwitchClient:
+    return SwitchClient(device.address, name=device.name, tls=device.tls, options=device.options)
+
+
+def default_registry() -> DriverRegistry:
+    """A new registry with the gRPC drivers for both device kinds."""
+    registry = DriverRegistry()
+    registry.register("grpc", "ocs", _grpc_ocs)
+    registry.register("grpc", "block", _grpc_switch)
+    return registry
