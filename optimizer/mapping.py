@@ -14,22 +14,33 @@
 
 The algorithm is polynomial (no ILP over ports):
 
-1. split every pair's circuits over the failure domains (greedy, keeping circuits in the
-   domain they are in, then alternating-chain repairs so each block fits every domain);
-2. per domain, orient the pairs north-to-south with a min-cost flow;
-3. per domain, fill the OCSes one by one with a bipartite min-cost flow that keeps the
-   OCS's current circuits and leaves the later OCSes a feasible remainder (Koenig);
-4. give kept circuits their old ports and new circuits free ports.
+1. split every pair's circuits over the failure domains, keeping them in the domain they
+   are in (greedy with alternating-chain repairs; if a pair stays over its limit, a
+   bipartite flow split that always fits the ports is tried too);
+2. per domain, recolour (:mod:`optimizer.mapping_recolour`): an exchange LP swaps
+   surplus circuits for deficit ones on the same OCS at no extra cost, the rest of the
+   pairs are oriented north-to-south by a min-cost flow, remaining circuits are inserted
+   directly or along Kempe chains, and a Kempe-interchange local search tidies up; if
+   that ever gets stuck, orient and fill the OCSes one by one with bipartite flows that
+   leave the later OCSes a feasible remainder (Koenig), which always succeeds;
+3. give kept circuits their old ports and new circuits free ports.
+
+Changed circuits against the lower bound: see ``benchmarks/RESULTS_mapping.md`` (with one
+north and one south port per block per OCS, as in Jupiter, even the exact optimum is
+about 1.5x the bound; with more ports per OCS the mapping comes within a few percent).
 
 Modules: :mod:`optimizer.mapping_ports` (port groups, ``any`` OCSes),
-:mod:`optimizer.mapping_domains` (step 1), :mod:`optimizer.mapping_ocs` (steps 2-4),
+:mod:`optimizer.mapping_domains` (step 1), :mod:`optimizer.mapping_recolour` with
+:mod:`optimizer.mapping_edges`, :mod:`optimizer.mapping_exchange`,
+:mod:`optimizer.mapping_chains`, :mod:`optimizer.mapping_flips` (step 2),
+:mod:`optimizer.mapping_ocs` (orientation, the flow fallback, step 3),
 :mod:`optimizer.mapping_flow` (the flow LPs).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -41,10 +52,13 @@ from optimizer.fabric import Fabric
 from optimizer.mapping_domains import pair_domain_limit, split_over_domains
 from optimizer.mapping_ocs import assign_ports, current_orientation, orient, split_over_ocs
 from optimizer.mapping_ports import OcsPorts, PortModel, build_port_model, require_same_blocks
-from optimizer.mapping_recolour import RecolouringStuck, recolour
+from optimizer.mapping_recolour import RecolouringStuck, recolour, recolour_pairs
 from optimizer.topology import Circuit, Topology
 
 log = logging.getLogger(__name__)
+
+SMALL_DOMAIN_SIZE = 512  # OCSes x blocks in a domain, below which several seeds are tried
+SMALL_DOMAIN_SEEDS = 4
 
 __all__ = [
     "BalanceViolation",
@@ -125,10 +139,24 @@ def _reorder(top: Topology, blocks: Sequence[str]) -> np.ndarray:
 
 def domain_pair_counts(fabric: Fabric, circuits: Sequence[Circuit]) -> dict[int, Topology]:
     """Per failure domain, the topology formed by the circuits on its OCSes."""
-    by_domain: dict[int, list[Circuit]] = {d: [] for d in fabric.domains}
+    return {d: Topology(fabric.block_names, m) for d, m in _pair_matrices(fabric, circuits).items()}
+
+
+def _pair_matrices(fabric: Fabric, circuits: Sequence[Circuit]) -> dict[int, np.ndarray]:
+    """Per domain, the symmetric pair-count matrix of the circuits (fast path)."""
+    n = fabric.n_blocks
+    block_of = {(w.ocs, w.port): fabric.block_index(w.block) for w in fabric.wiring}
+    domain_of = {o.name: o.domain for o in fabric.ocs}
+    out = {d: np.zeros((n, n), dtype=np.int64) for d in fabric.domains}
     for c in circuits:
-        by_domain[fabric.ocs_named(c.ocs).domain].append(c)
-    return {d: Topology.from_circuits(fabric, cs) for d, cs in by_domain.items()}
+        try:
+            a, b = block_of[(c.ocs, c.a)], block_of[(c.ocs, c.b)]
+        except KeyError:
+            raise ValueError(f"circuit {c} uses an uncabled port") from None
+        m = out[domain_of[c.ocs]]
+        m[a, b] += 1
+        m[b, a] += 1
+    return out
 
 
 def domain_balance_violations(
@@ -163,12 +191,25 @@ def map_topology(
     target: Topology,
     current: Sequence[Circuit] = (),
     source: str = "<topology>",
+    rebalance: bool = False,
+    exchange_plan: bool = True,
 ) -> MappingResult:
     """Circuits realising ``target`` on ``fabric``, keeping as many of ``current`` as possible.
 
     ``current`` may be any valid set of circuits (the uniform mesh, a previous result,
-    nothing at all). Raises :class:`~optimizer.errors.ConfigError` when the topology is
-    over other blocks than the fabric or a current circuit is invalid, and
+    nothing at all).
+
+    Every pair whose circuit count changes is balanced over the domains. A pair whose
+    count stays the same keeps its circuits even if today's are unbalanced (so an
+    unchanged topology rewires nothing), unless ``rebalance`` is set; the result lists
+    unbalanced pairs in ``balance_violations`` either way.
+
+    ``exchange_plan=False`` skips the exchange LP of
+    :mod:`optimizer.mapping_recolour`: about twice as fast at 64 blocks, with more
+    circuits changed (see ``benchmarks/RESULTS_mapping.md``).
+
+    Raises :class:`~optimizer.errors.ConfigError` when the topology is over other blocks
+    than the fabric or a current circuit is invalid, and
     :class:`~optimizer.errors.InfeasibleError` (naming the block) when a block needs more
     circuits than it has ports or the circuits cannot be placed.
     """
@@ -190,13 +231,27 @@ def map_topology(
     domain_ports = capacity.sum(axis=1)
     total_ports = int(domain_ports.sum())
     limit = np.stack([pair_domain_limit(wanted, int(p), total_ports) for p in domain_ports])
-    current_by_domain = np.stack([_symmetric(current_orientation(ocs_by_domain[d], n)) for d in domains])
-    split = split_over_domains(wanted, current_by_domain, capacity, limit, names)
+    current_directed = np.stack([current_orientation(ocs_by_domain[d], n) for d in domains])
+    current_by_domain = current_directed + np.transpose(current_directed, (0, 2, 1))
+    if not rebalance:
+        unchanged = wanted == current_by_domain.sum(axis=0)
+        limit = np.where(unchanged[None, :, :], np.maximum(limit, current_by_domain), limit)
+    split = split_over_domains(wanted, current_directed, capacity, limit, names)
     counts_by_ocs: dict[str, np.ndarray] = {}
     for di, d in enumerate(domains):
         ocs_list = ocs_by_domain[d]
+        where = f"failure domain {d}"
         try:
-            per_ocs = recolour(ocs_list, _orient_domain(ocs_list, split.counts[di], names, f"failure domain {d}"))
+            if _odd_any_ocs(ocs_list, n):
+                directed = _orient_domain(ocs_list, split.counts[di], names, where)
+                per_ocs = recolour(ocs_list, directed, exchange_plan=exchange_plan)
+            else:
+                orienter = _orienter(ocs_list, split.counts[di], names, where)
+                # Small domains are cheap: try a few seeds (deterministic) and keep the best.
+                seeds = range(SMALL_DOMAIN_SEEDS if len(ocs_list) * n <= SMALL_DOMAIN_SIZE else 1)
+                tries = [recolour_pairs(ocs_list, split.counts[di], orienter, seed=seed,
+                                        exchange_plan=exchange_plan) for seed in seeds]
+                per_ocs = max(tries, key=lambda t: _kept(ocs_list, t))
         except RecolouringStuck as exc:
             log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
             per_ocs = _flow_construction(ocs_list, split.counts[di], names, f"failure domain {d}")
@@ -206,17 +261,66 @@ def map_topology(
     circuits: list[Circuit] = []
     for o, counts in zip(model.ocs, per_ocs, strict=True):
         circuits.extend(assign_ports(o, counts))
-    realised = Topology.from_circuits(fabric, circuits)
-    if not np.array_equal(np.asarray(realised.counts), wanted):
+    realised = sum(_pair_matrices(fabric, circuits).values())
+    if not np.array_equal(realised, wanted):
         raise SolverError("internal error: the mapped circuits do not realise the target topology")
     return _result(fabric, current, circuits)
 
 
-def _orient_domain(ocs_list: Sequence[OcsPorts], pairs: np.ndarray, names: tuple[str, ...], where: str) -> np.ndarray:
+def _kept(ocs_list: Sequence[OcsPorts], per_ocs: Sequence[np.ndarray]) -> int:
+    """Today's circuits that per-OCS directed counts keep."""
+    return sum(min(int(c[a, b]), len(cur)) for o, c in zip(ocs_list, per_ocs, strict=True)
+               for (a, b), cur in o.current.items())
+
+
+def _odd_any_ocs(ocs_list: Sequence[OcsPorts], n: int) -> list[OcsPorts]:
+    """The ``any`` OCSes on which some block has an odd number of ports."""
+    return [o for o in ocs_list if o.flexible and any(
+        (o.north_budget(a) + o.south_budget(a)) % 2 for a in range(n))]
+
+
+def _orienter(
+    ocs_list: Sequence[OcsPorts], pairs: np.ndarray, names: tuple[str, ...], where: str
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Orientation of the domain's pairs that agrees most with given directed counts."""
     n = len(names)
     north = np.array([sum(o.north_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
     south = np.array([sum(o.south_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
-    return orient(pairs, north, south, current_orientation(ocs_list, n), names, where)
+    return lambda current: orient(pairs, north, south, current, names, where)
+
+
+def _orient_domain(
+    ocs_list: Sequence[OcsPorts], pairs: np.ndarray, names: tuple[str, ...], where: str
+) -> np.ndarray:
+    """Orient the domain's pairs. On ``any`` OCSes with an odd per-block share, the free
+    ports then take the sides the orientation needs (round-robin over those OCSes); with
+    even shares the half-and-half split of :mod:`optimizer.mapping_ports` always works."""
+    n = len(names)
+    odd_any = _odd_any_ocs(ocs_list, n)
+    flex = np.array([sum(o.flexible_count(a) for o in odd_any) for a in range(n)], dtype=np.int64)
+    north = np.array([sum(o.north_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
+    south = np.array([sum(o.south_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
+    fixed_north = north - np.array(
+        [sum(len(set(o.north[a]) & o.flexible[a]) for o in odd_any) for a in range(n)],
+        dtype=np.int64,
+    )
+    fixed_south = north + south - flex - fixed_north
+    directed = orient(pairs, fixed_north + flex, fixed_south + flex, current_orientation(ocs_list, n),
+                      names, where)
+    if flex.any():
+        out = directed.sum(axis=1)
+        for a in np.nonzero(flex)[0].tolist():
+            need = int(np.clip(out[a] - fixed_north[a], 0, flex[a]))
+            any_ocs = [o for o in odd_any if o.flexible_count(a)]
+            share = dict.fromkeys(range(len(any_ocs)), 0)
+            while need:
+                for i, o in enumerate(any_ocs):
+                    if need and share[i] < o.flexible_count(a):
+                        share[i] += 1
+                        need -= 1
+            for i, o in enumerate(any_ocs):
+                o.set_flexible_north(a, share[i])
+    return directed
 
 
 def _flow_construction(
@@ -249,9 +353,9 @@ def _result(fabric: Fabric, current: Sequence[Circuit], circuits: list[Circuit])
     kept = new_set & old_set
     removed = tuple(sorted(old_set - new_set))
     added = tuple(sorted(new_set - old_set))
-    old_top = Topology.from_circuits(fabric, current)
-    new_top = Topology.from_circuits(fabric, circuits)
+    old_top = Topology(fabric.block_names, sum(_pair_matrices(fabric, current).values()))
     per_domain = domain_pair_counts(fabric, circuits)
+    new_top = Topology(fabric.block_names, sum(np.asarray(t.counts) for t in per_domain.values()))
     result = MappingResult(
         circuits=tuple(sorted(circuits)),
         kept=len(kept),

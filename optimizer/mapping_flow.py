@@ -11,7 +11,7 @@ parallel columns with rising cost: still a flow, still integral.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,7 +41,7 @@ def concave_segments(total: int, keep_here: int, free_before_penalty: int) -> li
     """
     cuts = sorted({0, total, min(max(keep_here, 0), total), min(max(free_before_penalty, 0), total)})
     out: list[Segment] = []
-    for lo, hi in zip(cuts, cuts[1:], strict=False):
+    for lo, hi in itertools.pairwise(cuts):
         if hi <= lo:
             continue
         t = lo + 1
@@ -80,27 +80,3 @@ def solve_network_lp(
     if np.max(np.abs(x - result.x), initial=0.0) > INTEGRALITY_TOLERANCE:
         raise SolverError("flow LP returned a fractional solution")
     return x.astype(np.int64)
-
-
-@dataclass
-class SegmentColumns:
-    """Columns of an LP built from per-arc segments: which arc each column belongs to."""
-
-    arc: list[int]
-    cost: list[float]
-    upper: list[int]
-
-    @classmethod
-    def empty(cls) -> SegmentColumns:
-        return cls([], [], [])
-
-    def add(self, arc: int, segments: Sequence[Segment], tie_break: float = 0.0) -> None:
-        for s in segments:
-            self.arc.append(arc)
-            self.cost.append(-s.value + tie_break)
-            self.upper.append(s.length)
-
-    def totals(self, x: np.ndarray, n_arcs: int) -> np.ndarray:
-        return np.bincount(np.asarray(self.arc, dtype=np.int64), weights=x, minlength=n_arcs).astype(
-            np.int64
-        )

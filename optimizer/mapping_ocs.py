@@ -116,7 +116,7 @@ def split_over_ocs(
         later_current -= here
         later_north -= north_cap[i]
         later_south -= south_cap[i]
-        x = _fill_one_ocs(remaining, here, later_current, north_cap[i], south_cap[i],
+        x = fill_one_part(remaining, here, later_current, north_cap[i], south_cap[i],
                           later_north, later_south)
         if x is None:
             out_left = remaining.sum(axis=1)
@@ -134,7 +134,7 @@ def split_over_ocs(
     return out
 
 
-def _fill_one_ocs(
+def fill_one_part(
     remaining: np.ndarray,
     here: np.ndarray,
     later_current: np.ndarray,
@@ -142,13 +142,24 @@ def _fill_one_ocs(
     south_cap: np.ndarray,
     later_north: np.ndarray,
     later_south: np.ndarray,
+    arc_upper: np.ndarray | None = None,
+    arc_lower: np.ndarray | None = None,
 ) -> np.ndarray | None:
+    """One part (an OCS, or a failure domain) of the directed demand ``remaining``.
+
+    A bipartite flow: at most ``north_cap``/``south_cap`` per block, at least what the
+    later parts cannot take (``later_north``/``later_south``), optionally per-arc bounds;
+    keeping ``here`` (today's circuits in this part) is worth one, using demand that a
+    later part could keep costs one. None when infeasible.
+    """
     n = remaining.shape[0]
     ea, eb = np.nonzero(remaining)
     if ea.size == 0:
         return np.zeros((n, n), dtype=np.int64)
     rem = remaining[ea, eb]
     total = np.minimum(rem, np.minimum(north_cap[ea], south_cap[eb]))
+    if arc_upper is not None:
+        total = np.minimum(total, arc_upper[ea, eb])
     keep = np.minimum(here[ea, eb], total)
     free = np.clip(rem - later_current[ea, eb], 0, total)
     # Three segments per arc: worth +1 (keeps here, steals nothing), 0, and -1.
@@ -172,6 +183,19 @@ def _fill_one_ocs(
     in_left = remaining.sum(axis=0)
     lo = np.concatenate([np.maximum(out_left - later_north, 0), np.maximum(in_left - later_south, 0)])
     hi = np.concatenate([north_cap, south_cap])
+    if arc_lower is not None:
+        low = arc_lower[ea, eb]
+        bounded = np.nonzero(low > 0)[0]
+        if bounded.size:
+            position = np.full(ea.size, -1)
+            position[bounded] = np.arange(bounded.size)
+            cols = np.nonzero(position[arcs] >= 0)[0]
+            extra = sp.csr_matrix(
+                (np.ones(cols.size), (position[arcs][cols], cols)), shape=(bounded.size, m)
+            )
+            rows = sp.vstack([rows, extra]).tocsr()
+            lo = np.concatenate([lo, low[bounded]])
+            hi = np.concatenate([hi, np.full(bounded.size, np.inf)])
     x = solve_network_lp(-values, lengths, rows, lo.astype(float), hi.astype(float))
     if x is None:
         return None

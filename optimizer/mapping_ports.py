@@ -37,6 +37,19 @@ class OcsPorts:
     north: list[list[int]]
     south: list[list[int]]
     current: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
+    flexible: list[set[int]] = field(default_factory=list)
+
+    def flexible_count(self, block: int) -> int:
+        """Ports of ``block`` on an ``any`` OCS whose virtual side may still change."""
+        return len(self.flexible[block]) if self.flexible else 0
+
+    def set_flexible_north(self, block: int, count: int) -> None:
+        """Make ``count`` of the block's flexible ports north and the others south."""
+        flex = sorted(self.flexible[block])
+        fixed_north = [p for p in self.north[block] if p not in self.flexible[block]]
+        fixed_south = [p for p in self.south[block] if p not in self.flexible[block]]
+        self.north[block] = fixed_north + flex[:count]
+        self.south[block] = fixed_south + flex[count:]
 
     def north_budget(self, block: int) -> int:
         return len(self.north[block])
@@ -90,6 +103,8 @@ def build_port_model(fabric: Fabric, current: Sequence[Circuit], source: str = "
             for w in wired:
                 (north if side_of[w.port] is Side.NORTH else south)[block_of[w.port]].append(w.port)
         ports = OcsPorts(ocs.name, oi, ocs.domain, north, south)
+        if ocs.sides is OcsSides.ANY:
+            ports.flexible = [set(north[b]) | set(south[b]) for b in range(n)]
         for c in circuits:
             sa, sb = side_of[c.a], side_of[c.b]
             if sa is Side.NORTH and sb is Side.SOUTH:
@@ -100,6 +115,9 @@ def build_port_model(fabric: Fabric, current: Sequence[Circuit], source: str = "
                 unkeepable.append(c)
                 continue
             ports.current.setdefault((block_of[n_port], block_of[s_port]), []).append((n_port, s_port))
+            if ports.flexible:
+                ports.flexible[block_of[n_port]].discard(n_port)
+                ports.flexible[block_of[s_port]].discard(s_port)
         model.append(ports)
     return PortModel(model, unkeepable)
 
@@ -107,40 +125,75 @@ def build_port_model(fabric: Fabric, current: Sequence[Circuit], source: str = "
 def _label_any_ocs(
     wired: list, block_of: dict[int, int], circuits: list[Circuit], n: int, any_index: int
 ) -> dict[int, Side]:
-    """Virtual sides for an ``any`` OCS: per block half north, half south, agreeing with
-    as many current circuits as possible (each such circuit gets one north and one south end)."""
+    """Virtual sides for an ``any`` OCS.
+
+    Every current circuit gets one north and one south end, oriented along Euler trails
+    so that each block has at most ``ceil(used/2)`` north and south ends; the free ports
+    then fill each block up to half north, half south (for an odd share the extra port
+    alternates between north and south from one block and ``any`` OCS to the next).
+    """
     ports_of: list[list[int]] = [[] for _ in range(n)]
     for w in wired:
         ports_of[block_of[w.port]].append(w.port)
-    north_left = [0] * n
-    south_left = [0] * n
+    side: dict[int, Side] = {}
+    for north_port, south_port in _euler_orientation(
+        [(block_of[c.a], c.a, block_of[c.b], c.b) for c in sorted(circuits)], n
+    ):
+        side[north_port], side[south_port] = Side.NORTH, Side.SOUTH
     for b, plist in enumerate(ports_of):
         k = len(plist)
-        extra = k % 2 if (any_index + b) % 2 == 0 else 0
-        north_left[b] = k // 2 + extra
-        south_left[b] = k - north_left[b]
-    side: dict[int, Side] = {}
-    for c in sorted(circuits):
-        a, b = block_of[c.a], block_of[c.b]
-        if north_left[a] and south_left[b]:
-            side[c.a], side[c.b] = Side.NORTH, Side.SOUTH
-            north_left[a] -= 1
-            south_left[b] -= 1
-        elif north_left[b] and south_left[a]:
-            side[c.b], side[c.a] = Side.NORTH, Side.SOUTH
-            north_left[b] -= 1
-            south_left[a] -= 1
-    for b, plist in enumerate(ports_of):
+        want_north = k // 2 + (k % 2 if (any_index + b) % 2 == 0 else 0)
+        used_north = sum(1 for p in plist if side.get(p) is Side.NORTH)
+        used_south = sum(1 for p in plist if side.get(p) is Side.SOUTH)
+        north_left = min(max(want_north, used_north), k - used_south) - used_north
         for p in plist:
             if p in side:
                 continue
-            if north_left[b]:
+            if north_left > 0:
                 side[p] = Side.NORTH
-                north_left[b] -= 1
+                north_left -= 1
             else:
                 side[p] = Side.SOUTH
-                south_left[b] -= 1
     return side
+
+
+def _euler_orientation(edges: list[tuple[int, int, int, int]], n: int) -> list[tuple[int, int]]:
+    """Orient edges ``(block, port, block, port)`` along Euler trails: every block gets
+    out- and in-degree at most ``ceil(degree / 2)``. Returns (north port, south port)."""
+    dummy = n
+    adjacency: dict[int, list[int]] = {}
+    ends: list[tuple[int, int, int, int]] = list(edges)
+    degree = [0] * (n + 1)
+    for i, (a, _, b, _) in enumerate(ends):
+        adjacency.setdefault(a, []).append(i)
+        adjacency.setdefault(b, []).append(i)
+        degree[a] += 1
+        degree[b] += 1
+    for v in range(n):
+        if degree[v] % 2:
+            ends.append((v, -1, dummy, -1))
+            adjacency.setdefault(v, []).append(len(ends) - 1)
+            adjacency.setdefault(dummy, []).append(len(ends) - 1)
+    used = [False] * len(ends)
+    oriented: list[tuple[int, int]] = []
+    pointer: dict[int, int] = dict.fromkeys(adjacency, 0)
+    for start in sorted(adjacency):
+        while pointer[start] < len(adjacency[start]):
+            v = start
+            while True:
+                lst = adjacency[v]
+                while pointer[v] < len(lst) and used[lst[pointer[v]]]:
+                    pointer[v] += 1
+                if pointer[v] == len(lst):
+                    break
+                i = lst[pointer[v]]
+                used[i] = True
+                a, pa, b, pb = ends[i]
+                _tail, tail_port, head, head_port = (a, pa, b, pb) if a == v else (b, pb, a, pa)
+                if tail_port >= 0 and head_port >= 0:
+                    oriented.append((tail_port, head_port))
+                v = head
+    return oriented
 
 
 def require_same_blocks(fabric: Fabric, blocks: Sequence[str], source: str = "<topology>") -> list[int]:

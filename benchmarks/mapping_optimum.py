@@ -1,0 +1,105 @@
+"""How far is the mapping from the true optimum? An exact MIP on small fabrics.
+
+Not part of the product (an ILP over ports does not scale): it solves the mapping
+exactly for small fabrics with HiGHS (scipy.optimize.milp) - the fewest circuits removed
+such that the circuits realise the target, every OCS port is used at most once north to
+south, and every pair respects its domain limit - and prints it beside the polynomial
+mapping's count and the lower bound sum(max(0, L_old - L_new)).
+
+    /work/venv/bin/python -m benchmarks.mapping_optimum
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from optimizer.config import generate_fabric
+from optimizer.mapping import map_topology, pair_domain_limit
+from optimizer.mapping_ports import build_port_model
+from optimizer.topology import mesh_topology, uniform_mesh
+from tests.mapping_helpers import gravity_topology, perturb
+
+log = logging.getLogger("mapping_optimum")
+
+
+def exact_removed(fabric, target, current, time_limit: float = 120.0) -> tuple[int | None, str]:
+    """Fewest removed circuits over all valid mappings (None if the MIP did not finish)."""
+    model = build_port_model(fabric, current)
+    n, n_ocs = fabric.n_blocks, len(model.ocs)
+    arcs = [(a, b) for a in range(n) for b in range(n) if a != b]
+    n_arcs = len(arcs)
+    size = 2 * n_ocs * n_arcs  # x[o, arc] circuits, k[o, arc] kept ones
+
+    def x(o: int, e: int) -> int:
+        return o * n_arcs + e
+
+    def k(o: int, e: int) -> int:
+        return n_ocs * n_arcs + o * n_arcs + e
+
+    rows: list[tuple[list[int], list[float], float, float]] = []
+    for o, ports in enumerate(model.ocs):
+        for v in range(n):
+            rows.append(([x(o, e) for e, (a, _) in enumerate(arcs) if a == v], [], 0, ports.north_budget(v)))
+            rows.append(([x(o, e) for e, (_, b) in enumerate(arcs) if b == v], [], 0, ports.south_budget(v)))
+        for e, arc in enumerate(arcs):
+            rows.append(([k(o, e), x(o, e)], [1.0, -1.0], -np.inf, 0))
+            rows.append(([k(o, e)], [], 0, len(ports.current.get(arc, []))))
+    wanted = np.asarray(target.counts)
+    domains = sorted({o.domain for o in model.ocs})
+    for a in range(n):
+        for b in range(a + 1, n):
+            both = (arcs.index((a, b)), arcs.index((b, a)))
+            count = int(wanted[a, b])
+            rows.append(([x(o, e) for o in range(n_ocs) for e in both], [], count, count))
+            for d in domains:
+                cols = [x(o, e) for o in range(n_ocs) if model.ocs[o].domain == d for e in both]
+                rows.append((cols, [], 0, pair_domain_limit(count, 1, len(domains))))
+    data, ri, ci, lo, hi = [], [], [], [], []
+    for r, (cols, vals, low, high) in enumerate(rows):
+        for j, c in enumerate(cols):
+            ri.append(r)
+            ci.append(c)
+            data.append(vals[j] if vals else 1.0)
+        lo.append(low)
+        hi.append(high)
+    matrix = sp.csr_matrix((data, (ri, ci)), shape=(len(rows), size))
+    cost = np.zeros(size)
+    cost[n_ocs * n_arcs:] = -1.0
+    result = milp(cost, constraints=LinearConstraint(matrix, lo, hi), integrality=np.ones(size),
+                  bounds=Bounds(0, 1 << 20), options={"time_limit": time_limit})
+    if result.status != 0 or result.fun is None:
+        return None, result.message
+    return len(current) - round(-result.fun), "optimal"
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    log.info("| fabric | change | lower bound | exact optimum | polynomial mapping | mapping time (s) |")
+    log.info("|---|---|---:|---:|---:|---:|")
+    cases = [
+        ("8 blocks x 64, 32 OCS (1N/1S per OCS), 4 domains", (8, 64, 32, 24, 4)),
+        ("8 blocks x 64, 8 OCS (4N/4S per OCS), 4 domains", (8, 64, 8, 72, 4)),
+    ]
+    for label, params in cases:
+        fabric = generate_fabric(*params[:4], domains=params[4])
+        mesh = uniform_mesh(fabric)
+        for change, target in (
+            ("mesh -> gravity (skew 1)", gravity_topology(fabric, np.random.default_rng(1), 1.0)),
+            ("mesh -> 20% swaps", perturb(mesh_topology(fabric), len(mesh) // 10, np.random.default_rng(1))),
+        ):
+            start = time.perf_counter()
+            result = map_topology(fabric, target, mesh, rebalance=True)
+            seconds = time.perf_counter() - start
+            best, status = exact_removed(fabric, target, mesh)
+            log.info("| %s | %s | %d | %s | %d | %.2f |", label, change, result.lower_bound,
+                     best if best is not None else status, result.removed, seconds)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
