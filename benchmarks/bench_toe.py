@@ -24,6 +24,22 @@ from typing import Any
 
 SKEW = 2.0
 LOAD = 0.5
+NOTES = [
+    "Notes:",
+    "",
+    "- Gravity matrices are scaled so the busiest block sends half its capacity, so no topology can",
+    "  do better than scale 2 (the hose bound), and the uniform mesh already reaches it with transit",
+    "  paths: on these matrices ToE gains stretch (about 1.3-1.5 block hops on the mesh -> about",
+    "  1.01-1.02), not throughput. Matrices the mesh serves badly (bidirectional permutations) are in",
+    "  the tests (`tests/test_toe.py`).",
+    "- removed / LB is the per-OCS mapping's figure (`optimizer/mapping.py`, another branch); ToE's",
+    "  own lower bound is what the table's `lower bound` column shows.",
+    "- Known slow case: at 64 blocks, planning for a ring matrix and a gravity matrix together takes",
+    "  2-3 minutes (a degenerate LP: one column generation round costs ~70k primal simplex",
+    "  iterations). With single matrices (gravity, hotspot, ring) and pairs of gravity or hotspot",
+    "  matrices, the ToE step (`plan_topology`) took 3-21 s at 64 blocks.",
+    "",
+]
 TARGETS = {"seconds_64": 60.0, "rss_gb": 4.0, "bound_ratio": 0.98, "change_ratio": 1.03}
 
 
@@ -190,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             *[f"- {line}" for line in verdict(results)],
             "",
+            *NOTES,
         ]
     )
     print(text)

@@ -14,6 +14,7 @@ from typing import Any
 from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric
 from optimizer.mapping import MappingResult, map_topology
+from optimizer.policy import Decision, ReconfigurePolicy, should_reconfigure
 from optimizer.staging import DEFAULT_THRESHOLD, MluFunction, StagingPlan, stage_changes
 from optimizer.te import TeResult, TeSolver
 from optimizer.toe import ToeKnobs, ToePlan, plan_topology
@@ -54,6 +55,26 @@ class ReconfigurationPlan:
             "topology": self.mapping.topology.to_json(),
             "routing": self.routing.to_json()["routing"],
         }
+
+
+def decide(
+    plan: ReconfigurationPlan,
+    now: float,
+    last_change_at: float | None,
+    policy: ReconfigurePolicy | None = None,
+) -> Decision:
+    """Whether ``plan`` is worth applying (see :func:`optimizer.policy.should_reconfigure`)."""
+    toe = plan.toe
+    return should_reconfigure(
+        current_mlu=toe.current_mlu,
+        proposed_mlu=plan.staging.final_mlu,
+        now=now,
+        last_change_at=last_change_at,
+        policy=policy,
+        current_scale=toe.current_throughput_scale,
+        proposed_scale=toe.throughput_scale,
+        circuits_changed=plan.mapping.removed + plan.mapping.added,
+    )
 
 
 def te_evaluator(solver: TeSolver) -> MluFunction:

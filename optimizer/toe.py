@@ -121,12 +121,16 @@ def plan_topology(
         problem = replace(problem, max_removed=max_removed)
     _check_reachable(fabric, problem, matrices)
 
-    bound, relaxed = solve_relaxation(problem, knobs)
+    current_scale = worst_scale(fabric, current_topo, matrices, evaluate)
+    bound, relaxed = solve_relaxation(problem, knobs, current_scale)
     combined = np.sum([m.gbps for m in matrices], axis=0)
     counts = round_topology(relaxed.counts, problem.budget, problem.current, combined, problem.max_removed)
     topology = Topology(fabric.block_names, counts)
-    scale = worst_scale(fabric, topology, matrices, evaluate)
-    current_scale = worst_scale(fabric, current_topo, matrices, evaluate)
+    scale = (
+        current_scale
+        if np.array_equal(counts, problem.current)
+        else worst_scale(fabric, topology, matrices, evaluate)
+    )
     removed = removed_count(problem.current, counts)
     log.info(
         "toe: scale %.4f (relaxed %.4f, today %.4f), %d circuits removed at least",
@@ -149,14 +153,17 @@ def plan_topology(
     )
 
 
-def solve_relaxation(problem: ToeProblem, knobs: ToeKnobs) -> tuple[float, Relaxation]:
+def solve_relaxation(
+    problem: ToeProblem, knobs: ToeKnobs, current_scale: float | None = None
+) -> tuple[float, Relaxation]:
     """The lexicographic LP: max scale; then min stretch within ``NEAR_OPTIMAL`` of that
     scale; then min removed circuits (+ mesh distance) within ``STRETCH_TOLERANCE`` of that
     stretch. Returns the stage 1 optimum (the bound) and the final solution.
 
     Hysteresis: if today's topology reaches the scale floor with a stretch within twice the
     tolerance, it is returned as it is, so re-planning a plan for the same demand changes
-    nothing (rounding alone moves stretch by a little).
+    nothing (rounding alone moves stretch by a little). ``current_scale`` (today's scale
+    factor, if known) skips that check when today's topology is below the floor.
     """
     lp = ToeLp(problem, mesh_weight=knobs.mesh_weight)
     lp.solve()
@@ -169,7 +176,8 @@ def solve_relaxation(problem: ToeProblem, knobs: ToeKnobs) -> tuple[float, Relax
     lp.set_stage3(least_transit + STRETCH_TOLERANCE, knobs.mesh_weight)
     lp.solve()
     relaxed = lp.result()
-    if relaxed.removed > 0.5:
+    today_may_do = current_scale is None or current_scale >= NEAR_OPTIMAL * best * (1 - 1e-9)
+    if relaxed.removed > 0.5 and today_may_do:
         today = lp.transit_share_of(problem.current)
         if today is not None and today <= least_transit + 2 * STRETCH_TOLERANCE:
             log.info("toe: today's topology is within the stretch tolerance; keeping it")

@@ -22,7 +22,7 @@ paths are always present.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import highspy
 import numpy as np
@@ -35,7 +35,11 @@ _INF = highspy.kHighsInf
 _RC_TOL = 1e-7
 _MAX_ROUNDS = 200
 _SEED_ALL_UP_TO = 24  # blocks: below this every transit path is in the LP from the start
-_SEED_PER_COMMODITY = 6
+_SEED_PER_COMMODITY = 6  # with L fixed (evaluation), where pricing alone converges slowly
+_DUAL_SIMPLEX = 1
+_PRIMAL_SIMPLEX = 4
+_ROUND_BUDGET = 16384  # transit paths added per column generation round (about)
+_SEED_FREE_L = 0  # with L free, pricing converges in a few rounds and extra columns slow HiGHS
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,15 @@ class ToeLp:
     """Build, solve and read back the relaxation. One instance per planning run."""
 
     def __init__(self, problem: ToeProblem, mesh_weight: float = 0.0) -> None:
+        # Work in units of the fastest circuit: Gbit/s figures in the thousands next to
+        # circuit counts make the simplex crawl (theta does not depend on the unit).
+        unit = float(problem.speed.max()) if problem.speed.size and problem.speed.max() > 0 else 1.0
+        problem = replace(
+            problem,
+            speed=problem.speed / unit,
+            demands=tuple(d / unit for d in problem.demands),
+            spine_capacity=problem.spine_capacity / unit,
+        )
         self.p = problem
         n = problem.n
         self.n = n
@@ -315,7 +328,10 @@ class ToeLp:
         eye = np.eye(n, dtype=bool)
         invalid = eye[:, :, None] | eye[None, :, :] | eye[:, None, :]
         width = np.where(invalid, -1.0, width)
-        take = n - 2 if n <= _SEED_ALL_UP_TO else min(_SEED_PER_COMMODITY, n - 2)
+        per_commodity = _SEED_PER_COMMODITY if self.p.fixed is not None else _SEED_FREE_L
+        take = n - 2 if n <= _SEED_ALL_UP_TO else min(per_commodity, n - 2)
+        if take <= 0:
+            return
         best_k = np.argpartition(-width, take - 1, axis=1)[:, :take, :]
         s_idx, _, d_idx = np.indices(best_k.shape)
         for m in range(self.n_matrices):
@@ -336,19 +352,31 @@ class ToeLp:
         if status != highspy.HighsModelStatus.kOptimal:
             raise SolverError(f"topology LP stopped without an optimum: {self.h.modelStatusToString(status)}")
 
-    def solve(self, max_new_per_commodity: int = 4) -> None:
-        """Solve to optimality over all paths, generating transit paths as they pay off."""
+    def solve(self) -> None:
+        """Solve to optimality over all paths, generating transit paths as they pay off.
+
+        Each round adds up to about ``_ROUND_BUDGET`` paths, shared between the matrices, at
+        least 4 per commodity that has paths with negative reduced cost (more when a matrix
+        has few commodities, as a ring has).
+        """
         n = self.n
         eye = np.eye(n, dtype=bool)
         invalid = eye[:, :, None] | eye[None, :, :] | eye[:, None, :]  # s==k, k==d, s==d
         for _ in range(_MAX_ROUNDS):
             self._run()
             self.rounds += 1
+            # new path columns enter at zero: the basis stays primal feasible, so the
+            # primal simplex warm-starts each next round (the dual one starts over)
+            self.h.setOptionValue("simplex_strategy", _PRIMAL_SIMPLEX)
+            self.h.setOptionValue("presolve", "off")
             duals = np.asarray(self.h.getSolution().row_dual)
             added = 0
             new_m, new_s, new_k, new_d = [], [], [], []
             for m in range(self.n_matrices):
                 rows = self.dem_row[m]
+                commodities = max(int((rows >= 0).sum()), 1)
+                per_matrix_budget = _ROUND_BUDGET // self.n_matrices
+                max_new_per_commodity = max(4, -(-per_matrix_budget // commodities))
                 y_dem = np.where(rows >= 0, duals[np.maximum(rows, 0)], 0.0)
                 y_link = duals[self.link_base + m * n * n : self.link_base + (m + 1) * n * n].reshape(n, n)
                 # reduced cost of s -> k -> d: c - (-y_dem[s,d] + y_link[s,k] + y_link[k,d])
@@ -388,6 +416,8 @@ class ToeLp:
         equal-stretch topologies the LP already leans towards today's.
         """
         p = self.p
+        # the basis stays primal feasible while only costs change: primal simplex warm-starts
+        self.h.setOptionValue("simplex_strategy", _PRIMAL_SIMPLEX)
         self._check(self.h.changeColBounds(self.theta_col, theta_floor, _INF), "fixing theta")
         self._check(self.h.changeColCost(self.theta_col, 0.0), "changing costs")
         totals = np.array([max(float(dem.sum()), 1e-12) for dem in p.demands])
@@ -456,6 +486,7 @@ class ToeLp:
         saved_costs = self._transit_cost
         self._set_transit_costs(self._transit_weight)
         self._check(self.h.changeColsBounds(self.n_pairs, cols, lv, lv), "fixing L")
+        self.h.setOptionValue("simplex_strategy", _DUAL_SIMPLEX)  # new bounds: dual warm-starts
         try:
             self.solve()
             share: float | None = self.transit_share()

@@ -10,7 +10,8 @@ import pytest
 from optimizer.config import generate_fabric
 from optimizer.errors import InfeasibleError
 from optimizer.mapping import map_topology
-from optimizer.reconfigure import plan_reconfiguration
+from optimizer.policy import ReconfigurePolicy
+from optimizer.reconfigure import decide, plan_reconfiguration
 from optimizer.toe import ToeKnobs
 from optimizer.topology import Topology, uniform_mesh
 from optimizer.traffic import gravity_matrix
@@ -48,6 +49,16 @@ def test_replanning_from_the_plan_changes_nothing(jupiter8, first):
     again = plan_reconfiguration(jupiter8, gravity_matrix(jupiter8, seed=1, skew=2.0), first.mapping.circuits)
     assert again.mapping.removed == again.mapping.added == 0
     assert again.staging.stages == ()
+    assert not decide(again, now=1e9, last_change_at=None).apply
+
+
+def test_decide_weighs_the_plan_against_today(first):
+    # from the mesh the gravity plan gains stretch, not MLU or throughput (both at the hose bound)
+    decision = decide(first, now=1e9, last_change_at=None, policy=ReconfigurePolicy(min_gain=0.05))
+    assert not decision.apply and "not over" in decision.reason
+    assert decision.gain == pytest.approx(0.0, abs=1e-6)
+    too_soon = decide(first, now=100.0, last_change_at=0.0)
+    assert not too_soon.apply and "minimum interval" in too_soon.reason
 
 
 def _wasteful_mapper(extra: int):
