@@ -159,7 +159,8 @@ def candidate_paths(graph: LinkGraph, src: np.ndarray, dst: np.ndarray) -> Candi
     valid = (first != NO_LINK) & (direct | (second != NO_LINK)) & (vias[None, :] != src[:, None])
     first = np.where(valid, first, NO_LINK)
     second = np.where(valid, second, NO_LINK)
-    caps = graph.capacity_gbps
+    # NO_LINK (-1) picks the appended sentinel, never a real link; masked out below anyway.
+    caps = np.append(graph.capacity_gbps, 0.0)
     cap_first = np.where(valid, caps[first], 0.0)
     cap_second = np.where(second != NO_LINK, caps[second], np.inf)
     bottleneck = np.where(valid, np.minimum(cap_first, cap_second), 0.0)

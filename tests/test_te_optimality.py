@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -226,3 +228,11 @@ def test_jupiter_scale_matches_the_plain_path_lp() -> None:
     assert result.lp_optimal
     assert result.lp_columns < 0.1 * 4032 * 63
     assert all(g.entries <= 128 for g in result.groups)
+
+
+def test_a_fabric_without_circuits_is_infeasible_or_idle_not_a_crash() -> None:
+    fabric = load_fabric(Path(__file__).resolve().parent.parent / "configs" / "fabric-4.yaml")
+    empty = Topology.empty(fabric.block_names)
+    assert min_mlu(fabric, empty, TrafficMatrix.zeros(fabric.block_names)) == 0.0
+    with pytest.raises(InfeasibleError, match="b1->b2"):
+        min_mlu(fabric, empty, matrix(fabric, {("b1", "b2"): 10.0}))
