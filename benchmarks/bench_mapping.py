@@ -91,7 +91,7 @@ def machine() -> dict[str, str]:
 
 def render(rows: list[dict], info: dict[str, str]) -> str:
     lines = [
-        "# Mapping benchmark (`python -m benchmarks.bench_mapping`)",
+        "## Mapping benchmark (`python -m benchmarks.bench_mapping`)",
         "",
         f"Machine: {info['nproc']} CPUs ({info['cpu']}), Python {info['python']}, {info['date']}. "
         "Other jobs shared the machine.",

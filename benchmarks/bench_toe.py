@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(run_child(n))
     text = "\n".join(
         [
-            "# Topology engineering benchmark",
+            "## Topology engineering benchmark",
             "",
             f"Machine: {machine()}.",
             "",
