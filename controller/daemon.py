@@ -8,7 +8,9 @@ again next cycle; nothing that fails in a cycle stops the loop.
 
 Start-up: open the journal, reconcile with what the OCSes report, finish (resume or roll
 back) a reconfiguration a crash left in flight (:meth:`StageExecutor.resume`), and rebuild
-the prediction from the journal's matrix history.
+the prediction from the journal's matrix history. A fresh fabric (nothing journaled, every
+OCS empty) is configured from scratch: the uniform mesh becomes the intended circuits, the
+restore rule installs them, and TE pushes groups once their links are up.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from controller.metrics import ControllerMetrics
 from controller.observe import (
     blocks_out,
     egress_samples,
+    fresh_fabric,
     links_up,
     live_circuits,
     maintenance_ports,
@@ -57,7 +60,7 @@ from controller.toe_run import ToePlanner
 from optimizer.config import load_fabric
 from optimizer.errors import HeliostatError
 from optimizer.policy import ReconfigurePolicy
-from optimizer.topology import Circuit, Topology
+from optimizer.topology import Circuit, Topology, uniform_mesh
 from optimizer.traffic import TrafficMatrix
 from optimizer.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION
 from southbound.devices import DevicesFileError, load_devices_file
@@ -170,17 +173,25 @@ class Daemon:
         if recovery is not None:
             self._recover(recovery)
         else:
-            result = reconcile(None if record is None else record.circuits, self.installed)
-            if result.adopted or result.dropped or record is None:
+            journaled = None if record is None else record.circuits
+            result = reconcile(journaled, self.installed)
+            intended = result.intended
+            if fresh_fabric(journaled, poll.ocs, (o.name for o in self.fabric.ocs)):
+                # Never configured: intend the uniform mesh; the restore rule installs it
+                # (generation-checked, per OCS) and TE follows once its links are up.
+                intended = frozenset(uniform_mesh(self.fabric))
+                log.info("start-up: a fresh fabric (nothing journaled, every OCS empty): "
+                         "configuring the uniform mesh, %d circuits", len(intended))
+                self.journal.save_topology(Topology.from_circuits(self.fabric, intended), intended)
+                self._emit("fresh_fabric", circuits=len(intended))
+            elif result.adopted or result.dropped or record is None:
                 log.info(
                     "start-up: adopted %d circuits from the devices, dropped %d from the journal",
                     len(result.adopted),
                     len(result.dropped),
                 )
-                self.journal.save_topology(
-                    Topology.from_circuits(self.fabric, result.intended), result.intended
-                )
-            self.state = replace(self.state, intended=result.intended)
+                self.journal.save_topology(Topology.from_circuits(self.fabric, intended), intended)
+            self.state = replace(self.state, intended=intended)
         paused = bool(self.journal.get_state("toe_paused", False))
         self.state = replace(self.state, toe_paused=paused)
         self.board.update(phase="idle", toe_paused=paused)

@@ -8,6 +8,9 @@
 - :func:`measured_mlu` — the highest trunk utilisation from per-port transmit rates;
 - :func:`reconcile` — at start-up, what the OCSes should hold, from the journal and what
   the devices report (the devices are the truth for what is installed);
+- :func:`fresh_fabric` — at start-up, whether the fabric was never configured (nothing
+  journaled, every OCS answering, powered and empty): the daemon then intends the uniform
+  mesh, which the restore rule installs;
 - :func:`maintenance_ports` — the block ports a maintenance drain takes out.
 """
 
@@ -113,6 +116,27 @@ def reconcile(journaled: Iterable[Circuit] | None, live: frozenset[Circuit]) -> 
     taken = {(c.ocs, p) for c in adopted for p in (c.a, c.b)}
     dropped = frozenset(c for c in known - live if (c.ocs, c.a) in taken or (c.ocs, c.b) in taken)
     return Reconciled((known - dropped) | adopted, adopted, dropped)
+
+
+def fresh_fabric(
+    journaled: Iterable[Circuit] | None, readings: Mapping[str, OcsReading], ocs: Iterable[str]
+) -> bool:
+    """True when the fabric was never configured: no circuit journaled and every OCS of
+    ``ocs`` answered, is powered and holds no circuit (established or switching).
+
+    An OCS that did not answer or has no power makes this False: its circuits are unknown,
+    so the start-up adopts what it can see instead of configuring from scratch.
+    """
+    if journaled is not None and any(True for _ in journaled):
+        return False
+    names = list(ocs)
+    if not names:
+        return False
+    for name in names:
+        reading = readings.get(name)
+        if reading is None or not reading.powered or reading.circuits or reading.switching:
+            return False
+    return True
 
 
 def maintenance_ports(

@@ -16,7 +16,7 @@ from controller.circuit_plan import plan_circuits
 from controller.decision import Maintenance, MaintenanceTarget
 from controller.drivers import OcsReading, circuit_ends
 from controller.executor import PausePoint
-from controller.observe import live_circuits, maintenance_ports, measured_mlu, reconcile
+from controller.observe import fresh_fabric, live_circuits, maintenance_ports, measured_mlu, reconcile
 from controller.te_push import demand_without, group_tables, usable_circuits
 from controller.toe_run import ToePlanner
 from optimizer.config import load_fabric
@@ -195,6 +195,45 @@ def test_reconcile_adopts_device_circuits_and_keeps_missing_ones_intended() -> N
     assert result.dropped == {gone}  # its port is now used by the adopted circuit
     assert missing in result.intended and adopted in result.intended and gone not in result.intended
     assert reconcile(None, live).intended == live
+
+
+def _empty_readings(**overrides: OcsReading) -> dict[str, OcsReading]:
+    readings = {o.name: OcsReading(o.name, 0, frozenset(), frozenset(), True) for o in FABRIC.ocs}
+    readings.update(overrides)
+    return readings
+
+
+def test_a_fresh_fabric_is_recognised_only_when_nothing_is_journaled_and_every_ocs_is_empty() -> None:
+    names = [o.name for o in FABRIC.ocs]
+    first = names[0]
+    one = next(c for c in MESH if c.ocs == first)
+    assert fresh_fabric(None, _empty_readings(), names)
+    assert fresh_fabric((), _empty_readings(), names)  # an empty journaled topology
+    assert not fresh_fabric([one], _empty_readings(), names)  # the journal knows circuits
+    held = OcsReading(first, 3, frozenset({one}), frozenset(), True)
+    assert not fresh_fabric(None, _empty_readings(**{first: held}), names)
+    switching = OcsReading(first, 3, frozenset(), frozenset({one}), True)
+    assert not fresh_fabric(None, _empty_readings(**{first: switching}), names)
+    unpowered = OcsReading(first, 0, frozenset(), frozenset(), False)
+    assert not fresh_fabric(None, _empty_readings(**{first: unpowered}), names)
+    unanswered = _empty_readings()
+    del unanswered[first]  # unreachable: its circuits are unknown
+    assert not fresh_fabric(None, unanswered, names)
+    assert not fresh_fabric(None, {}, [])
+
+
+def test_a_fresh_fabric_intending_the_mesh_gets_it_installed_before_any_toe() -> None:
+    state = dec.ControlState(intended=MESH)
+    empty = frozenset()
+    state, actions = dec.decide(state, observe(empty, installed=empty), 0.0, SETTINGS)
+    restores = [a for a in actions if isinstance(a, dec.RestoreCircuits)]
+    assert len(restores) == 1 and frozenset(restores[0].circuits) == MESH
+    assert not any(isinstance(a, dec.PlanToe) for a in actions)  # not while circuits are missing
+    # Once installed and up, TE runs on the mesh and nothing is restored again.
+    state = dec.te_finished(state, 0.0, empty, True)
+    state, actions = dec.decide(state, observe(MESH), 1.0, SETTINGS)
+    assert not any(isinstance(a, dec.RestoreCircuits) for a in actions)
+    assert dec.RunTe(f"live topology changed (-0 +{len(MESH)} circuits)") in actions
 
 
 def test_an_unreachable_ocs_keeps_its_last_known_circuits() -> None:
