@@ -496,6 +496,14 @@ class Daemon:
         )
 
     def _plan_toe(self, trigger: str, now: float) -> None:
+        prediction = self.estimation.predictor.prediction or self.matrix
+        if trigger == "auto" and (prediction is None or prediction.total() <= 0):
+            # An idle fabric is healthy: nothing to plan for is not an error.
+            log.info("ToE (auto) skipped: no traffic is predicted")
+            self.state = dec.toe_checked(self.state, now)
+            self.board.update(last_toe_time=now)
+            self._emit("toe", trigger=trigger, apply=False, reason="skipped: no traffic is predicted")
+            return
         self.board.update(phase="planning")
         try:
             proposal = self._propose(trigger, now)

@@ -22,7 +22,7 @@ from controller.daemon_api import DaemonApi
 from controller.journal import IntentState, StepState
 from emulation.fabric import EmulatedFabric
 from optimizer.topology import Circuit
-from optimizer.traffic import hotspot_matrix, uniform_matrix
+from optimizer.traffic import TrafficMatrix, hotspot_matrix, uniform_matrix
 from tests.daemon_support import CONFIGS, controller_config, running_fabric, wait_for
 
 FABRIC_FILE = CONFIGS / "fabric-8.yaml"
@@ -60,7 +60,12 @@ def controller(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Contr
     demand, timeouts = getattr(request, "param", ("uniform", None))
     with running_fabric(FABRIC_FILE, tmp_path, speed=20.0, tick_s=0.25) as fabric:
         model = fabric.fabric
-        tm = uniform_matrix(model, 0.5) if demand == "uniform" else hotspot_matrix(model, seed=1, load=0.4)
+        if demand == "idle":
+            tm = TrafficMatrix.zeros(model.block_names)
+        elif demand == "uniform":
+            tm = uniform_matrix(model, 0.5)
+        else:
+            tm = hotspot_matrix(model, seed=1, load=0.4)
         fabric.set_demand(tm)
         config = load_controller_config(
             controller_config(
@@ -303,3 +308,11 @@ def test_new_links_that_fail_qualification_are_quarantined_or_roll_the_stage_bac
         assert qualify.state is StepState.ROLLED_BACK
         record = ctl.daemon.journal.current_topology()
         assert ctl.device_circuits() == frozenset(record.circuits)
+
+
+@pytest.mark.parametrize("controller", [("idle", None)], indirect=True)
+def test_an_idle_fabric_is_not_an_error(controller: Controller) -> None:
+    wait_for(lambda: controller.count("toe", trigger="auto"), timeout=30, what="an automatic ToE check")
+    assert controller.count("toe", trigger="auto", reason="skipped: no traffic is predicted") >= 1
+    status = controller.api.status()
+    assert status.last_error is None and status.phase is Phase.IDLE
