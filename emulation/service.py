@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 import threading
 import time
 from pathlib import Path
 
 from emulation.fabric import Demand, EmulatedFabric, FabricError
+from emulation.signals import stop_on_signals
 from optimizer.config import load_fabric
 from optimizer.errors import ConfigError
 from optimizer.fabric import Fabric
@@ -109,16 +109,8 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    stop = threading.Event()
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
-    try:
+    with stop_on_signals() as stop:
         return _serve(fabric, demand, stop, args.speed, args.duration)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _serve(

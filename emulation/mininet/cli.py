@@ -12,15 +12,14 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 from emulation.mininet.bootstrap import BootstrapError, bootstrap
 from emulation.mininet.fabric import PacketFabric, PacketFabricError
 from emulation.mininet.plan import PlanError
+from emulation.signals import stop_on_signals
 from optimizer.errors import ConfigError
 from southbound.errors import SouthboundError
 
@@ -68,28 +67,21 @@ def run_command(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="heliostat-packet-"))
-    stop = threading.Event()
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
     try:
-        fabric = PacketFabric.from_config(args.fabric, workdir, tag=args.tag,
-                                          hosts_per_block=args.hosts_per_block,
-                                          bucket_scheme=args.bucket_scheme,
-                                          ocs_switching_time_s=args.switching_time_ms / 1000.0)
-        with fabric:
-            if args.bootstrap:
-                bootstrap(fabric.driver, fabric.fabric)
-            shutil.copyfile(fabric.devices_file, args.devices_file)
-            _print_endpoints(fabric, args.devices_file)
-            stop.wait(args.duration or None)
+        with stop_on_signals() as stop:
+            fabric = PacketFabric.from_config(args.fabric, workdir, tag=args.tag,
+                                              hosts_per_block=args.hosts_per_block,
+                                              bucket_scheme=args.bucket_scheme,
+                                              ocs_switching_time_s=args.switching_time_ms / 1000.0)
+            with fabric:
+                if args.bootstrap:
+                    bootstrap(fabric.driver, fabric.fabric)
+                shutil.copyfile(fabric.devices_file, args.devices_file)
+                _print_endpoints(fabric, args.devices_file)
+                stop.wait(args.duration or None)
     except (ConfigError, PlanError, PacketFabricError, BootstrapError, SouthboundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     return 0
 
 
