@@ -1,5 +1,9 @@
 """ToE as the daemon runs it: plan the topology, map it onto the OCSes, judge it, stage it.
 
+Planning and mapping are :func:`optimizer.reconfigure.plan_target`, the same as ``heliostat
+toe`` (so both plan the same circuits for the same input, starved-block repair included);
+the daemon adds its evaluator, its staging threshold, the policy verdict and the smaller
+change it tries when staging is blocked, and stages only a plan it will apply or show.
 Pure (no I/O, no clock: ``now`` is an argument); the daemon journals and executes the result.
 """
 
@@ -10,17 +14,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from controller.circuit_plan import plan_circuits
 from controller.decision import toe_verdict
 from controller.stage_plan import reconfiguration_plan
 from optimizer.fabric import Fabric
 from optimizer.policy import Decision, ReconfigurePolicy
+from optimizer.reconfigure import plan_target
 from optimizer.staging import StagingBlocked, stage_changes
 from optimizer.te import min_mlu
-from optimizer.toe import ToeKnobs, plan_topology
-from optimizer.toe_round import port_budget
+from optimizer.toe import ToeKnobs
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 from optimizer.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION
@@ -52,50 +53,6 @@ class ToePlanner:
 
     def evaluate(self, fabric: Fabric, topology: Topology, tm: TrafficMatrix) -> float:
         return min_mlu(fabric, topology, tm, spine=())
-
-    def _fill_starved_blocks(self, topology: Topology, tm: TrafficMatrix) -> Topology:
-        """Give ports a rounded topology left free to a block (two at a time), taking one
-        circuit from the least loaded pair, while that lowers the MLU.
-
-        The ToE rounding can leave a block with free ports when every other block is full
-        (all its relaxed links were fractional); no pair can then be added, but trading one
-        circuit x-y for x-b and y-b can. Kept only when TE says it is better.
-        """
-        counts = np.array(topology.counts, dtype=np.int64)
-        budget = port_budget(self.fabric)
-        demand = tm.gbps + tm.gbps.T
-        best = self.evaluate(self.fabric, topology, tm)
-        for _ in range(int(budget.sum())):
-            spare = budget - counts.sum(axis=1)
-            if not (spare >= 2).any():
-                break
-            b = int(np.argmax(spare))
-            load = np.where(counts >= 2, demand / np.maximum(counts, 1), np.inf)
-            load[b, :] = load[:, b] = np.inf
-            x, y = np.unravel_index(int(np.argmin(load)), load.shape)
-            if not np.isfinite(load[x, y]):
-                break
-            trial = counts.copy()
-            trial[x, y] -= 1
-            trial[y, x] -= 1
-            for z in (x, y):
-                trial[b, z] += 1
-                trial[z, b] += 1
-            candidate = Topology(topology.blocks, trial)
-            mlu = self.evaluate(self.fabric, candidate, tm)
-            if not mlu < best - 1e-9:
-                break
-            log.info(
-                "ToE: %s had %d free ports; traded a %s-%s circuit for two of its own (MLU %.4f -> %.4f)",
-                topology.blocks[b],
-                spare[b],
-                topology.blocks[x],
-                topology.blocks[y],
-                best,
-                mlu,
-            )
-            counts, best = trial, mlu
-        return Topology(topology.blocks, counts)
 
     def propose(
         self,
@@ -135,15 +92,14 @@ class ToePlanner:
         policy: ReconfigurePolicy,
         max_change: float,
     ) -> Proposal:
-        current_topology = Topology.from_circuits(self.fabric, live)
-        toe = plan_topology(
-            self.fabric, prediction, current_topology, ToeKnobs(max_change=max_change), evaluate=self.evaluate
+        target_plan = plan_target(
+            self.fabric, [prediction], live, ToeKnobs(max_change=max_change), self.evaluate
         )
-        logical = self._fill_starved_blocks(toe.topology, prediction)
-        target = frozenset(plan_circuits(self.fabric, logical, live))
+        toe, mapping = target_plan.toe, target_plan.mapping
+        target = frozenset(mapping.circuits)
         changed = len(target ^ live)
-        current_mlu = self.evaluate(self.fabric, current_topology, prediction)
-        planned_mlu = self.evaluate(self.fabric, Topology.from_circuits(self.fabric, target), prediction)
+        current_mlu = toe.current_mlu  # both by self.evaluate, in plan_topology
+        planned_mlu = toe.mlu  # the mapping realises toe.topology exactly
         verdict = toe_verdict(
             "operator" if trigger == "dry_run" else trigger,
             current_mlu,
@@ -177,7 +133,8 @@ class ToePlanner:
                 "planned_mlu": round(planned_mlu, 6),
                 "circuits_removed": len(live - target),
                 "circuits_added": len(target - live),
-                "topology": logical.to_json(),
+                "topology": mapping.topology.to_json(),
                 "stages": [],
             }
+        plan["repair_trades"] = toe.repair_trades
         return Proposal(plan, verdict, current_mlu, planned_mlu, changed, target)

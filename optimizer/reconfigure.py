@@ -1,13 +1,17 @@
 """The whole slow loop in one call: topology engineering, per-OCS mapping, staging, final TE.
 
-:func:`plan_reconfiguration` is what the daemon and ``heliostat toe`` call. Pure: no I/O and
-no clock; the policy decision (:mod:`optimizer.policy`) is left to the caller.
+:func:`plan_target` (topology engineering, its starved-block repair and the per-OCS mapping
+under the change limit) is shared by ``heliostat toe`` (:func:`plan_reconfiguration`, which
+then stages the change and routes the result) and the daemon (``controller.toe_run``, which
+judges the plan before it spends TE solves on staging), so both plan the same circuits for
+the same input. Pure: no I/O and no clock; the policy decision (:mod:`optimizer.policy`) is
+left to the caller.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +32,14 @@ _MAX_CHANGE_RETRIES = 3
 
 #: fabric, target topology, today's circuits -> the circuits realising the target.
 Mapper = Callable[[Fabric, Topology, Sequence[Circuit]], MappingResult]
+
+
+@dataclass(frozen=True)
+class TargetPlan:
+    """The planned topology and the circuits realising it (not yet staged)."""
+
+    toe: ToePlan
+    mapping: MappingResult
 
 
 @dataclass(frozen=True)
@@ -87,31 +99,26 @@ def te_evaluator(solver: TeSolver) -> MluFunction:
     return evaluate
 
 
-def plan_reconfiguration(
+def plan_target(
     fabric: Fabric,
-    demands: TrafficMatrix | Sequence[TrafficMatrix],
-    current: Sequence[Circuit] | None = None,
-    knobs: ToeKnobs | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
-    table_size: int = DEFAULT_TABLE_SIZE,
+    matrices: Sequence[TrafficMatrix],
+    current: Iterable[Circuit],
+    knobs: ToeKnobs,
+    evaluate: MluFunction,
     mapper: Mapper = map_topology,
-) -> ReconfigurationPlan:
-    """Plan the topology for ``demands``, lay it on the OCSes and stage the change.
+) -> TargetPlan:
+    """Plan the topology for ``matrices`` from today's circuits ``current`` and lay it on the OCSes.
 
-    ``current`` is today's circuits (default: the uniform mesh of a fresh fabric). The
-    change limit in ``knobs`` bounds the circuits the mapping really removes: if the
+    ``evaluate`` is the min-MLU used to judge topologies (ToE's re-evaluation and repair).
+    The change limit in ``knobs`` bounds the circuits the mapping really removes: if the
     mapping needs a few more than the topology's lower bound, the topology is re-planned
-    with a tighter limit. ``mapper`` lays a topology on the OCSes (default
-    :func:`optimizer.mapping.map_topology`; tests inject others).
+    with a tighter limit. ``current`` is mapped in sorted order, so the result does not
+    depend on the order it comes in. Raises ConfigError for invalid circuits or knobs and
+    InfeasibleError when no plan fits.
     """
-    knobs = knobs or ToeKnobs()
     knobs.validate()
-    matrices = [demands] if isinstance(demands, TrafficMatrix) else list(demands)
-    circuits = tuple(uniform_mesh(fabric) if current is None else current)
+    circuits = tuple(sorted(current))
     check_circuits(fabric, circuits, "<current>")
-    solver = TeSolver(fabric, hedge=knobs.hedge, table_size=table_size)
-    evaluate = te_evaluator(solver)
-
     toe = plan_topology(fabric, matrices, circuits, knobs, evaluate)
     mapping = mapper(fabric, toe.topology, circuits)
     limit = toe.max_removed
@@ -129,7 +136,34 @@ def plan_reconfiguration(
             f"the mapping removes {mapping.removed} circuits, over the change limit of {limit} "
             f"(max_change {knobs.max_change:g}), even after re-planning with tighter limits"
         )
+    return TargetPlan(toe, mapping)
 
+
+def plan_reconfiguration(
+    fabric: Fabric,
+    demands: TrafficMatrix | Sequence[TrafficMatrix],
+    current: Sequence[Circuit] | None = None,
+    knobs: ToeKnobs | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    table_size: int = DEFAULT_TABLE_SIZE,
+    mapper: Mapper = map_topology,
+) -> ReconfigurationPlan:
+    """Plan the topology for ``demands``, lay it on the OCSes (:func:`plan_target`) and stage
+    the change.
+
+    ``current`` is today's circuits (default: the uniform mesh of a fresh fabric). ``mapper``
+    lays a topology on the OCSes (default :func:`optimizer.mapping.map_topology`; tests
+    inject others).
+    """
+    knobs = knobs or ToeKnobs()
+    knobs.validate()
+    matrices = [demands] if isinstance(demands, TrafficMatrix) else list(demands)
+    circuits = tuple(uniform_mesh(fabric) if current is None else current)
+    solver = TeSolver(fabric, hedge=knobs.hedge, table_size=table_size)
+    evaluate = te_evaluator(solver)
+
+    target = plan_target(fabric, matrices, circuits, knobs, evaluate, mapper)
+    toe, mapping = target.toe, target.mapping
     staging = stage_changes(fabric, circuits, mapping.circuits, matrices, evaluate, threshold)
     worst = matrices[0]
     if len(matrices) > 1:

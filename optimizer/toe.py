@@ -6,9 +6,10 @@ one-transit and spine paths. Among topologies within 0.5% of that optimum it the
 the least transit traffic (stretch) and, among those within ``STRETCH_TOLERANCE`` of it,
 the fewest removed circuits and (with a weight) nearness to the uniform mesh: a
 lexicographic LP in three stages (:mod:`optimizer.toe_lp`). The relaxation is rounded to
-integer counts within every block's port budget (:mod:`optimizer.toe_round`), and the
-rounded topology is re-evaluated by min-MLU traffic engineering to report the scale factor
-it really gives.
+integer counts within every block's port budget (:mod:`optimizer.toe_round`); a block the
+rounding left with free ports gets them by trading circuits, when traffic engineering says
+that helps (:mod:`optimizer.toe_repair`); and the topology is re-evaluated by min-MLU
+traffic engineering to report the scale factor it really gives.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from optimizer.fabric import Fabric
 from optimizer.staging import MluFunction
 from optimizer.te import TeSolver
 from optimizer.toe_lp import Relaxation, ToeLp, ToeProblem, max_scale
+from optimizer.toe_repair import repair_starved_blocks
 from optimizer.toe_round import port_budget, removed_count, round_topology
 from optimizer.topology import Circuit, Topology, mesh_topology
 from optimizer.traffic import TrafficMatrix
@@ -69,6 +71,7 @@ class ToePlan:
     transit_share_relaxed: float  # share of traffic through a transit block in the relaxation
     lp_columns: int
     lp_rounds: int
+    repair_trades: int = 0  # circuits traded to give a block its free ports (optimizer.toe_repair)
 
     @property
     def mlu(self) -> float:
@@ -92,6 +95,7 @@ class ToePlan:
             "current_throughput_scale": round(self.current_throughput_scale, 6),
             "rounding_gap": round(self.rounding_gap, 6) + 0.0,  # no -0.0
             "transit_share_relaxed": round(self.transit_share_relaxed, 6),
+            "repair_trades": self.repair_trades,
         }
 
 
@@ -125,12 +129,18 @@ def plan_topology(
     bound, relaxed = solve_relaxation(problem, knobs, current_scale)
     combined = np.sum([m.gbps for m in matrices], axis=0)
     counts = round_topology(relaxed.counts, problem.budget, problem.current, combined, problem.max_removed)
-    topology = Topology(fabric.block_names, counts)
-    scale = (
-        current_scale
-        if np.array_equal(counts, problem.current)
-        else worst_scale(fabric, topology, matrices, evaluate)
+
+    def scale_of(c: np.ndarray) -> float:
+        if np.array_equal(c, problem.current):
+            return current_scale
+        return worst_scale(fabric, Topology(fabric.block_names, c), matrices, evaluate)
+
+    repair = repair_starved_blocks(
+        counts, problem.budget, problem.current, combined, scale_of, problem.max_removed, fabric.block_names
     )
+    counts = repair.counts
+    topology = Topology(fabric.block_names, counts)
+    scale = scale_of(counts) if repair.scale is None else repair.scale
     removed = removed_count(problem.current, counts)
     log.info(
         "toe: scale %.4f (relaxed %.4f, today %.4f), %d circuits removed at least",
@@ -150,6 +160,7 @@ def plan_topology(
         transit_share_relaxed=relaxed.transit_share,
         lp_columns=relaxed.columns,
         lp_rounds=relaxed.rounds,
+        repair_trades=len(repair.trades),
     )
 
 

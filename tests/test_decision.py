@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from controller import decision as dec
-from controller.circuit_plan import plan_circuits
 from controller.decision import Maintenance, MaintenanceTarget
 from controller.drivers import OcsReading, circuit_ends
 from controller.executor import PausePoint
@@ -20,11 +19,13 @@ from controller.observe import fresh_fabric, live_circuits, maintenance_ports, m
 from controller.te_push import demand_without, group_tables, usable_circuits
 from controller.toe_run import ToePlanner
 from optimizer.config import load_fabric
+from optimizer.mapping import map_topology
 from optimizer.policy import ReconfigurePolicy
+from optimizer.reconfigure import plan_reconfiguration
 from optimizer.te import solve_te
 from optimizer.toe import plan_topology
 from optimizer.topology import Circuit, Topology, uniform_mesh
-from optimizer.traffic import hotspot_matrix, uniform_matrix
+from optimizer.traffic import gravity_matrix, hotspot_matrix, uniform_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
 FABRIC = load_fabric(ROOT / "configs" / "fabric-8.yaml")
@@ -248,7 +249,7 @@ def test_an_unreachable_ocs_keeps_its_last_known_circuits() -> None:
 def test_mapping_realises_the_topology_and_keeps_what_it_can() -> None:
     tm = hotspot_matrix(FABRIC, seed=1, load=0.6)
     plan = plan_topology(FABRIC, tm, Topology.from_circuits(FABRIC, MESH))
-    circuits = plan_circuits(FABRIC, plan.topology, MESH)
+    circuits = map_topology(FABRIC, plan.topology, sorted(MESH)).circuits
     assert np.array_equal(Topology.from_circuits(FABRIC, circuits).counts, plan.topology.counts)
     used = [(c.ocs, p) for c in circuits for p in (c.a, c.b)]
     assert len(used) == len(set(used))  # a port is in at most one circuit
@@ -262,7 +263,7 @@ def test_mapping_realises_the_topology_and_keeps_what_it_can() -> None:
 
 
 def test_mapping_today_s_topology_changes_nothing() -> None:
-    assert set(plan_circuits(FABRIC, Topology.from_circuits(FABRIC, MESH), MESH)) == MESH
+    assert set(map_topology(FABRIC, Topology.from_circuits(FABRIC, MESH), sorted(MESH)).circuits) == MESH
 
 
 # -- TE inputs ------------------------------------------------------------------------------
@@ -313,26 +314,36 @@ def test_pause_points_parse_and_refuse_unknown_steps() -> None:
         PausePoint.parse("switch")
 
 
-def test_toe_gives_a_starved_block_its_free_ports_when_that_lowers_the_mlu() -> None:
-    # A rounding seen in practice: b7 kept 28 of its 32 ports, every other block was full.
-    counts = np.array([
-        [0, 1, 1, 1, 27, 1, 0, 1],
-        [1, 0, 5, 1, 1, 4, 0, 20],
-        [1, 5, 0, 1, 1, 20, 0, 4],
-        [1, 1, 1, 0, 1, 0, 27, 1],
-        [27, 1, 1, 1, 0, 1, 0, 1],
-        [1, 4, 20, 0, 1, 0, 1, 5],
-        [0, 0, 0, 27, 0, 1, 0, 0],
-        [1, 20, 4, 1, 1, 5, 0, 0],
-    ])
-    starved = Topology(FABRIC.block_names, counts)
+@pytest.mark.parametrize(
+    ("matrix", "live"),
+    [
+        (hotspot_matrix(FABRIC, seed=1, load=0.6), MESH),
+        (gravity_matrix(FABRIC, seed=4, skew=2.0), MESH),
+        # yesterday's plan as today's circuits: rounding leaves a block with free ports
+        (gravity_matrix(FABRIC, seed=0, skew=2.0), "hotspot-plan"),
+    ],
+)
+def test_the_daemon_and_heliostat_toe_plan_the_same_circuits(matrix, live) -> None:
+    if live == "hotspot-plan":
+        yesterday = plan_reconfiguration(FABRIC, hotspot_matrix(FABRIC, seed=0, load=0.6))
+        live = frozenset(yesterday.mapping.circuits)
+    cli = plan_reconfiguration(FABRIC, matrix, sorted(live, reverse=True))
+    daemon = ToePlanner(FABRIC, 0.8).propose("dry_run", matrix, live, 0.0, None, SETTINGS.policy)
+    assert daemon.target == frozenset(cli.mapping.circuits)
+    assert daemon.changed == cli.mapping.removed + cli.mapping.added
+    assert daemon.planned_mlu == pytest.approx(cli.staging.final_mlu, rel=1e-6)
+    assert daemon.plan["repair_trades"] == cli.toe.repair_trades
+
+
+def test_the_daemon_gets_the_optimizer_s_starved_block_repair(monkeypatch) -> None:
+    import optimizer.toe as toe
+    from tests.test_toe_repair import B7, STARVED
+
+    monkeypatch.setattr(toe, "round_topology", lambda *args, **kwargs: STARVED.copy())
     tm = hotspot_matrix(FABRIC, seed=1, load=0.6)
-    planner = ToePlanner(FABRIC, 0.8)
-    filled = planner._fill_starved_blocks(starved, tm)
-    assert (filled.counts.sum(axis=1) <= 32).all() and filled.counts.sum(axis=1)[6] == 32
-    assert planner.evaluate(FABRIC, filled, tm) < planner.evaluate(FABRIC, starved, tm) - 0.05
-    mesh = Topology.from_circuits(FABRIC, MESH)
-    assert np.array_equal(planner._fill_starved_blocks(mesh, tm).counts, mesh.counts)  # nothing free
+    proposal = ToePlanner(FABRIC, 0.8).propose("operator", tm, MESH, 0.0, None, SETTINGS.policy)
+    assert proposal.plan["repair_trades"] == 2
+    assert Topology.from_circuits(FABRIC, proposal.target).degree()[B7] == 32
 
 
 def test_toe_plans_a_smaller_change_when_the_first_plan_cannot_be_staged(monkeypatch) -> None:
