@@ -16,10 +16,11 @@ from typing import Any
 
 from controller.decision import toe_verdict
 from controller.stage_plan import reconfiguration_plan
+from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric
 from optimizer.policy import Decision, ReconfigurePolicy
 from optimizer.reconfigure import plan_target
-from optimizer.staging import StagingBlocked, stage_changes
+from optimizer.staging import stage_changes
 from optimizer.te import min_mlu
 from optimizer.toe import ToeKnobs
 from optimizer.topology import Circuit, Topology
@@ -66,21 +67,23 @@ class ToePlanner:
         """Plan for ``prediction`` from the ``live`` circuits; stage it when it is worth applying.
 
         A ``dry_run`` trigger is judged as an operator request and always staged. When the
-        plan cannot be staged under the threshold, smaller changes are planned (ToE's
-        ``max_change`` of 1/2, then 1/4 of today's circuits) before giving up with the
-        staging error.
+        plan cannot be staged under the threshold (or the mapping cannot keep to a smaller
+        limit), smaller changes are planned (ToE's ``max_change`` of 1/2, then 1/4 of today's
+        circuits) before giving up with the first error.
         """
         live = frozenset(live)
-        for max_change in MAX_CHANGE_STEPS[:-1]:
+        first_failure: InfeasibleError | None = None
+        for max_change in MAX_CHANGE_STEPS:
             try:
                 return self._propose(trigger, prediction, live, now, last_reconfig_at, policy, max_change)
-            except StagingBlocked as exc:
-                log.info(
-                    "ToE: a plan removing up to %.0f%% of the circuits cannot be staged: %s",
-                    100 * max_change,
-                    exc,
-                )
-        return self._propose(trigger, prediction, live, now, last_reconfig_at, policy, MAX_CHANGE_STEPS[-1])
+            except InfeasibleError as exc:
+                # StagingBlocked, or a smaller change limit the mapping cannot meet
+                log.info("ToE: a plan removing up to %.0f%% of the circuits failed: %s",
+                         100 * max_change, exc)
+                first_failure = first_failure or exc
+        if first_failure is None:
+            raise RuntimeError("internal error: no ToE change limit was tried")
+        raise first_failure
 
     def _propose(
         self,

@@ -364,3 +364,33 @@ def test_toe_plans_a_smaller_change_when_the_first_plan_cannot_be_staged(monkeyp
     assert len(calls) == 2 and calls[1] < calls[0]  # the second plan adds fewer circuits
     assert proposal.verdict.apply and proposal.plan["stages"]
     assert proposal.plan["circuits_added"] == calls[1]
+
+
+def test_toe_planner_tries_smaller_changes_when_staging_or_the_change_limit_fails(monkeypatch) -> None:
+    """1.0 cannot be staged, the mapping cannot keep to 0.5: the planner goes on to 0.25;
+    when every step fails the first error (the staging one) is raised."""
+    from optimizer.errors import InfeasibleError
+    from optimizer.staging import StagingBlocked
+
+    fabric = load_fabric(Path(__file__).resolve().parent.parent / "configs" / "fabric-8.yaml")
+    planner = ToePlanner(fabric, 0.8)
+    tried: list[float] = []
+    failures = {1.0: StagingBlocked(0, ("b1", "b2"), 0.9, 0.8), 0.5: InfeasibleError("over the change limit")}
+
+    def propose(*args: object) -> str:
+        max_change = float(args[-1])  # type: ignore[arg-type]
+        tried.append(max_change)
+        if max_change in failures:
+            raise failures[max_change]
+        return "planned"
+
+    monkeypatch.setattr(planner, "_propose", propose)
+    policy = ReconfigurePolicy()
+    tm = uniform_matrix(fabric)
+    assert planner.propose("periodic", tm, [], 0.0, None, policy) == "planned"
+    assert tried == [1.0, 0.5, 0.25]
+    failures[0.25] = InfeasibleError("still over")
+    tried.clear()
+    with pytest.raises(StagingBlocked):
+        planner.propose("periodic", tm, [], 0.0, None, policy)
+    assert tried == [1.0, 0.5, 0.25]
