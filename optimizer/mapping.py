@@ -53,6 +53,7 @@ from optimizer.mapping_domains import pair_domain_limit, split_over_domains
 from optimizer.mapping_ocs import assign_ports, current_orientation, orient, split_over_ocs
 from optimizer.mapping_ports import OcsPorts, PortModel, build_port_model, require_same_blocks
 from optimizer.mapping_recolour import RecolouringStuck, recolour, recolour_pairs
+from optimizer.mapping_repair import repair_from_current, with_current
 from optimizer.topology import Circuit, Topology
 
 log = logging.getLogger(__name__)
@@ -251,6 +252,11 @@ def map_topology(
                 seeds = range(SMALL_DOMAIN_SEEDS if len(ocs_list) * n <= SMALL_DOMAIN_SIZE else 1)
                 tries = [recolour_pairs(ocs_list, split.counts[di], orienter, seed=seed,
                                         exchange_plan=exchange_plan) for seed in seeds]
+                repaired, complete = repair_from_current(ocs_list, split.counts[di])
+                if not complete:  # finish the partial repair by recolouring from it
+                    hinted = [with_current(o, c) for o, c in zip(ocs_list, repaired, strict=True)]
+                    repaired = recolour_pairs(hinted, split.counts[di], orienter, exchange_plan=exchange_plan)
+                tries.append(repaired)
                 per_ocs = max(tries, key=lambda t: _kept(ocs_list, t))
         except RecolouringStuck as exc:
             log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
