@@ -23,11 +23,16 @@ The algorithm is polynomial (no ILP over ports):
    directly or along Kempe chains, and a Kempe-interchange local search tidies up; if
    that ever gets stuck, orient and fill the OCSes one by one with bipartite flows that
    leave the later OCSes a feasible remainder (Koenig), which always succeeds;
+   Beside that, each domain is also *repaired* from today's circuits
+   (:mod:`optimizer.mapping_repair`: swaps, rotations and ejection chains on single OCSes,
+   finished by the recolouring if they get stuck) and the answer keeping more circuits wins;
+   for the small changes ToE usually asks for, the repair tears down far fewer;
 3. give kept circuits their old ports and new circuits free ports.
 
 Changed circuits against the lower bound: see ``benchmarks/RESULTS_mapping.md`` (with one
 north and one south port per block per OCS, as in Jupiter, even the exact optimum is
-about 1.5x the bound; with more ports per OCS the mapping comes within a few percent).
+about 1.5x the bound; with more ports per OCS the mapping comes within a few percent), and
+``benchmarks/mapping_bound.py`` for a bound any mapping onto the wiring must respect.
 
 Modules: :mod:`optimizer.mapping_ports` (port groups, ``any`` OCSes),
 :mod:`optimizer.mapping_domains` (step 1), :mod:`optimizer.mapping_recolour` with
