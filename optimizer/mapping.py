@@ -26,7 +26,8 @@ The algorithm is polynomial (no ILP over ports):
    Beside that, each domain is also *repaired* from today's circuits
    (:mod:`optimizer.mapping_repair`: swaps, rotations and ejection chains on single OCSes,
    finished by the recolouring if they get stuck) and the answer keeping more circuits wins;
-   for the small changes ToE usually asks for, the repair tears down far fewer;
+   for the small changes ToE usually asks for, the repair tears down far fewer (it is
+   only tried for changes up to :data:`~optimizer.mapping_repair.SMALL_CHANGE`);
 3. give kept circuits their old ports and new circuits free ports.
 
 Changed circuits against the lower bound: see ``benchmarks/RESULTS_mapping.md`` (with one
@@ -58,7 +59,7 @@ from optimizer.mapping_domains import pair_domain_limit, split_over_domains
 from optimizer.mapping_ocs import assign_ports, current_orientation, orient, split_over_ocs
 from optimizer.mapping_ports import OcsPorts, PortModel, build_port_model, require_same_blocks
 from optimizer.mapping_recolour import RecolouringStuck, recolour, recolour_pairs
-from optimizer.mapping_repair import repair_from_current, with_current
+from optimizer.mapping_repair import repair_from_current, small_change, with_current
 from optimizer.topology import Circuit, Topology
 
 log = logging.getLogger(__name__)
@@ -257,11 +258,8 @@ def map_topology(
                 seeds = range(SMALL_DOMAIN_SEEDS if len(ocs_list) * n <= SMALL_DOMAIN_SIZE else 1)
                 tries = [recolour_pairs(ocs_list, split.counts[di], orienter, seed=seed,
                                         exchange_plan=exchange_plan) for seed in seeds]
-                repaired, complete = repair_from_current(ocs_list, split.counts[di])
-                if not complete:  # finish the partial repair by recolouring from it
-                    hinted = [with_current(o, c) for o, c in zip(ocs_list, repaired, strict=True)]
-                    repaired = recolour_pairs(hinted, split.counts[di], orienter, exchange_plan=exchange_plan)
-                tries.append(repaired)
+                if small_change(ocs_list, split.counts[di]):
+                    tries.append(_repaired(ocs_list, split.counts[di], orienter, exchange_plan))
                 per_ocs = max(tries, key=lambda t: _kept(ocs_list, t))
         except RecolouringStuck as exc:
             log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
@@ -276,6 +274,19 @@ def map_topology(
     if not np.array_equal(realised, wanted):
         raise SolverError("internal error: the mapped circuits do not realise the target topology")
     return _result(fabric, current, circuits)
+
+
+def _repaired(
+    ocs_list: Sequence[OcsPorts], pairs: np.ndarray, orienter: Callable[[np.ndarray], np.ndarray],
+    exchange_plan: bool,
+) -> list[np.ndarray]:
+    """The domain repaired from today's circuits; if the repair gets stuck, the recolouring
+    finishes it, starting from the partial repair instead of today's circuits."""
+    repaired, complete = repair_from_current(ocs_list, pairs)
+    if complete:
+        return repaired
+    hinted = [with_current(o, c) for o, c in zip(ocs_list, repaired, strict=True)]
+    return recolour_pairs(hinted, pairs, orienter, exchange_plan=exchange_plan)
 
 
 def _kept(ocs_list: Sequence[OcsPorts], per_ocs: Sequence[np.ndarray]) -> int:
