@@ -19,7 +19,7 @@ from optimizer.fabric import Fabric
 from optimizer.policy import Decision, ReconfigurePolicy
 from optimizer.staging import StagingBlocked, stage_changes
 from optimizer.te import min_mlu
-from optimizer.toe import ToeKnobs, plan_topology
+from optimizer.toe import DEFAULT_TIME_LIMIT, ToeKnobs, plan_topology
 from optimizer.toe_round import port_budget
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
@@ -43,11 +43,14 @@ class Proposal:
 
 class ToePlanner:
     """Stages are planned against ``stage_mlu`` less the over-subscription integer WCMP weights
-    may add to the LP's MLU, so that the weights actually pushed stay under ``stage_mlu``."""
+    may add to the LP's MLU, so that the weights actually pushed stay under ``stage_mlu``.
+    ``time_limit`` is the ToE LP's budget in seconds for each plan (a proposal plans up to
+    ``len(MAX_CHANGE_STEPS)`` times while staging is blocked)."""
 
-    def __init__(self, fabric: Fabric, stage_mlu: float) -> None:
+    def __init__(self, fabric: Fabric, stage_mlu: float, time_limit: float = DEFAULT_TIME_LIMIT) -> None:
         self.fabric = fabric
         self.stage_mlu = stage_mlu
+        self.time_limit = time_limit
         self.staging_threshold = stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
 
     def evaluate(self, fabric: Fabric, topology: Topology, tm: TrafficMatrix) -> float:
@@ -136,9 +139,8 @@ class ToePlanner:
         max_change: float,
     ) -> Proposal:
         current_topology = Topology.from_circuits(self.fabric, live)
-        toe = plan_topology(
-            self.fabric, prediction, current_topology, ToeKnobs(max_change=max_change), evaluate=self.evaluate
-        )
+        knobs = ToeKnobs(max_change=max_change, time_limit=self.time_limit)
+        toe = plan_topology(self.fabric, prediction, current_topology, knobs, evaluate=self.evaluate)
         logical = self._fill_starved_blocks(toe.topology, prediction)
         target = frozenset(plan_circuits(self.fabric, logical, live))
         changed = len(target ^ live)

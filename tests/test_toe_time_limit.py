@@ -159,3 +159,26 @@ def test_bad_time_limits_are_named(case, seconds):
         ToeKnobs(time_limit=seconds).validate()
     with pytest.raises(ConfigError, match="<toe>: time_limit: must be"):
         plan_topology(fab, tm, mesh, ToeKnobs(time_limit=seconds))
+
+
+def test_the_daemons_planner_passes_its_time_limit_to_toe(monkeypatch):
+    import controller.toe_run as toe_run
+    from controller.toe_run import ToePlanner
+    from optimizer.config import load_fabric
+    from optimizer.policy import ReconfigurePolicy
+    from optimizer.topology import uniform_mesh
+    from optimizer.traffic import uniform_matrix
+
+    fabric = load_fabric("configs/fabric-8.yaml")
+    seen: list[float] = []
+    real = toe_run.plan_topology
+
+    def spy(fabric, demands, current, knobs, **kwargs):
+        seen.append(knobs.time_limit)
+        return real(fabric, demands, current, knobs, **kwargs)
+
+    monkeypatch.setattr(toe_run, "plan_topology", spy)
+    planner = ToePlanner(fabric, 0.8, time_limit=7.5)
+    tm = uniform_matrix(fabric, load=0.3)
+    planner.propose("operator", tm, uniform_mesh(fabric), 0.0, None, ReconfigurePolicy(0.1, 3600.0))
+    assert seen and set(seen) == {7.5}
