@@ -292,15 +292,14 @@ def _cut_short(lp: ToeLp, stage: str) -> Relaxation | None:
     Every completed round's solution is feasible for the full LP (it only lacks paths), so
     the latest one is used: in stage 2 or 3 its scale is at the floor stage 1 settled and it
     is no worse than the previous stage's solution in this stage's objective. In stage 1,
-    without a completed round, HiGHS's interrupted solution is used if HiGHS reports it
-    primal feasible.
+    HiGHS's interrupted solution is used instead when HiGHS reports it primal feasible and
+    its scale is higher.
     """
-    relaxed = lp.last_round
-    if relaxed is None and stage == STAGES[0]:
-        relaxed = lp.feasible_point()
-    if relaxed is None or relaxed.theta <= 1e-12:
-        return None
-    return relaxed
+    candidates = [lp.last_round]
+    if stage == STAGES[0]:
+        candidates.append(lp.feasible_point())
+    usable = [r for r in candidates if r is not None and r.theta > 1e-12]
+    return max(usable, key=lambda r: r.theta, default=None)
 
 
 def build_problem(

@@ -379,9 +379,12 @@ class ToeLp:
             raise SolverError(f"topology LP stopped without an optimum: {self.h.modelStatusToString(status)}")
 
     def feasible_point(self) -> Relaxation | None:
-        """The solution HiGHS holds after an interrupted run, if HiGHS says it is primal feasible."""
+        """The solution HiGHS holds after an interrupted run, if HiGHS says it is primal feasible
+        (the primal simplex keeps feasibility while it improves the objective)."""
         if self.h.getInfo().primal_solution_status != _SOLUTION_FEASIBLE:
             return None
+        if len(self.h.getSolution().col_value) != self.h.getNumCol():
+            return None  # a solution from before columns were added
         return self.result()
 
     def solve(self) -> bool:
