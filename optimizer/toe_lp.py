@@ -48,6 +48,15 @@ _PRIMAL_SIMPLEX = 4
 _ROUND_BUDGET = 16384  # transit paths added per column generation round (about)
 _SEED_FREE_L = 0  # with L free, pricing converges in a few rounds and extra columns slow HiGHS
 _SOLUTION_FEASIBLE = 2  # HiGHS's kSolutionStatusFeasible
+# A round that adds more than this share of the path columns already in the LP, and at least
+# _IPM_MIN_ADDED of them, is solved by the interior point method with crossover, not by the
+# warm-started primal simplex: on the degenerate 64-block ring + gravity LP one such round
+# (6,462 paths added to 8,512) took 81k primal simplex iterations (79 s; a cold dual simplex
+# 134k, 141 s) against 11 s for IPM with crossover. Smaller rounds stay on the simplex: their
+# slow runs (two ring matrices) come from degeneracy, not growth, and IPM there only changes
+# the path the column generation takes.
+_IPM_AFTER_GROWTH = 0.25
+_IPM_MIN_ADDED = 4000
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,7 @@ class ToeLp:
         self.budget = budget
         self.last_round: Relaxation | None = None  # the latest completed round's solution
         self.converged = True  # False once column generation stops at the round limit
+        self._ipm_next = False  # solve the next run by IPM + crossover (see _IPM_AFTER_GROWTH)
         self._transit_cost = np.zeros(self.n_matrices)
         self._transit_weight = np.zeros(self.n_matrices)
         self._layout_rows()
@@ -360,6 +370,17 @@ class ToeLp:
             raise SolverError(f"HiGHS failed {what}: {status}")
 
     def _run(self) -> None:
+        ipm, self._ipm_next = self._ipm_next, False
+        if ipm:  # crossover leaves a basis, so the simplex warm-starts again afterwards
+            self.h.setOptionValue("solver", "ipm")
+            self.h.setOptionValue("run_crossover", "on")
+        try:
+            self._run_highs()
+        finally:
+            if ipm:
+                self.h.setOptionValue("solver", "simplex")
+
+    def _run_highs(self) -> None:
         if self.budget is not None:
             remaining = self.budget.remaining()
             if remaining <= 0.0:
@@ -442,6 +463,7 @@ class ToeLp:
                     added += len(s)
             if not added:
                 return True
+            self._ipm_next = added >= _IPM_MIN_ADDED and added > _IPM_AFTER_GROWTH * self.columns()
             self._add_path_columns(
                 np.concatenate(new_m), np.concatenate(new_s), np.concatenate(new_k), np.concatenate(new_d)
             )
