@@ -85,7 +85,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--limits", nargs="+", default=["none", "60"], help="seconds, or none")
+    parser.add_argument("--limits", nargs="+", default=["none", "60", "20"], help="seconds, or none")
     parser.add_argument("--out", default="benchmarks/RESULTS_toe_limit.md")
     parser.add_argument("--child", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -241,7 +241,8 @@ def solve_relaxation(
 ) -> RelaxationOutcome:
     """The lexicographic LP: max scale; then min stretch within ``NEAR_OPTIMAL`` of that
     scale; then min removed circuits (+ mesh distance) within ``STRETCH_TOLERANCE`` of that
-    stretch. Returns the stage 1 optimum (the bound) and the final solution.
+    stretch. Returns the stage 1 optimum (the bound: None unless stage 1 proved it) and the
+    final solution.
 
     Hysteresis: if today's topology reaches the scale floor with a stretch within twice the
     tolerance, it is returned as it is, so re-planning a plan for the same demand changes
