@@ -34,10 +34,14 @@ NOTES = [
     "  the tests (`tests/test_toe.py`).",
     "- removed / LB is the per-OCS mapping's figure (`optimizer/mapping.py`, another branch); ToE's",
     "  own lower bound is what the table's `lower bound` column shows.",
-    "- Known slow case: at 64 blocks, planning for a ring matrix and a gravity matrix together takes",
-    "  2-3 minutes (a degenerate LP: one column generation round costs ~70k primal simplex",
-    "  iterations). With single matrices (gravity, hotspot, ring) and pairs of gravity or hotspot",
-    "  matrices, the ToE step (`plan_topology`) took 3-21 s at 64 blocks.",
+    "- Known slow case: at 64 blocks, planning for a ring matrix and a gravity matrix together took",
+    "  2-3 minutes (a degenerate LP: one column generation round cost ~80k primal simplex",
+    "  iterations). That round is now solved by IPM with crossover (about 2x faster overall), and",
+    "  the LP runs under a time limit (60 s by default): see the next section",
+    "  (`benchmarks/bench_toe_limit.py`). Two ring matrices together are slower still (the LP",
+    "  alone took about 4 minutes, measured once) and are cut short by the limit. With single",
+    "  matrices (gravity, hotspot, ring) and pairs of gravity or hotspot matrices, the ToE step",
+    "  (`plan_topology`) took 3-21 s at 64 blocks.",
     "",
 ]
 TARGETS = {"seconds_64": 60.0, "rss_gb": 4.0, "bound_ratio": 0.98, "change_ratio": 1.03}

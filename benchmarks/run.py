@@ -16,7 +16,7 @@ from pathlib import Path
 from benchmarks.machine import machine_summary
 
 HERE = Path(__file__).resolve().parent
-ORDER = ("te", "mapping", "toe", "southbound", "controller")
+ORDER = ("te", "mapping", "toe", "toe_limit", "southbound", "controller")
 
 log = logging.getLogger(__name__)
 

@@ -25,6 +25,7 @@ The accepted form (every section but the three paths is optional; times in secon
       apply_ocs: 60
       qualify: 60
       undrain: 30
+      toe_solve: 60                    # the ToE LP's time budget per plan (then it is cut short)
     listen:
       northbound: 127.0.0.1:50051      # gRPC API (host:port; [v6]:port; port 0 picks one)
       metrics: 127.0.0.1:9108          # Prometheus HTTP endpoint
@@ -79,10 +80,11 @@ class StepTimeouts:
     apply_ocs: float = 60.0
     qualify: float = 60.0
     undrain: float = 30.0
+    toe_solve: float = 60.0  # not an executor step: the ToE LP's time budget (ToeKnobs.time_limit)
 
     def for_step(self, name: str) -> float:
         """The timeout of an executor step by its journal name (``drain``, ``apply_ocs``...)."""
-        if name not in _TIMEOUT_KEYS:
+        if name not in _STEP_KEYS:
             raise KeyError(f"no timeout for step {name!r}")
         return float(getattr(self, name))
 
@@ -129,6 +131,7 @@ class ControllerConfig:
 _INTERVAL_KEYS = tuple(Intervals.__dataclass_fields__)
 _THRESHOLD_KEYS = tuple(Thresholds.__dataclass_fields__)
 _TIMEOUT_KEYS = tuple(StepTimeouts.__dataclass_fields__)
+_STEP_KEYS = tuple(k for k in _TIMEOUT_KEYS if k != "toe_solve")
 _LISTEN_KEYS = tuple(Listen.__dataclass_fields__)
 
 

@@ -142,7 +142,9 @@ class Daemon:
         # as staging does, so that measured loads stay under the threshold itself.
         mix_floor = self.config.thresholds.stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
         self.te = TePusher(self.fabric, self.drivers, mix_floor=mix_floor)
-        self.planner = ToePlanner(self.fabric, self.config.thresholds.stage_mlu)
+        self.planner = ToePlanner(
+            self.fabric, self.config.thresholds.stage_mlu, time_limit=self.config.timeouts.toe_solve
+        )
         self.executor = StageExecutor(
             self.fabric,
             self.drivers,

@@ -22,7 +22,7 @@ from optimizer.policy import Decision, ReconfigurePolicy
 from optimizer.reconfigure import plan_target
 from optimizer.staging import stage_changes
 from optimizer.te import min_mlu
-from optimizer.toe import ToeKnobs
+from optimizer.toe import DEFAULT_TIME_LIMIT, ToeKnobs
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 from optimizer.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION
@@ -45,11 +45,14 @@ class Proposal:
 
 class ToePlanner:
     """Stages are planned against ``stage_mlu`` less the over-subscription integer WCMP weights
-    may add to the LP's MLU, so that the weights actually pushed stay under ``stage_mlu``."""
+    may add to the LP's MLU, so that the weights actually pushed stay under ``stage_mlu``.
+    ``time_limit`` is the ToE LP's budget in seconds for each plan (a proposal plans up to
+    ``len(MAX_CHANGE_STEPS)`` times while staging is blocked)."""
 
-    def __init__(self, fabric: Fabric, stage_mlu: float) -> None:
+    def __init__(self, fabric: Fabric, stage_mlu: float, time_limit: float = DEFAULT_TIME_LIMIT) -> None:
         self.fabric = fabric
         self.stage_mlu = stage_mlu
+        self.time_limit = time_limit
         self.staging_threshold = stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
 
     def evaluate(self, fabric: Fabric, topology: Topology, tm: TrafficMatrix) -> float:
@@ -95,9 +98,8 @@ class ToePlanner:
         policy: ReconfigurePolicy,
         max_change: float,
     ) -> Proposal:
-        target_plan = plan_target(
-            self.fabric, [prediction], live, ToeKnobs(max_change=max_change), self.evaluate
-        )
+        knobs = ToeKnobs(max_change=max_change, time_limit=self.time_limit)
+        target_plan = plan_target(self.fabric, [prediction], live, knobs, self.evaluate)
         toe, mapping = target_plan.toe, target_plan.mapping
         target = frozenset(mapping.circuits)
         changed = len(target ^ live)

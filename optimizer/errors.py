@@ -28,3 +28,7 @@ class InfeasibleError(HeliostatError):
 
 class SolverError(HeliostatError):
     """A solver failed or stopped without a usable solution."""
+
+
+class SolverTimeLimit(SolverError):
+    """A solver ran out of its time budget before it proved an optimum."""

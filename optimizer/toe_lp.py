@@ -17,6 +17,12 @@ optimum and minimises the circuits removed plus (weighted) the distance from the
 Transit paths (``n^3`` of them per matrix) are generated on demand: a path enters the LP when
 its reduced cost ``c_p - A_p^T y`` is negative under the current duals. Spine and direct
 paths are always present.
+
+A :class:`~optimizer.budget.TimeBudget` bounds every HiGHS run of one instance together: each
+run gets what is left of it as HiGHS's ``time_limit``, and a run that stops on it (or a budget
+already spent) raises :class:`~optimizer.errors.SolverTimeLimit`. Every completed round's
+solution of the restricted LP is feasible for the full LP (it only lacks paths), so
+:attr:`ToeLp.last_round` is a usable solution when a later round is cut.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from dataclasses import dataclass, field, replace
 import highspy
 import numpy as np
 
-from optimizer.errors import SolverError
+from optimizer.budget import TimeBudget
+from optimizer.errors import SolverError, SolverTimeLimit
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +47,16 @@ _DUAL_SIMPLEX = 1
 _PRIMAL_SIMPLEX = 4
 _ROUND_BUDGET = 16384  # transit paths added per column generation round (about)
 _SEED_FREE_L = 0  # with L free, pricing converges in a few rounds and extra columns slow HiGHS
+_SOLUTION_FEASIBLE = 2  # HiGHS's kSolutionStatusFeasible
+# A round that adds more than this share of the path columns already in the LP, and at least
+# _IPM_MIN_ADDED of them, is solved by the interior point method with crossover, not by the
+# warm-started primal simplex: on the degenerate 64-block ring + gravity LP one such round
+# (6,462 paths added to 8,512) took 81k primal simplex iterations (79 s; a cold dual simplex
+# 134k, 141 s) against 11 s for IPM with crossover. Smaller rounds stay on the simplex: their
+# slow runs (two ring matrices) come from degeneracy, not growth, and IPM there only changes
+# the path the column generation takes.
+_IPM_AFTER_GROWTH = 0.25
+_IPM_MIN_ADDED = 4000
 
 
 @dataclass(frozen=True)
@@ -77,7 +94,9 @@ class Relaxation:
 class ToeLp:
     """Build, solve and read back the relaxation. One instance per planning run."""
 
-    def __init__(self, problem: ToeProblem, mesh_weight: float = 0.0) -> None:
+    def __init__(
+        self, problem: ToeProblem, mesh_weight: float = 0.0, budget: TimeBudget | None = None
+    ) -> None:
         # Work in units of the fastest circuit: Gbit/s figures in the thousands next to
         # circuit counts make the simplex crawl (theta does not depend on the unit).
         unit = float(problem.speed.max()) if problem.speed.size and problem.speed.max() > 0 else 1.0
@@ -102,6 +121,10 @@ class ToeLp:
         self.h = highspy._Highs()  # the private class: the public one prints a banner to stdout
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("threads", 1)
+        self.budget = budget
+        self.last_round: Relaxation | None = None  # the latest completed round's solution
+        self.converged = True  # False once column generation stops at the round limit
+        self._ipm_next = False  # solve the next run by IPM + crossover (see _IPM_AFTER_GROWTH)
         self._transit_cost = np.zeros(self.n_matrices)
         self._transit_weight = np.zeros(self.n_matrices)
         self._layout_rows()
@@ -347,17 +370,53 @@ class ToeLp:
             raise SolverError(f"HiGHS failed {what}: {status}")
 
     def _run(self) -> None:
+        ipm, self._ipm_next = self._ipm_next, False
+        if ipm:  # crossover leaves a basis, so the simplex warm-starts again afterwards
+            self.h.setOptionValue("solver", "ipm")
+            self.h.setOptionValue("run_crossover", "on")
+        try:
+            self._run_highs()
+        finally:
+            if ipm:
+                self.h.setOptionValue("solver", "simplex")
+
+    def _run_highs(self) -> None:
+        if self.budget is not None:
+            remaining = self.budget.remaining()
+            if remaining <= 0.0:
+                raise SolverTimeLimit(f"the topology LP's time budget of {self.budget.seconds:g} s is spent")
+            # HiGHS compares time_limit with its run clock, which adds up over the runs of
+            # one instance (HiGHS 1.x): give it what is left of the budget from now on.
+            self.h.setOptionValue("time_limit", self.h.getRunTime() + remaining)
         self._check(self.h.run(), "solving the topology LP")
         status = self.h.getModelStatus()
+        if status == highspy.HighsModelStatus.kTimeLimit:
+            raise SolverTimeLimit(
+                f"the topology LP stopped at its time budget of {self.budget.seconds:g} s"
+                if self.budget is not None
+                else "the topology LP stopped at its time limit"
+            )
         if status != highspy.HighsModelStatus.kOptimal:
             raise SolverError(f"topology LP stopped without an optimum: {self.h.modelStatusToString(status)}")
 
-    def solve(self) -> None:
+    def feasible_point(self) -> Relaxation | None:
+        """The solution HiGHS holds after an interrupted run, if HiGHS says it is primal feasible
+        (the primal simplex keeps feasibility while it improves the objective)."""
+        if self.h.getInfo().primal_solution_status != _SOLUTION_FEASIBLE:
+            return None
+        if len(self.h.getSolution().col_value) != self.h.getNumCol():
+            return None  # a solution from before columns were added
+        return self.result()
+
+    def solve(self) -> bool:
         """Solve to optimality over all paths, generating transit paths as they pay off.
 
         Each round adds up to about ``_ROUND_BUDGET`` paths, shared between the matrices, at
         least 4 per commodity that has paths with negative reduced cost (more when a matrix
-        has few commodities, as a ring has).
+        has few commodities, as a ring has). Returns whether pricing proved the optimum (False
+        after ``_MAX_ROUNDS`` rounds: the solution is then feasible but maybe not optimal).
+        Raises SolverTimeLimit when the budget runs out; :attr:`last_round` keeps the latest
+        completed round's solution.
         """
         n = self.n
         eye = np.eye(n, dtype=bool)
@@ -365,6 +424,7 @@ class ToeLp:
         for _ in range(_MAX_ROUNDS):
             self._run()
             self.rounds += 1
+            self.last_round = self.result()
             # new path columns enter at zero: the basis stays primal feasible, so the
             # primal simplex warm-starts each next round (the dual one starts over)
             self.h.setOptionValue("simplex_strategy", _PRIMAL_SIMPLEX)
@@ -402,12 +462,15 @@ class ToeLp:
                     new_d.append(d)
                     added += len(s)
             if not added:
-                return
+                return True
+            self._ipm_next = added >= _IPM_MIN_ADDED and added > _IPM_AFTER_GROWTH * self.columns()
             self._add_path_columns(
                 np.concatenate(new_m), np.concatenate(new_s), np.concatenate(new_k), np.concatenate(new_d)
             )
             log.debug("toe lp round %d: theta %.6f, %d transit paths added", self.rounds, self.theta(), added)
         log.warning("topology LP column generation stopped after %d rounds", _MAX_ROUNDS)
+        self.converged = False
+        return False
 
     def set_stage2(self, theta_floor: float, tie_break: float = 1e-3) -> None:
         """Keep theta >= floor and minimise the share of traffic sent through a transit block.
@@ -472,8 +535,9 @@ class ToeLp:
     def transit_share_of(self, counts: np.ndarray) -> float | None:
         """Stage 2's measure for L fixed to ``counts`` (None if it cannot reach the theta floor).
 
-        Warm-started on this LP (its transit paths are already generated); the L bounds and
-        the stretch cap are restored afterwards.
+        Warm-started on this LP (its transit paths are already generated); the L bounds, the
+        stretch cap and :attr:`last_round` are restored afterwards, also when the time budget
+        runs out (SolverTimeLimit is raised then).
         """
         lv = counts[self.pi, self.pj].astype(np.float64)
         cols = np.arange(self.l_base, self.l_base + self.n_pairs, dtype=np.int32)
@@ -487,15 +551,20 @@ class ToeLp:
         self._set_transit_costs(self._transit_weight)
         self._check(self.h.changeColsBounds(self.n_pairs, cols, lv, lv), "fixing L")
         self.h.setOptionValue("simplex_strategy", _DUAL_SIMPLEX)  # new bounds: dual warm-starts
+        saved_round = self.last_round
         try:
             self.solve()
             share: float | None = self.transit_share()
+        except SolverTimeLimit:
+            raise
         except SolverError:
             share = None
-        self._check(self.h.changeColsBounds(self.n_pairs, cols, np.zeros(self.n_pairs), ub), "freeing L")
-        self._set_transit_costs(saved_costs)
-        if cap is not None:
-            self._check(self.h.changeRowBounds(self.stretch_row, -_INF, cap), "restoring the stretch cap")
+        finally:
+            self.last_round = saved_round
+            self._check(self.h.changeColsBounds(self.n_pairs, cols, np.zeros(self.n_pairs), ub), "freeing L")
+            self._set_transit_costs(saved_costs)
+            if cap is not None:
+                self._check(self.h.changeRowBounds(self.stretch_row, -_INF, cap), "restoring the stretch cap")
         return share
 
     def transit_share(self) -> float:
@@ -518,6 +587,10 @@ class ToeLp:
             np.concatenate(self.col_k),
             np.concatenate(self.col_d),
         )
+
+    def columns(self) -> int:
+        """Path columns in the LP."""
+        return int(self.h.getNumCol()) - self.n_fixed_cols
 
     def theta(self) -> float:
         return float(self.h.getSolution().col_value[self.theta_col])

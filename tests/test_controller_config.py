@@ -82,6 +82,14 @@ def test_every_step_has_a_timeout() -> None:
     assert [timeouts.for_step(s.value) for s in StepName] == [30.0, 90.0, 12.0, 60.0, 30.0]
     with pytest.raises(KeyError):
         timeouts.for_step("reboot")
+    with pytest.raises(KeyError):
+        timeouts.for_step("toe_solve")  # a solver budget, not an executor step
+
+
+def test_the_toe_solver_budget_is_configured_under_timeouts() -> None:
+    assert controller_config_from_dict(MINIMAL, "c", Path("/")).timeouts.toe_solve == 60.0
+    config = controller_config_from_dict(with_section("timeouts", toe_solve=15), "c", Path("/"))
+    assert config.timeouts.toe_solve == 15.0
 
 
 @pytest.mark.parametrize(
@@ -102,6 +110,9 @@ def test_every_step_has_a_timeout() -> None:
         (with_section("thresholds", matrix_floor_gbps=0), "thresholds.matrix_floor_gbps", "> 0"),
         (with_section("timeouts", qualify=-5), "timeouts.qualify", "must be > 0"),
         (with_section("timeouts", reboot=5), "timeouts.reboot", "unknown key"),
+        (with_section("timeouts", toe_solve=0), "timeouts.toe_solve", "must be > 0"),
+        (with_section("timeouts", toe_solve=".inf"), "timeouts.toe_solve", "expected a number"),
+        (with_section("timeouts", toe_solve=float("inf")), "timeouts.toe_solve", "must be a finite number"),
         (with_section("listen", northbound="localhost"), "listen.northbound", "host:port"),
         (with_section("listen", metrics="0.0.0.0:99999"), "listen.metrics", "0 to 65535"),
         (with_section("listen", metrics=":9100"), "listen.metrics", "host is empty"),

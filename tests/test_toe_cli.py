@@ -55,6 +55,22 @@ def test_json_output_has_the_documented_keys_and_valid_circuits(first_plan):
     for stage in data["stages"]:
         assert stage["mlu_drained"] <= max(0.8, stage["mlu_start"]) + 1e-9
         assert {"domain", "remove", "add", "mlu_drained"} <= set(stage)
+    # the default time budget is ample here: the solver reports a full solve
+    assert data["solver"]["status"] == "optimal" and data["solver"]["timed_out"] is False
+    assert data["solver"]["time_limit"] == 60.0 and data["solver"]["cut_stage"] is None
+    assert data["bound"]["timed_out"] is False and data["bound"]["bound_proven"] is True
+
+
+def test_time_limit_is_accepted_and_reported(demand):
+    done = heliostat(
+        "toe", "--fabric", FABRIC, "--demand", str(demand), "--time-limit", "30", "--format", "json"
+    )
+    assert done.returncode == 0, done.stderr
+    solver = json.loads(done.stdout)["solver"]
+    assert solver["time_limit"] == 30.0 and solver["status"] == "optimal"
+    table = heliostat("toe", "--fabric", FABRIC, "--demand", str(demand), "--time-limit", "30")
+    assert table.returncode == 0, table.stderr
+    assert "LP solver                    optimal" in table.stdout
 
 
 def test_feeding_the_circuits_back_changes_nothing(first_plan, demand):
@@ -118,6 +134,9 @@ def test_several_demands_are_accepted(demand, tmp_path):
         (["--max-change", "1.5"], "heliostat: error: <command line>: --max-change: must be between 0 and 1"),
         (["--threshold", "0"], "heliostat: error: <command line>: --threshold: must be a number > 0"),
         (["--hedge", "2"], "heliostat: error: <command line>: --hedge: must be in (0, 1]"),
+        (["--time-limit", "0"], "heliostat: error: <command line>: --time-limit: must be a finite number"),
+        (["--time-limit", "-5"], "heliostat: error: <command line>: --time-limit: must be a finite number"),
+        (["--time-limit", "inf"], "heliostat: error: <command line>: --time-limit: must be a finite number"),
     ],
 )
 def test_bad_arguments_are_named(demand, extra, expected):

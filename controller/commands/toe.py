@@ -7,11 +7,12 @@ import math
 import time
 
 from controller.commands.output import emit, emit_json, read_json
+from optimizer.budget import check_time_limit
 from optimizer.config import load_fabric
 from optimizer.errors import ConfigError
 from optimizer.reconfigure import ReconfigurationPlan, plan_reconfiguration
 from optimizer.staging import DEFAULT_THRESHOLD
-from optimizer.toe import ToeKnobs
+from optimizer.toe import DEFAULT_TIME_LIMIT, STATUS_OPTIMAL, ToeKnobs, ToePlan
 from optimizer.topology import circuits_from_json
 from optimizer.traffic import load_matrix
 from optimizer.wcmp import DEFAULT_TABLE_SIZE
@@ -46,6 +47,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hedge", type=float, default=None, help="TE hedging S in (0, 1]; default: plain min-MLU")
     p.add_argument("--mesh-weight", type=float, default=0.0, help="weight for staying near the uniform mesh")
     p.add_argument("--table-size", type=int, default=DEFAULT_TABLE_SIZE, help="group table entries per group")
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=DEFAULT_TIME_LIMIT,
+        metavar="SECONDS",
+        help="time budget of the topology LP; when it runs out the plan is cut short and says so "
+        f"(default {DEFAULT_TIME_LIMIT:g})",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--out", default=None, help="file to write (default stdout)")
     p.set_defaults(handler=_toe)
@@ -62,6 +71,7 @@ def _check_args(args: argparse.Namespace) -> None:
         raise ConfigError(ARGS, "--mesh-weight", f"must be a number >= 0, got {args.mesh_weight}")
     if args.table_size < 1:
         raise ConfigError(ARGS, "--table-size", f"must be >= 1, got {args.table_size}")
+    check_time_limit(args.time_limit, ARGS, "--time-limit")
 
 
 def _toe(args: argparse.Namespace) -> int:
@@ -71,7 +81,9 @@ def _toe(args: argparse.Namespace) -> int:
     current = None
     if args.current is not None:
         current = circuits_from_json(read_json(args.current), fabric, args.current)
-    knobs = ToeKnobs(max_change=args.max_change, mesh_weight=args.mesh_weight, hedge=args.hedge)
+    knobs = ToeKnobs(
+        max_change=args.max_change, mesh_weight=args.mesh_weight, hedge=args.hedge, time_limit=args.time_limit
+    )
     started = time.perf_counter()
     plan = plan_reconfiguration(
         fabric, matrices, current, knobs, threshold=args.threshold, table_size=args.table_size
@@ -79,7 +91,14 @@ def _toe(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - started
     if args.format == "json":
         data = plan.to_json()
-        data["solver"] = {"seconds": round(seconds, 3)}
+        toe = plan.toe
+        data["solver"] = {
+            "seconds": round(seconds, 3),
+            "time_limit": args.time_limit,
+            "status": toe.solver_status,
+            "timed_out": toe.timed_out,
+            "cut_stage": toe.cut_stage,
+        }
         emit_json(data, args.out)
     else:
         emit(format_table(plan, seconds), args.out)
@@ -88,19 +107,23 @@ def _toe(args: argparse.Namespace) -> int:
 
 def format_table(plan: ReconfigurationPlan, seconds: float) -> str:
     toe, mapping, staging = plan.toe, plan.mapping, plan.staging
+    if toe.throughput_scale_relaxed is None:
+        bound = "not proven (the LP stopped before stage 1's optimum)"
+    else:
+        bound = f"{toe.throughput_scale_relaxed:.4f}  (rounding gives up {toe.rounding_gap:.2%})"
     lines = [
         f"fabric {plan.fabric.name}: {plan.fabric.n_blocks} blocks, {len(mapping.circuits)} circuits planned",
         "",
         f"  throughput scale (new)       {toe.throughput_scale:.4f}",
         f"  throughput scale (today)     {toe.current_throughput_scale:.4f}",
-        f"  LP relaxation bound          {toe.throughput_scale_relaxed:.4f}"
-        f"  (rounding gives up {toe.rounding_gap:.2%})",
+        f"  LP relaxation bound          {bound}",
         f"  MLU of the predicted demand  {toe.current_mlu:.4f} -> {staging.final_mlu:.4f}",
         f"  circuits kept/removed/added  {mapping.kept} / {mapping.removed} / {mapping.added}"
         f"  (lower bound {mapping.lower_bound} removed)",
         f"  routing MLU (int. weights)   {plan.routing.mlu_quantized:.4f}, "
         f"stretch {plan.routing.stretch:.3f} block hops",
         f"  plan time                    {seconds:.2f} s",
+        f"  LP solver                    {_solver_line(toe)}",
         "",
         f"stages (drained MLU limit: max({staging.threshold:g}, MLU at the stage's start)):",
     ]
@@ -112,3 +135,11 @@ def format_table(plan: ReconfigurationPlan, seconds: float) -> str:
             f"MLU {s.mlu_start:.4f} -> drained {s.mlu_drained:.4f} -> {s.mlu_after:.4f}"
         )
     return "\n".join(lines) + "\n"
+
+
+def _solver_line(toe: ToePlan) -> str:
+    if toe.timed_out:
+        return f"cut short by the time limit in stage {toe.cut_stage}: the plan is not optimal"
+    if toe.solver_status != STATUS_OPTIMAL:
+        return f"stopped early ({toe.solver_status}): the plan is not proven optimal"
+    return "optimal"
