@@ -27,7 +27,10 @@ The algorithm is polynomial (no ILP over ports):
    (:mod:`optimizer.mapping_repair`: swaps, rotations and ejection chains on single OCSes,
    finished by the recolouring if they get stuck) and the answer keeping more circuits wins;
    for the small changes ToE usually asks for, the repair tears down far fewer (it is
-   only tried for changes up to :data:`~optimizer.mapping_repair.SMALL_CHANGE`);
+   only tried for changes up to :data:`~optimizer.mapping_repair.SMALL_CHANGE`). A second
+   candidate repairs over all OCSes at once, every domain within its limits, so a change
+   can land in whichever domain is cheapest, and is finished domain by domain if it stops
+   early; the candidate keeping more of today's circuits is used;
 3. give kept circuits their old ports and new circuits free ports.
 
 Changed circuits against the lower bound: see ``benchmarks/RESULTS_mapping.md`` (with one
@@ -59,13 +62,17 @@ from optimizer.mapping_domains import pair_domain_limit, split_over_domains
 from optimizer.mapping_ocs import assign_ports, current_orientation, orient, split_over_ocs
 from optimizer.mapping_ports import OcsPorts, PortModel, build_port_model, require_same_blocks
 from optimizer.mapping_recolour import RecolouringStuck, recolour, recolour_pairs
-from optimizer.mapping_repair import repair_from_current, small_change, with_current
+from optimizer.mapping_repair import repair_from_current, small_change, units_wrong, with_current
 from optimizer.topology import Circuit, Topology
 
 log = logging.getLogger(__name__)
 
 SMALL_DOMAIN_SIZE = 512  # OCSes x blocks in a domain, below which several seeds are tried
 SMALL_DOMAIN_SEEDS = 4
+#: A global repair stuck with more than this share of the change left is not finished
+#: domain by domain (at 64 blocks the domain limits stop it early, and finishing costs more
+#: than the per-domain mapping it competes with).
+GLOBAL_REPAIR_FINISH = 0.5
 
 __all__ = [
     "BalanceViolation",
@@ -244,29 +251,11 @@ def map_topology(
         unchanged = wanted == current_by_domain.sum(axis=0)
         limit = np.where(unchanged[None, :, :], np.maximum(limit, current_by_domain), limit)
     split = split_over_domains(wanted, current_directed, capacity, limit, names)
-    counts_by_ocs: dict[str, np.ndarray] = {}
-    for di, d in enumerate(domains):
-        ocs_list = ocs_by_domain[d]
-        where = f"failure domain {d}"
-        try:
-            if _odd_any_ocs(ocs_list, n):
-                directed = _orient_domain(ocs_list, split.counts[di], names, where)
-                per_ocs = recolour(ocs_list, directed, exchange_plan=exchange_plan)
-            else:
-                orienter = _orienter(ocs_list, split.counts[di], names, where)
-                # Small domains are cheap: try a few seeds (deterministic) and keep the best.
-                seeds = range(SMALL_DOMAIN_SEEDS if len(ocs_list) * n <= SMALL_DOMAIN_SIZE else 1)
-                tries = [recolour_pairs(ocs_list, split.counts[di], orienter, seed=seed,
-                                        exchange_plan=exchange_plan) for seed in seeds]
-                if small_change(ocs_list, split.counts[di]):
-                    tries.append(_repaired(ocs_list, split.counts[di], orienter, exchange_plan))
-                per_ocs = max(tries, key=lambda t: _kept(ocs_list, t))
-        except RecolouringStuck as exc:
-            log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
-            per_ocs = _flow_construction(ocs_list, split.counts[di], names, f"failure domain {d}")
-        for o, c in zip(ocs_list, per_ocs, strict=True):
-            counts_by_ocs[o.name] = c
-    per_ocs = [counts_by_ocs[o.name] for o in model.ocs]
+    per_ocs = _map_domains(model, domains, split.counts, names, exchange_plan)
+    if not any(_odd_any_ocs(o, n) for o in ocs_by_domain.values()) and small_change(model.ocs, wanted):
+        repaired = _repair_globally(model, domains, wanted, capacity, limit, names, exchange_plan)
+        if repaired is not None and _kept(model.ocs, repaired) > _kept(model.ocs, per_ocs):
+            per_ocs = repaired
     circuits: list[Circuit] = []
     for o, counts in zip(model.ocs, per_ocs, strict=True):
         circuits.extend(assign_ports(o, counts))
@@ -274,6 +263,81 @@ def map_topology(
     if not np.array_equal(realised, wanted):
         raise SolverError("internal error: the mapped circuits do not realise the target topology")
     return _result(fabric, current, circuits)
+
+
+def _map_domains(
+    model: PortModel, domains: list[int], split: np.ndarray, names: tuple[str, ...], exchange_plan: bool
+) -> list[np.ndarray]:
+    """Per-OCS directed counts (in ``model.ocs`` order) realising ``split[d]`` in each domain:
+    the recolouring (a few seeds on small domains) or, for small changes, the domain
+    repaired from today's circuits, whichever keeps more."""
+    n = len(names)
+    counts_by_ocs: dict[str, np.ndarray] = {}
+    for di, d in enumerate(domains):
+        ocs_list = [o for o in model.ocs if o.domain == d]
+        where = f"failure domain {d}"
+        try:
+            if _odd_any_ocs(ocs_list, n):
+                directed = _orient_domain(ocs_list, split[di], names, where)
+                per_ocs = recolour(ocs_list, directed, exchange_plan=exchange_plan)
+            else:
+                orienter = _orienter(ocs_list, split[di], names, where)
+                # Small domains are cheap: try a few seeds (deterministic) and keep the best.
+                seeds = range(SMALL_DOMAIN_SEEDS if len(ocs_list) * n <= SMALL_DOMAIN_SIZE else 1)
+                tries = [recolour_pairs(ocs_list, split[di], orienter, seed=seed,
+                                        exchange_plan=exchange_plan) for seed in seeds]
+                if small_change(ocs_list, split[di]):
+                    tries.append(_repaired(ocs_list, split[di], orienter, exchange_plan))
+                per_ocs = max(tries, key=lambda t: _kept(ocs_list, t))
+        except RecolouringStuck as exc:
+            log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
+            per_ocs = _flow_construction(ocs_list, split[di], names, where)
+        for o, c in zip(ocs_list, per_ocs, strict=True):
+            counts_by_ocs[o.name] = c
+    return [counts_by_ocs[o.name] for o in model.ocs]
+
+
+def _repair_globally(
+    model: PortModel,
+    domains: list[int],
+    wanted: np.ndarray,
+    capacity: np.ndarray,
+    limit: np.ndarray,
+    names: tuple[str, ...],
+    exchange_plan: bool,
+) -> list[np.ndarray] | None:
+    """Repair today's circuits over all OCSes at once (every domain within its limits), so
+    that a change can land in whichever domain it is cheapest; if that gets stuck, split the
+    pairs over the domains from where the repair left them and finish domain by domain.
+    ``None`` if the finish fails (the caller keeps the per-domain answer)."""
+    domain_of = [domains.index(o.domain) for o in model.ocs]
+    counts, complete = repair_from_current(model.ocs, wanted, domain_limit=limit, domain_of=domain_of)
+    if complete:
+        return counts
+    left, before = units_wrong(model.ocs, wanted, counts), units_wrong(model.ocs, wanted)
+    if left > GLOBAL_REPAIR_FINISH * before:
+        log.debug("global repair stuck with %d of %d pair units wrong: not finishing it", left, before)
+        return None
+    n = len(names)
+    directed = np.zeros((len(domains), n, n), dtype=np.int64)
+    for c, di in zip(counts, domain_of, strict=True):
+        directed[di] += c
+    try:
+        split = split_over_domains(wanted, directed, capacity, limit, names)
+        out: dict[int, np.ndarray] = {}
+        for di, d in enumerate(domains):
+            index = [i for i, x in enumerate(domain_of) if x == di]
+            ocs_list = [model.ocs[i] for i in index]
+            part, done = repair_from_current(ocs_list, split.counts[di], [counts[i] for i in index])
+            if not done:
+                hinted = [with_current(o, c) for o, c in zip(ocs_list, part, strict=True)]
+                orienter = _orienter(ocs_list, split.counts[di], names, f"failure domain {d}")
+                part = recolour_pairs(hinted, split.counts[di], orienter, exchange_plan=exchange_plan)
+            out.update(zip(index, part, strict=True))
+    except (InfeasibleError, RecolouringStuck) as exc:
+        log.info("the global repair could not be finished (%s); keeping the per-domain mapping", exc)
+        return None
+    return [out[i] for i in range(len(model.ocs))]
 
 
 def _repaired(

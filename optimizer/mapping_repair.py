@@ -43,10 +43,16 @@ MOVES_PER_ROUND = 4000
 
 
 class _Repair:
-    """The state of one domain's repair: per-OCS directed counts and the pair needs."""
+    """The state of a repair: per-OCS directed counts, the pair needs and, when the OCSes
+    span several failure domains, every pair's circuits per domain against its limit."""
 
     def __init__(
-        self, ocs_list: Sequence[OcsPorts], pairs: np.ndarray, start: Sequence[np.ndarray] | None = None
+        self,
+        ocs_list: Sequence[OcsPorts],
+        pairs: np.ndarray,
+        start: Sequence[np.ndarray] | None = None,
+        domain_limit: np.ndarray | None = None,
+        domain_of: Sequence[int] | None = None,
     ) -> None:
         n = pairs.shape[0]
         self.n = n
@@ -61,6 +67,14 @@ class _Repair:
         self.wanted = np.asarray(pairs, dtype=np.int64)
         self.need = self.wanted - placed - placed.T
         self.torn_down = int(np.maximum(self.orig - self.count, 0).sum())
+        one_domain = np.zeros(len(ocs_list), dtype=np.int64)
+        self.domain_of = one_domain if domain_of is None else np.asarray(domain_of, dtype=np.int64)
+        n_domains = int(self.domain_of.max(initial=0)) + 1
+        unlimited = np.full((n_domains, n, n), np.iinfo(np.int64).max // 4, dtype=np.int64)
+        self.limit = unlimited if domain_limit is None else np.asarray(domain_limit, dtype=np.int64)
+        self.in_domain = np.zeros((n_domains, n, n), dtype=np.int64)
+        for o in range(len(ocs_list)):
+            self.in_domain[self.domain_of[o]] += self.count[o] + self.count[o].T
 
     # -- exact bookkeeping -------------------------------------------------------------
 
@@ -98,7 +112,10 @@ class _Repair:
         if (used_n > self.north[o]).any() or (used_s > self.south[o]).any():
             return -(1 << 30), 0
         gain = 0
+        room = self.limit[self.domain_of[o]] - self.in_domain[self.domain_of[o]]
         for (a, b), d in change.items():
+            if d > room[a, b]:
+                return -(1 << 30), 0
             before = self.need[a, b]
             gain += abs(before) - abs(before - d)
         cost = 0
@@ -112,16 +129,21 @@ class _Repair:
         return gain, cost
 
     def apply(self, o: int, removes: Sequence[tuple[int, int]], adds: Sequence[tuple[int, int]]) -> None:
+        placed = self.in_domain[self.domain_of[o]]
         for a, b in removes:
             self.torn_down += self._unit_cost(o, a, b, -1)
             self.count[o, a, b] -= 1
             self.need[a, b] += 1
             self.need[b, a] += 1
+            placed[a, b] -= 1
+            placed[b, a] -= 1
         for a, b in adds:
             self.torn_down += self._unit_cost(o, a, b, 1)
             self.count[o, a, b] += 1
             self.need[a, b] -= 1
             self.need[b, a] -= 1
+            placed[a, b] += 1
+            placed[b, a] += 1
 
     # -- scoring ----------------------------------------------------------------------
 
@@ -148,8 +170,12 @@ class _Repair:
         placed = self.count.sum(axis=0)
         surplus = (placed + placed.T).sum(axis=1) - self.wanted.sum(axis=1)
         self.may_drop = np.append(surplus > 0, True)
+        full = self.in_domain >= self.limit  # adding to a full pair breaks the domain's limit
+        add_gain_in = np.repeat(add_gain[None], len(full), axis=0)
+        add_gain_in[:, :n, :n][full] = -8  # never worth it (the exact check refuses it anyway)
         out: list[tuple[float, int, int, tuple, tuple]] = []
         for o in range(len(self.count)):
+            add_gain = add_gain_in[self.domain_of[o]]
             xs, ys = np.nonzero(self.count[o])
             fn = np.nonzero(free_n[o])[0]
             fs = np.nonzero(free_s[o])[0]
@@ -271,7 +297,10 @@ class _Repair:
                 if u not in (x, b) and x != z:
                     out.append((o, ((b, x), (z, u)), ((z, x), (b, u)), u))
         steps = []
+        room = self.limit - self.in_domain
         for o, removes, adds, u in out:
+            if any(room[self.domain_of[o], p, q] < 1 for p, q in adds):
+                continue
             cost = sum(self._unit_cost(o, p, q, -1) for p, q in removes)
             cost += sum(self._unit_cost(o, p, q, 1) for p, q in adds)
             steps.append((max(cost, 0), u, (o, removes, adds)))
@@ -301,6 +330,14 @@ SMALL_CHANGE = 0.15
 ROTATION_WIDTH = 24
 
 
+def units_wrong(
+    ocs_list: Sequence[OcsPorts], pairs: np.ndarray, counts: Sequence[np.ndarray] | None = None
+) -> int:
+    """Pair units (circuits too many plus too few, per pair) between ``counts`` (default:
+    today's circuits) and the symmetric pair counts ``pairs``."""
+    return int(np.abs(_Repair(ocs_list, pairs, counts).need).sum()) // 2
+
+
 def small_change(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> bool:
     """Whether the domain's pair counts differ from today's by at most ``SMALL_CHANGE`` of
     its circuits: where the repair pays. For bigger changes it costs several times the
@@ -312,12 +349,22 @@ def small_change(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> bool:
 
 
 def repair_from_current(
-    ocs_list: Sequence[OcsPorts], pairs: np.ndarray, start: Sequence[np.ndarray] | None = None
+    ocs_list: Sequence[OcsPorts],
+    pairs: np.ndarray,
+    start: Sequence[np.ndarray] | None = None,
+    domain_limit: np.ndarray | None = None,
+    domain_of: Sequence[int] | None = None,
 ) -> tuple[list[np.ndarray], bool]:
-    """Per-OCS directed counts reached from today's circuits by small moves towards the
-    symmetric pair counts ``pairs`` on these OCSes, and whether they realise them all
-    (``False`` when no move gains any more: the counts are then a partial repair)."""
-    job = _Repair(ocs_list, pairs, start)
+    """Per-OCS directed counts reached by small moves towards the symmetric pair counts
+    ``pairs`` on these OCSes, and whether they realise them all (``False`` when no move
+    gains any more, or a domain holds more of a pair than its limit: the counts are then a
+    partial repair).
+
+    Moves start from ``start`` (default: today's circuits) and are costed against today's
+    circuits. Over several failure domains, ``domain_of[i]`` is OCS ``i``'s domain number
+    and no move puts more of a pair's circuits in domain ``d`` than ``domain_limit[d]``
+    allows (a pair already over it may keep what it has)."""
+    job = _Repair(ocs_list, pairs, start, domain_limit, domain_of)
     rounds = 0
     while job.need.any():
         rounds += 1
@@ -332,7 +379,8 @@ def repair_from_current(
                       rounds, int(np.abs(job.need).sum()) // 2, job.torn_down)
             break
     counts = [job.count[o].copy() for o in range(len(ocs_list))]
-    return counts, not job.need.any()
+    within_limits = bool((job.in_domain <= job.limit).all())  # today's may be over (rebalance)
+    return counts, within_limits and not job.need.any()
 
 
 def _greedy_round(job: _Repair) -> int:

@@ -49,8 +49,9 @@ def swapped_on_one_ocs(fabric, circuits: list[Circuit]) -> Topology:
 
 
 def without_repair(monkeypatch) -> None:
-    """The mapper as it was before the repair: recolouring from today's circuits only."""
-    def no_repair(ocs_list, pairs):
+    """The mapper as it was before the repair: recolouring from today's circuits only (the
+    repairs, per domain and global, stop at once without moving anything)."""
+    def no_repair(ocs_list, pairs, *args, **kwargs):
         job = [np.zeros((pairs.shape[0],) * 2, dtype=np.int64) for _ in ocs_list]
         for counts, o in zip(job, ocs_list, strict=True):
             for (a, b), cur in o.current.items():
@@ -112,3 +113,18 @@ def test_wiring_bound_lies_between_the_pair_bound_and_the_exact_optimum() -> Non
     bound = wiring_lower_bound(fabric, target, mesh, result.kept, iterations=300)
     assert result.lower_bound <= bound <= optimum <= result.removed
     assert bound > result.lower_bound
+
+
+def test_global_repair_lets_a_change_land_in_the_cheapest_domain(monkeypatch) -> None:
+    """16 blocks on 16 OCSes in 4 domains, ten pair swaps: repairing over all OCSes at once
+    (each domain within its limits) tears down fewer circuits than splitting the change
+    over the domains first and repairing each; both are valid and balanced."""
+    fabric = jupiter_like(blocks=16, ocs=16)
+    mesh = uniform_mesh(fabric)
+    target = perturb(mesh_topology(fabric), 10, np.random.default_rng(1))
+    both = map_topology(fabric, target, mesh)
+    assert check_mapping(fabric, both.circuits, as_pairs(target)) == []
+    assert both.domain_balanced
+    monkeypatch.setattr(mapping_module, "_repair_globally", lambda *args: None)
+    per_domain = map_topology(fabric, target, mesh)
+    assert both.removed < per_domain.removed
