@@ -139,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             log.info("%3d blocks  %-20s %-18s %6.2f s  %5d MB  removed %5d  LB %5d  ratio %.3f  "
                      "unbalanced %d  valid %s", size, s["mode"], s["step"], s["seconds"], row["peak_mb"],
                      s["removed"], s["lower_bound"], s["ratio"], s["unbalanced_pairs"], s["valid"])
-    args.out.write_text(render(rows, machine()), encoding="utf-8")
+    # keep the hand-written sections (notes, the optimum comparison) below the table
+    previous = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    kept = previous[previous.index("\n### "):] if "\n### " in previous else ""
+    args.out.write_text(render(rows, machine()) + kept, encoding="utf-8")
     log.info("wrote %s", args.out)
     return 0
 

@@ -205,6 +205,12 @@ def plan_topology(
     if outcome.status != STATUS_OPTIMAL and scale < current_scale:
         log.warning("toe: the cut-short plan (scale %.4f) is worse than today's: keeping today's", scale)
         counts, topology, scale, repair_trades = problem.current, current_topo, current_scale, 0
+    elif scale < NEAR_OPTIMAL * current_scale:
+        # today's topology is an integer candidate too: a rounded plan more than 0.5% below it
+        # loses on the first objective, so no later one (stretch, changes) can justify it
+        log.warning("toe: the rounded plan (scale %.4f) is more than %.1f%% below today's (%.4f): "
+                    "keeping today's", scale, 100 * (1 - NEAR_OPTIMAL), current_scale)
+        counts, topology, scale, repair_trades = problem.current, current_topo, current_scale, 0
     removed = removed_count(problem.current, counts)
     if outcome.status != STATUS_OPTIMAL:
         log.warning(

@@ -185,6 +185,25 @@ def test_plan_keeps_the_topology_when_it_is_already_right(fabric8):
     assert np.array_equal(plan.topology.counts, mesh_topology(fabric8).counts)
 
 
+def test_a_rounded_plan_worse_than_today_is_not_proposed():
+    """The LP's plan is re-evaluated after rounding; if it then scales more than 0.5% below
+    today's topology, today's is kept (throughput is the first objective)."""
+    fab = generate_fabric(8, 32, 4, 72, 2)
+    tm = _pairs_exchange(fab)
+    today = mesh_topology(fab)
+
+    def evaluate_favouring_today(fabric, topology, matrix):
+        mlu = lp_min_mlu(fabric, topology, matrix)
+        return mlu if np.array_equal(topology.counts, today.counts) else 10 * mlu
+
+    plan = plan_topology(fab, tm, current=today, evaluate=evaluate_favouring_today)
+    assert np.array_equal(plan.topology.counts, today.counts)
+    assert plan.removed_lower_bound == 0
+    assert plan.throughput_scale == pytest.approx(plan.current_throughput_scale)
+    honest = plan_topology(fab, tm, current=today)
+    assert not np.array_equal(honest.topology.counts, today.counts)
+
+
 def test_several_matrices_plan_for_the_worst():
     fab = generate_fabric(6, 20, 2, 64, 1)
     a = _pairs_exchange(fab, pairs=[(0, 1), (2, 3), (4, 5)])
