@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimizer.toe_round import removed_count
+from optimizer.toe_round import least_loaded_pair, removed_count, splice
 
 log = logging.getLogger(__name__)
 
@@ -114,31 +114,18 @@ def _least_loaded_pair(
 ) -> tuple[int, int] | None:
     """The pair x < y (neither ``b``) with at least two circuits and the least demand per circuit
     whose trade keeps the change limit, or None."""
-    n = counts.shape[0]
-    pair_demand = demand + demand.T
-    load = np.where(counts >= 2, pair_demand / np.maximum(counts, 1), np.inf)
-    load[b, :] = np.inf
-    load[:, b] = np.inf
-    load[np.tril_indices(n)] = np.inf
+    eligible = counts >= 2
     if max_removed is not None:
         # removing x-y removes one of today's circuits when x-y is not above today's count;
         # adding b-x (b-y) puts one back when it is below today's count
         lost = (counts <= current).astype(np.int64)
         back = (counts[b] < current[b]).astype(np.int64)
         change = lost - back[:, None] - back[None, :]
-        load = np.where(removed_count(current, counts) + change <= max_removed, load, np.inf)
-    if not np.isfinite(load).any():
-        return None
-    x, y = np.unravel_index(int(np.argmin(load)), load.shape)
-    return int(x), int(y)
+        eligible &= removed_count(current, counts) + change <= max_removed
+    return least_loaded_pair(counts, b, demand, eligible)
 
 
 def _trade(counts: np.ndarray, b: int, pair: tuple[int, int]) -> np.ndarray:
-    x, y = pair
     trial = counts.copy()
-    trial[x, y] -= 1
-    trial[y, x] -= 1
-    for z in (x, y):
-        trial[b, z] += 1
-        trial[z, b] += 1
+    splice(trial, b, pair)
     return trial

@@ -134,21 +134,38 @@ def _splice(counts: np.ndarray, a: int, demand: np.ndarray, keep: np.ndarray) ->
     The pair given up is the one with the least demand per circuit among those above
     ``keep`` and not involving ``a``. Returns False (nothing done) when there is none.
     """
+    pair = least_loaded_pair(counts, a, demand, counts > keep)
+    if pair is None:
+        return False
+    splice(counts, a, pair)
+    return True
+
+
+def least_loaded_pair(
+    counts: np.ndarray, a: int, demand: np.ndarray, eligible: np.ndarray
+) -> tuple[int, int] | None:
+    """The pair x < y among ``eligible`` (a boolean matrix), neither of them ``a``, with the
+    least demand per circuit; None when there is none."""
     n = counts.shape[0]
     pair_demand = demand + demand.T
-    per_circuit = np.where(counts > keep, pair_demand / np.maximum(counts, 1), np.inf)
+    per_circuit = np.where(eligible, pair_demand / np.maximum(counts, 1), np.inf)
     per_circuit[a, :] = np.inf
     per_circuit[:, a] = np.inf
     per_circuit[np.tril_indices(n)] = np.inf
     if not np.isfinite(per_circuit).any():
-        return False
+        return None
     x, y = np.unravel_index(int(np.argmin(per_circuit)), per_circuit.shape)
+    return int(x), int(y)
+
+
+def splice(counts: np.ndarray, a: int, pair: tuple[int, int]) -> None:
+    """In place: replace one circuit x-y by a-x and a-y (``a`` gets two ports' worth)."""
+    x, y = pair
     counts[x, y] -= 1
     counts[y, x] -= 1
     for end in (x, y):
         counts[a, end] += 1
         counts[end, a] += 1
-    return True
 
 
 def _restore_current(
