@@ -202,14 +202,15 @@ def plan_topology(
         counts, repair_trades = repair.counts, len(repair.trades)
         scale = scale_of(counts) if repair.scale is None else repair.scale
     topology = Topology(fabric.block_names, counts)
-    if outcome.status != STATUS_OPTIMAL and scale < current_scale:
-        log.warning("toe: the cut-short plan (scale %.4f) is worse than today's: keeping today's", scale)
-        counts, topology, scale, repair_trades = problem.current, current_topo, current_scale, 0
-    elif scale < NEAR_OPTIMAL * current_scale:
-        # today's topology is an integer candidate too: a rounded plan more than 0.5% below it
-        # loses on the first objective, so no later one (stretch, changes) can justify it
-        log.warning("toe: the rounded plan (scale %.4f) is more than %.1f%% below today's (%.4f): "
-                    "keeping today's", scale, 100 * (1 - NEAR_OPTIMAL), current_scale)
+    # Today's topology is an integer candidate too. A cut-short plan must beat it; a complete
+    # one may not fall more than 0.5% below it (throughput is the first objective, so no later
+    # one - stretch, changes - can justify more).
+    cut_short = outcome.status != STATUS_OPTIMAL
+    floor = current_scale if cut_short else NEAR_OPTIMAL * current_scale
+    if scale < floor:
+        log.warning("toe: the %s plan (scale %.4f) is below today's (%.4f)%s: keeping today's",
+                    "cut-short" if cut_short else "rounded", scale, current_scale,
+                    "" if cut_short else f" by more than {100 * (1 - NEAR_OPTIMAL):.1f}%")
         counts, topology, scale, repair_trades = problem.current, current_topo, current_scale, 0
     removed = removed_count(problem.current, counts)
     if outcome.status != STATUS_OPTIMAL:
