@@ -76,6 +76,11 @@ class _Repair:
         for o in range(len(ocs_list)):
             self.in_domain[self.domain_of[o]] += self.count[o] + self.count[o].T
 
+    @property
+    def units_wrong(self) -> int:
+        """Pair units too many plus too few, each pair counted once."""
+        return int(np.abs(self.need).sum()) // 2
+
     # -- exact bookkeeping -------------------------------------------------------------
 
     def _unit_cost(self, o: int, a: int, b: int, delta: int) -> int:
@@ -169,7 +174,7 @@ class _Repair:
         # tearing a circuit down without a replacement only helps blocks with too many circuits
         placed = self.count.sum(axis=0)
         surplus = (placed + placed.T).sum(axis=1) - self.wanted.sum(axis=1)
-        self.may_drop = np.append(surplus > 0, True)
+        may_drop = np.append(surplus > 0, True)
         full = self.in_domain >= self.limit  # adding to a full pair breaks the domain's limit
         add_gain_in = np.repeat(add_gain[None], len(full), axis=0)
         add_gain_in[:, :n, :n][full] = -8  # never worth it (the exact check refuses it anyway)
@@ -181,13 +186,15 @@ class _Repair:
             fs = np.nonzero(free_s[o])[0]
             xs = np.concatenate([xs, fn, np.full(len(fs) + 1, n)])
             ys = np.concatenate([ys, np.full(len(fn), n), fs, [n]])
-            out.extend(self._moves(o, xs, ys, rm_gain, add_gain, rm_cost[o], add_cost[o]))
+            out.extend(self._moves(o, xs, ys, rm_gain, add_gain, rm_cost[o], add_cost[o], may_drop))
         return out
 
     def _moves(
         self, o: int, xs: np.ndarray, ys: np.ndarray, rm_gain: np.ndarray, add_gain: np.ndarray,
-        rm_cost: np.ndarray, add_cost: np.ndarray,
+        rm_cost: np.ndarray, add_cost: np.ndarray, may_drop: np.ndarray,
     ) -> list[tuple[float, int, int, tuple, tuple]]:
+        """Swaps and rotations on OCS ``o`` through arcs ``xs[i] -> ys[i]`` (dummy block ``n``
+        for free ports); ``may_drop[b]``: block ``b`` may lose a circuit without a new one."""
         n = self.n
         m = len(xs)
         out: list[tuple[float, int, int, tuple, tuple]] = []
@@ -207,7 +214,7 @@ class _Repair:
         valid = no_loop(xi, yj) & no_loop(xj, yi) & (xi != xj) & (yi != yj)
         drop_i = (xi == n) & (yi == n)  # arc i is dummy->dummy: arc j is torn down alone
         drop_j = (xj == n) & (yj == n)
-        droppable = self.may_drop[xs] & self.may_drop[ys]
+        droppable = may_drop[xs] & may_drop[ys]
         valid &= ~drop_i | droppable[None, :]
         valid &= ~drop_j | droppable[:, None]
         valid &= np.triu(np.ones((m, m), dtype=bool), 1)
@@ -335,7 +342,7 @@ def units_wrong(
 ) -> int:
     """Pair units (circuits too many plus too few, per pair) between ``counts`` (default:
     today's circuits) and the symmetric pair counts ``pairs``."""
-    return int(np.abs(_Repair(ocs_list, pairs, counts).need).sum()) // 2
+    return _Repair(ocs_list, pairs, counts).units_wrong
 
 
 def small_change(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> bool:
@@ -344,8 +351,7 @@ def small_change(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> bool:
     recolouring's time (40 s instead of 7 s per 64-block mapping) for about 1% fewer
     tear-downs (``benchmarks/RESULTS_mapping.md``)."""
     job = _Repair(ocs_list, pairs)
-    wrong = int(np.abs(job.need).sum()) // 2
-    return wrong <= SMALL_CHANGE * max(int(job.orig.sum()), 1)
+    return job.units_wrong <= SMALL_CHANGE * max(int(job.orig.sum()), 1)
 
 
 def repair_from_current(
@@ -376,7 +382,7 @@ def repair_from_current(
             applied = -1
         if not applied:
             log.debug("repair stopped after %d rounds: %d pair units still wrong, %d circuits torn down",
-                      rounds, int(np.abs(job.need).sum()) // 2, job.torn_down)
+                      rounds, job.units_wrong, job.torn_down)
             break
     counts = [job.count[o].copy() for o in range(len(ocs_list))]
     within_limits = bool((job.in_domain <= job.limit).all())  # today's may be over (rebalance)
