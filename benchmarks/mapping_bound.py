@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from optimizer.fabric import Fabric
-from optimizer.mapping import pair_domain_limit
+from optimizer.mapping import domain_layout
 from optimizer.mapping_ports import build_port_model
 from optimizer.topology import Circuit, Topology
 
@@ -66,18 +66,7 @@ def _instance(
         per.append(_Ocs(domains.index(o.domain), nb, sb, bonus, nb[:, None] == sb[None, :]))
     index = [target.blocks.index(b) for b in fabric.block_names]
     wanted = np.asarray(target.counts, dtype=np.int64)[np.ix_(index, index)]
-    ports = np.zeros(len(domains))
-    for o in per:
-        ports[o.domain] += len(o.north_block) + len(o.south_block)
-    limit = np.stack([pair_domain_limit(wanted, int(p), int(ports.sum())) for p in ports])
-    # as map_topology (rebalance=False): a pair whose count stays keeps today's domain split
-    today = np.zeros((len(domains), n, n), dtype=np.int64)
-    for o in per:
-        i, j = np.nonzero(o.keep_bonus)
-        np.add.at(today[o.domain], (o.north_block[i], o.south_block[j]), 1)
-    today = today + today.transpose(0, 2, 1)
-    unchanged = wanted == today.sum(axis=0)
-    limit = np.where(unchanged[None], np.maximum(limit, today), limit)
+    limit = domain_layout(model, wanted).limit  # as map_topology (rebalance=False)
     keepable = int(sum(o.keep_bonus.sum() for o in per))
     return per, wanted, limit, keepable
 

@@ -76,9 +76,11 @@ GLOBAL_REPAIR_FINISH = 0.5
 
 __all__ = [
     "BalanceViolation",
+    "DomainLayout",
     "MappingResult",
     "change_lower_bound",
     "domain_balance_violations",
+    "domain_layout",
     "domain_pair_counts",
     "map_topology",
     "pair_domain_limit",
@@ -200,6 +202,41 @@ def _domain_ports(fabric: Fabric) -> dict[int, int]:
     return ports
 
 
+@dataclass(frozen=True)
+class DomainLayout:
+    """Per failure domain (in ``PortModel.domains()`` order): ``capacity[d][b]`` block ``b``'s
+    cabled ports there, ``current_directed[d]`` today's circuits there (north block, south
+    block) and ``limit[d]`` the most circuits of each pair the domain may hold."""
+
+    capacity: np.ndarray
+    current_directed: np.ndarray
+    limit: np.ndarray
+
+
+def domain_layout(model: PortModel, wanted: np.ndarray, rebalance: bool = False) -> DomainLayout:
+    """The domains' ports, today's circuits and pair limits for the pair counts ``wanted``.
+
+    The limit is :func:`pair_domain_limit` of each domain's share of the ports; unless
+    ``rebalance``, a pair whose count does not change may keep today's split even above it.
+    """
+    n = wanted.shape[0]
+    ocs_by_domain = [[o for o in model.ocs if o.domain == d] for d in model.domains()]
+    capacity = np.array(
+        [[sum(o.north_budget(a) + o.south_budget(a) for o in ocs) for a in range(n)]
+         for ocs in ocs_by_domain],
+        dtype=np.int64,
+    )
+    domain_ports = capacity.sum(axis=1)
+    total_ports = int(domain_ports.sum())
+    limit = np.stack([pair_domain_limit(wanted, int(p), total_ports) for p in domain_ports])
+    current_directed = np.stack([current_orientation(ocs, n) for ocs in ocs_by_domain])
+    current_by_domain = current_directed + np.transpose(current_directed, (0, 2, 1))
+    if not rebalance:
+        unchanged = wanted == current_by_domain.sum(axis=0)
+        limit = np.where(unchanged[None, :, :], np.maximum(limit, current_by_domain), limit)
+    return DomainLayout(capacity, current_directed, limit)
+
+
 def map_topology(
     fabric: Fabric,
     target: Topology,
@@ -236,24 +273,11 @@ def map_topology(
     _check_degrees(model, wanted, names)
 
     domains = model.domains()
-    ocs_by_domain = {d: [o for o in model.ocs if o.domain == d] for d in domains}
-    capacity = np.array(
-        [[sum(o.north_budget(a) + o.south_budget(a) for o in ocs_by_domain[d]) for a in range(n)]
-         for d in domains],
-        dtype=np.int64,
-    )
-    domain_ports = capacity.sum(axis=1)
-    total_ports = int(domain_ports.sum())
-    limit = np.stack([pair_domain_limit(wanted, int(p), total_ports) for p in domain_ports])
-    current_directed = np.stack([current_orientation(ocs_by_domain[d], n) for d in domains])
-    current_by_domain = current_directed + np.transpose(current_directed, (0, 2, 1))
-    if not rebalance:
-        unchanged = wanted == current_by_domain.sum(axis=0)
-        limit = np.where(unchanged[None, :, :], np.maximum(limit, current_by_domain), limit)
-    split = split_over_domains(wanted, current_directed, capacity, limit, names)
+    layout = domain_layout(model, wanted, rebalance)
+    split = split_over_domains(wanted, layout.current_directed, layout.capacity, layout.limit, names)
     per_ocs = _map_domains(model, domains, split.counts, names, exchange_plan)
-    if not any(_odd_any_ocs(o, n) for o in ocs_by_domain.values()) and small_change(model.ocs, wanted):
-        repaired = _repair_globally(model, domains, wanted, capacity, limit, names, exchange_plan)
+    if not _odd_any_ocs(model.ocs, n) and small_change(model.ocs, wanted):
+        repaired = _repair_globally(model, domains, wanted, layout, names, exchange_plan)
         if repaired is not None and _kept(model.ocs, repaired) > _kept(model.ocs, per_ocs):
             per_ocs = repaired
     circuits: list[Circuit] = []
@@ -301,8 +325,7 @@ def _repair_globally(
     model: PortModel,
     domains: list[int],
     wanted: np.ndarray,
-    capacity: np.ndarray,
-    limit: np.ndarray,
+    layout: DomainLayout,
     names: tuple[str, ...],
     exchange_plan: bool,
 ) -> list[np.ndarray] | None:
@@ -311,7 +334,7 @@ def _repair_globally(
     pairs over the domains from where the repair left them and finish domain by domain.
     ``None`` if the finish fails (the caller keeps the per-domain answer)."""
     domain_of = [domains.index(o.domain) for o in model.ocs]
-    counts, complete = repair_from_current(model.ocs, wanted, domain_limit=limit, domain_of=domain_of)
+    counts, complete = repair_from_current(model.ocs, wanted, domain_limit=layout.limit, domain_of=domain_of)
     if complete:
         return counts
     left, before = units_wrong(model.ocs, wanted, counts), units_wrong(model.ocs, wanted)
@@ -323,16 +346,13 @@ def _repair_globally(
     for c, di in zip(counts, domain_of, strict=True):
         directed[di] += c
     try:
-        split = split_over_domains(wanted, directed, capacity, limit, names)
+        split = split_over_domains(wanted, directed, layout.capacity, layout.limit, names)
         out: dict[int, np.ndarray] = {}
         for di, d in enumerate(domains):
             index = [i for i, x in enumerate(domain_of) if x == di]
             ocs_list = [model.ocs[i] for i in index]
-            part, done = repair_from_current(ocs_list, split.counts[di], [counts[i] for i in index])
-            if not done:
-                hinted = [with_current(o, c) for o, c in zip(ocs_list, part, strict=True)]
-                orienter = _orienter(ocs_list, split.counts[di], names, f"failure domain {d}")
-                part = recolour_pairs(hinted, split.counts[di], orienter, exchange_plan=exchange_plan)
+            orienter = _orienter(ocs_list, split.counts[di], names, f"failure domain {d}")
+            part = _repaired(ocs_list, split.counts[di], orienter, exchange_plan, [counts[i] for i in index])
             out.update(zip(index, part, strict=True))
     except (InfeasibleError, RecolouringStuck) as exc:
         log.info("the global repair could not be finished (%s); keeping the per-domain mapping", exc)
@@ -342,11 +362,12 @@ def _repair_globally(
 
 def _repaired(
     ocs_list: Sequence[OcsPorts], pairs: np.ndarray, orienter: Callable[[np.ndarray], np.ndarray],
-    exchange_plan: bool,
+    exchange_plan: bool, start: Sequence[np.ndarray] | None = None,
 ) -> list[np.ndarray]:
-    """The domain repaired from today's circuits; if the repair gets stuck, the recolouring
-    finishes it, starting from the partial repair instead of today's circuits."""
-    repaired, complete = repair_from_current(ocs_list, pairs)
+    """The domain repaired from ``start`` (default today's circuits); if the repair gets
+    stuck, the recolouring finishes it, starting from the partial repair instead of today's
+    circuits."""
+    repaired, complete = repair_from_current(ocs_list, pairs, start)
     if complete:
         return repaired
     hinted = [with_current(o, c) for o, c in zip(ocs_list, repaired, strict=True)]
