@@ -13,18 +13,17 @@ verdict.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import logging
-import os
-import platform
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks.child import run_module
+from benchmarks.machine import machine_summary
 
 log = logging.getLogger("bench_mapping")
 
@@ -72,29 +71,11 @@ def run_size(blocks: int) -> dict:
     return {"blocks": blocks, "peak_mb": round(peak_mb), "steps": steps}
 
 
-def machine() -> dict[str, str]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "nproc": str(os.cpu_count()),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-    }
-
-
-def render(rows: list[dict], info: dict[str, str]) -> str:
+def render(rows: list[dict], machine: str) -> str:
     lines = [
         "## Mapping benchmark (`python -m benchmarks.bench_mapping`)",
         "",
-        f"Machine: {info['nproc']} CPUs ({info['cpu']}), Python {info['python']}, {info['date']}. "
-        "Other jobs shared the machine.",
+        f"Machine: {machine}. Other jobs shared the machine.",
         "",
         f"Fabric per size: N blocks x {UPLINKS} uplinks, {OCS_COUNT} OCS x {OCS_PORTS} ports in "
         f"{DOMAINS} domains (one north and one south port per block per OCS). Targets: gravity-shaped "
@@ -129,11 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     rows = []
     for size in args.sizes:
-        child = subprocess.run(
-            [sys.executable, "-m", "benchmarks.bench_mapping", "--one", str(size)],
-            capture_output=True, text=True, check=True,
-        )
-        row = json.loads(child.stdout)
+        row = run_module("benchmarks.bench_mapping", "--one", str(size))
         rows.append(row)
         for s in row["steps"]:
             log.info("%3d blocks  %-20s %-18s %6.2f s  %5d MB  removed %5d  LB %5d  ratio %.3f  "
@@ -142,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     # keep the hand-written sections (notes, the optimum comparison) below the table
     previous = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     kept = previous[previous.index("\n### "):] if "\n### " in previous else ""
-    args.out.write_text(render(rows, machine()) + kept, encoding="utf-8")
+    args.out.write_text(render(rows, machine_summary()) + kept, encoding="utf-8")
     log.info("wrote %s", args.out)
     return 0
 

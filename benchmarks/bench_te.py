@@ -19,20 +19,19 @@ import json
 import logging
 import resource
 import statistics
-import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+from benchmarks.child import run_module
 from benchmarks.machine import machine_summary
 from optimizer.config import generate_fabric
 from optimizer.fabric import Fabric
 from optimizer.traffic import TrafficMatrix, gravity_matrix, hotspot_matrix
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 SIZES = (8, 16, 32, 64)
 MLU_TOLERANCE = 0.005
 log = logging.getLogger(__name__)
@@ -92,12 +91,8 @@ def run_reference(blocks: int, kind: str) -> dict[str, Any]:
 
 
 def in_subprocess(role: str, blocks: int, kind: str, repeats: int) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_te", "--worker", role, "--blocks", str(blocks),
-         "--kind", kind, "--repeats", str(repeats)],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_module("benchmarks.bench_te", "--worker", role, "--blocks", str(blocks),
+                      "--kind", kind, "--repeats", str(repeats))
 
 
 def table(rows: list[dict[str, Any]]) -> str:

@@ -12,15 +12,15 @@ circuits removed vs the lower bound, stages, and whether every circuit is valid.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import platform
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks.child import run_module
+from benchmarks.machine import machine_summary
 
 SKEW = 2.0
 LOAD = 0.5
@@ -116,30 +116,7 @@ def run_size(n: int) -> dict[str, Any]:
 
 
 def run_child(n: int) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_toe", "--child", str(n)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"size {n} failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def machine() -> str:
-    import os
-
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, {now}"
+    return run_module("benchmarks.bench_toe", "--child", str(n))
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -199,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         [
             "## Topology engineering benchmark",
             "",
-            f"Machine: {machine()}.",
+            f"Machine: {machine_summary()}.",
             "",
             "Command: `python -m benchmarks.bench_toe` (each size in a fresh subprocess; peak RSS is",
             "the subprocess's). Each size plans twice: uniform mesh -> skewed gravity matrix A",

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.child import run_module
 from benchmarks.machine import machine_summary
 
 NO_LIMIT = 1e9  # seconds: never reached
@@ -74,15 +74,7 @@ def run_case(limit: float) -> dict[str, Any]:
 
 
 def run_child(limit: float) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_toe_limit", "--child", repr(limit)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"limit {limit} failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_module("benchmarks.bench_toe_limit", "--child", repr(limit))
 
 
 def table(rows: list[dict[str, Any]]) -> str:
