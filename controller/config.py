@@ -138,10 +138,7 @@ _LISTEN_KEYS = tuple(Listen.__dataclass_fields__)
 def load_controller_config(path: str | Path) -> ControllerConfig:
     """Read and validate the controller config at ``path``."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(source, "", f"cannot read file: {exc.strerror or exc}") from exc
+    text = schema.read_file(path)
     return parse_controller_config(text, source, base_dir=Path(path).resolve().parent)
 
 

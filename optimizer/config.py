@@ -41,10 +41,7 @@ SPINE_KEYS = ("name", "links", "speed_gbps")
 def load_fabric(path: str | Path) -> Fabric:
     """Read, validate and wire the fabric described by the YAML file at ``path``."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(source, "", f"cannot read file: {exc.strerror or exc}") from exc
+    text = schema.read_file(path)
     return parse_fabric(text, source)
 
 

@@ -10,11 +10,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, TypeVar
 
 from optimizer.errors import ConfigError
 
 E = TypeVar("E", bound=StrEnum)
+
+
+def read_file(path: str | Path) -> str:
+    """The text of the config or data file at ``path``; ConfigError naming it if it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(path), "", f"cannot read file: {exc.strerror or exc}") from exc
 
 
 def join(key: str, child: str | int) -> str:

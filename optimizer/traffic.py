@@ -22,6 +22,7 @@ import numpy as np
 
 from optimizer.errors import ConfigError
 from optimizer.fabric import Fabric
+from optimizer.schema import read_file
 
 
 @dataclass(frozen=True)
@@ -90,10 +91,7 @@ class TrafficMatrix:
 def load_matrix(path: str | Path, fabric: Fabric) -> TrafficMatrix:
     """Read a CSV or JSON matrix file; the format is chosen by the extension (or sniffed)."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(source, "", f"cannot read file: {exc.strerror or exc}") from exc
+    text = read_file(path)
     suffix = Path(path).suffix.lower()
     if suffix == ".csv" or (suffix != ".json" and not text.lstrip().startswith("{")):
         return parse_csv(text, fabric, source)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.schema import read_file
 
 
 def emit(text: str, out: str | None) -> None:
@@ -26,10 +27,7 @@ def emit_json(data: Any, out: str | None) -> None:
 
 
 def read_json(path: str) -> Any:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(path, "", f"cannot read file: {exc.strerror or exc}") from exc
+    text = read_file(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
