@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from types import TracebackType
-from typing import Self
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from southbound.closing import ClosesOnExit
 from southbound.errors import SouthboundError
 from southbound.rpc import CallOptions, RpcCaller, open_channel
 from southbound.tls import TlsConfig
@@ -18,7 +17,7 @@ def new_request_id() -> str:
     return uuid.uuid4().hex
 
 
-class DeviceClient:
+class DeviceClient(ClosesOnExit):
     """Base of the per-service clients. Use as a context manager or call close()."""
 
     #: Fully qualified service name, for health checks.
@@ -55,14 +54,3 @@ class DeviceClient:
 
     def close(self) -> None:
         self._channel.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

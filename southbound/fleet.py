@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
+from southbound.closing import ClosesOnExit
 from southbound.devices import DeviceConfig, load_devices_file
 from southbound.registry import DriverRegistry, default_registry
 
@@ -16,7 +16,7 @@ class UnknownDevice(LookupError):
     """No device of that name (and kind) in the fleet."""
 
 
-class DeviceFleet:
+class DeviceFleet(ClosesOnExit):
     """``fleet.ocs("ocs1")`` / ``fleet.switch("b1")`` return one cached client per device."""
 
     def __init__(
@@ -55,14 +55,3 @@ class DeviceFleet:
             clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

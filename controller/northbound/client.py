@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -25,6 +24,7 @@ from controller.northbound.errors import (
     ControllerClientError,
     ControllerUnreachable,
 )
+from southbound.closing import ClosesOnExit
 from southbound.errors import SouthboundError
 from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 from southbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
@@ -52,7 +52,7 @@ class StatusReport:
     metrics_address: str
 
 
-class ControllerClient:
+class ControllerClient(ClosesOnExit):
     """Calls a controller's northbound API. Use as a context manager or call close()."""
 
     def __init__(
@@ -165,17 +165,6 @@ class ControllerClient:
 
     def close(self) -> None:
         self._channel.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _api_error_code(error: grpc.RpcError) -> ApiErrorCode | None:
