@@ -25,7 +25,7 @@ The accepted form (every section but the three paths is optional; times in secon
       apply_ocs: 60
       qualify: 60
       undrain: 30
-      toe_solve: 60                    # the ToE LP's time budget per plan (then it is cut short)
+      toe_solve: 60                    # the ToE LP's time budget per proposal, re-plans included
     listen:
       northbound: 127.0.0.1:50051      # gRPC API (host:port; [v6]:port; port 0 picks one)
       metrics: 127.0.0.1:9108          # Prometheus HTTP endpoint

@@ -4,18 +4,21 @@ Planning and mapping are :func:`optimizer.reconfigure.plan_target`, the same as 
 toe`` (so both plan the same circuits for the same input, starved-block repair included);
 the daemon adds its evaluator, its staging threshold, the policy verdict and the smaller
 change it tries when staging is blocked, and stages only a plan it will apply or show.
-Pure (no I/O, no clock: ``now`` is an argument); the daemon journals and executes the result.
+Pure (no I/O; ``now`` is an argument and the time budget's clock a parameter); the daemon
+journals and executes the result.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from controller.decision import toe_verdict
 from controller.stage_plan import reconfiguration_plan
+from optimizer.budget import Clock, TimeBudget
 from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric
 from optimizer.policy import Decision, ReconfigurePolicy
@@ -46,13 +49,22 @@ class Proposal:
 class ToePlanner:
     """Stages are planned against ``stage_mlu`` less the over-subscription integer WCMP weights
     may add to the LP's MLU, so that the weights actually pushed stay under ``stage_mlu``.
-    ``time_limit`` is the ToE LP's budget in seconds for each plan (a proposal plans up to
-    ``len(MAX_CHANGE_STEPS)`` times while staging is blocked)."""
+    ``time_limit`` is the ToE LP's budget in seconds for one proposal, counted on ``clock``: it
+    covers every plan the proposal makes (up to ``len(MAX_CHANGE_STEPS)`` change limits while
+    staging is blocked, each with the mapping's re-plans); a plan that finds it spent keeps
+    today's topology."""
 
-    def __init__(self, fabric: Fabric, stage_mlu: float, time_limit: float = DEFAULT_TIME_LIMIT) -> None:
+    def __init__(
+        self,
+        fabric: Fabric,
+        stage_mlu: float,
+        time_limit: float = DEFAULT_TIME_LIMIT,
+        clock: Clock = time.monotonic,
+    ) -> None:
         self.fabric = fabric
         self.stage_mlu = stage_mlu
         self.time_limit = time_limit
+        self.clock = clock
         self.staging_threshold = stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
 
     def evaluate(self, fabric: Fabric, topology: Topology, tm: TrafficMatrix) -> float:
@@ -75,10 +87,13 @@ class ToePlanner:
         circuits) before giving up with the first error.
         """
         live = frozenset(live)
+        budget = TimeBudget(self.time_limit, self.clock)
         first_failure: InfeasibleError | None = None
         for max_change in MAX_CHANGE_STEPS:
             try:
-                return self._propose(trigger, prediction, live, now, last_reconfig_at, policy, max_change)
+                return self._propose(
+                    trigger, prediction, live, now, last_reconfig_at, policy, max_change, budget
+                )
             except InfeasibleError as exc:
                 # StagingBlocked, or a smaller change limit the mapping cannot meet
                 log.info("ToE: a plan removing up to %.0f%% of the circuits failed: %s",
@@ -97,9 +112,10 @@ class ToePlanner:
         last_reconfig_at: float | None,
         policy: ReconfigurePolicy,
         max_change: float,
+        budget: TimeBudget,
     ) -> Proposal:
         knobs = ToeKnobs(max_change=max_change, time_limit=self.time_limit)
-        target_plan = plan_target(self.fabric, [prediction], live, knobs, self.evaluate)
+        target_plan = plan_target(self.fabric, [prediction], live, knobs, self.evaluate, budget=budget)
         toe, mapping = target_plan.toe, target_plan.mapping
         target = frozenset(mapping.circuits)
         changed = len(target ^ live)
@@ -142,4 +158,10 @@ class ToePlanner:
                 "stages": [],
             }
         plan["repair_trades"] = toe.repair_trades
+        plan["solver"] = {
+            "status": toe.solver_status,
+            "timed_out": toe.timed_out,
+            "cut_stage": toe.cut_stage,
+            "max_change": max_change,
+        }
         return Proposal(plan, verdict, current_mlu, planned_mlu, changed, target)

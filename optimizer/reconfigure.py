@@ -4,17 +4,19 @@
 under the change limit) is shared by ``heliostat toe`` (:func:`plan_reconfiguration`, which
 then stages the change and routes the result) and the daemon (``controller.toe_run``, which
 judges the plan before it spends TE solves on staging), so both plan the same circuits for
-the same input. Pure: no I/O and no clock; the policy decision (:mod:`optimizer.policy`) is
-left to the caller.
+the same input. Pure: no I/O, and no clock but the time budget's (a parameter); the policy
+decision (:mod:`optimizer.policy`) is left to the caller.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from optimizer.budget import Clock, TimeBudget
 from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric
 from optimizer.mapping import MappingResult, map_topology
@@ -106,6 +108,8 @@ def plan_target(
     knobs: ToeKnobs,
     evaluate: MluFunction,
     mapper: Mapper = map_topology,
+    budget: TimeBudget | None = None,
+    clock: Clock = time.monotonic,
 ) -> TargetPlan:
     """Plan the topology for ``matrices`` from today's circuits ``current`` and lay it on the OCSes.
 
@@ -115,11 +119,16 @@ def plan_target(
     with a tighter limit. ``current`` is mapped in sorted order, so the result does not
     depend on the order it comes in. Raises ConfigError for invalid circuits or knobs and
     InfeasibleError when no plan fits.
+
+    The knobs' ``time_limit`` (counted on ``clock`` from this call, or the given ``budget``)
+    covers the LP of every plan, re-plans included: a re-plan that finds it spent keeps
+    today's topology and says so (``toe.cut_stage``).
     """
     knobs.validate()
+    budget = budget or TimeBudget(knobs.time_limit, clock)
     circuits = tuple(sorted(current))
     check_circuits(fabric, circuits, "<current>")
-    toe = plan_topology(fabric, matrices, circuits, knobs, evaluate)
+    toe = plan_topology(fabric, matrices, circuits, knobs, evaluate, budget=budget)
     mapping = mapper(fabric, toe.topology, circuits)
     limit = toe.max_removed
     for _ in range(_MAX_CHANGE_RETRIES):
@@ -129,7 +138,7 @@ def plan_target(
         log.info(
             "mapping removes %d circuits > limit %d: re-planning with %d", mapping.removed, limit, tighter
         )
-        toe = plan_topology(fabric, matrices, circuits, knobs, evaluate, max_removed=tighter)
+        toe = plan_topology(fabric, matrices, circuits, knobs, evaluate, max_removed=tighter, budget=budget)
         mapping = mapper(fabric, toe.topology, circuits)
     if limit is not None and mapping.removed > limit:
         raise InfeasibleError(

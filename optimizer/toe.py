@@ -159,6 +159,7 @@ def plan_topology(
     evaluate: MluFunction | None = None,
     max_removed: int | None = None,
     clock: Clock = time.monotonic,
+    budget: TimeBudget | None = None,
 ) -> ToePlan:
     """Choose an integer logical topology for ``demands`` starting from ``current``.
 
@@ -171,10 +172,14 @@ def plan_topology(
     ``knobs.time_limit`` seconds, counted on ``clock`` from this call, bound the LP's runs
     (every round of every stage); the TE evaluations of today's and the new topology are not
     interrupted, so the call may take a little longer. ``clock`` is injectable for tests.
+    A caller that plans several times for one answer (re-plans under a tighter change limit)
+    passes one ``budget`` to every call instead, so the limit holds for all of them: the
+    knobs' ``time_limit`` and ``clock`` are then not used, and a call that finds the budget
+    spent keeps today's topology (``cut_stage`` "scale").
     """
     knobs = knobs or ToeKnobs()
     knobs.validate()
-    budget = TimeBudget(knobs.time_limit, clock)
+    budget = budget or TimeBudget(knobs.time_limit, clock)
     matrices = _matrices(fabric, demands)
     current_topo = _current_topology(fabric, current)
     evaluate = evaluate or te_min_mlu(knobs.hedge)

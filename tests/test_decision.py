@@ -378,7 +378,7 @@ def test_toe_planner_tries_smaller_changes_when_staging_or_the_change_limit_fail
     failures = {1.0: StagingBlocked(0, ("b1", "b2"), 0.9, 0.8), 0.5: InfeasibleError("over the change limit")}
 
     def propose(*args: object) -> str:
-        max_change = float(args[-1])  # type: ignore[arg-type]
+        max_change = float(args[-2])  # type: ignore[arg-type]  # (..., max_change, budget)
         tried.append(max_change)
         if max_change in failures:
             raise failures[max_change]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -161,6 +162,65 @@ def test_bad_time_limits_are_named(case, seconds):
         plan_topology(fab, tm, mesh, ToeKnobs(time_limit=seconds))
 
 
+def test_a_replan_under_a_tighter_change_limit_shares_the_first_plans_budget(case):
+    """plan_target re-plans when the mapping removes more than the limit; the re-plan gets
+    what is left of the one budget, not a budget of its own: spent, it keeps today's."""
+    from optimizer.mapping import map_topology
+    from optimizer.reconfigure import plan_target, te_evaluator
+    from optimizer.te import TeSolver
+    from optimizer.topology import uniform_mesh
+
+    fab, tm, _ = case
+    clock = FakeClock()
+    removed: list[int] = []
+
+    def mapper_spending_the_budget(fabric, target, current):
+        result = map_topology(fabric, target, current)
+        removed.append(result.removed)
+        if len(removed) == 1:
+            clock.jump()  # the first plan and its mapping used the whole budget
+            return replace(result, removed=limit + 1)  # one over the limit: re-plan tighter
+        return result
+
+    knobs = ToeKnobs(max_change=0.5, time_limit=5)
+    circuits = uniform_mesh(fab)
+    limit = int(0.5 * len(circuits))
+    target = plan_target(fab, [tm], circuits, knobs, te_evaluator(TeSolver(fab)),
+                         mapper_spending_the_budget, clock=clock)
+    assert len(removed) == 2 and removed[0] > 0  # the first plan did rewire
+    assert target.toe.timed_out and target.toe.cut_stage == "scale"
+    assert target.mapping.removed == 0
+    assert np.array_equal(target.toe.topology.counts, mesh_topology(fab).counts)
+
+
+def test_the_daemons_ladder_of_change_limits_shares_one_budget(case, monkeypatch):
+    """Staging blocks the first plan after the budget is spent: the next, smaller change limit
+    plans with nothing left, keeps today's circuits and the journaled plan says it timed out."""
+    import controller.toe_run as toe_run
+    from controller.toe_run import ToePlanner
+    from optimizer.policy import ReconfigurePolicy
+    from optimizer.staging import StagingBlocked
+    from optimizer.topology import uniform_mesh
+
+    fab, tm, _ = case
+    clock = FakeClock()
+    staged: list[int] = []
+
+    def blocked_after_the_budget(fabric, current, target, *args, **kwargs):
+        staged.append(len(set(target) - set(current)))
+        clock.jump()
+        raise StagingBlocked(0, (fab.block_names[0], fab.block_names[1]), 0.9, 0.8)
+
+    monkeypatch.setattr(toe_run, "stage_changes", blocked_after_the_budget)
+    planner = ToePlanner(fab, 0.8, time_limit=5, clock=clock)
+    mesh = frozenset(uniform_mesh(fab))
+    proposal = planner.propose("auto", tm, mesh, 0.0, None, ReconfigurePolicy(0.05, 0.0))
+    assert staged and staged[0] > 0  # the full plan rewired, and was blocked
+    assert proposal.changed == 0 and proposal.target == mesh
+    assert proposal.plan["solver"] == {"status": "time_limit", "timed_out": True, "cut_stage": "scale",
+                                       "max_change": 0.5}
+
+
 def test_the_daemons_planner_passes_its_time_limit_to_toe(monkeypatch):
     import optimizer.reconfigure as reconfigure
     from controller.toe_run import ToePlanner
@@ -174,7 +234,7 @@ def test_the_daemons_planner_passes_its_time_limit_to_toe(monkeypatch):
     real = reconfigure.plan_topology
 
     def spy(fabric, demands, current, knobs, *args, **kwargs):
-        seen.append(knobs.time_limit)
+        seen.append(kwargs["budget"].seconds)
         return real(fabric, demands, current, knobs, *args, **kwargs)
 
     monkeypatch.setattr(reconfigure, "plan_topology", spy)
