@@ -248,7 +248,7 @@ def map_topology(
     """Circuits realising ``target`` on ``fabric``, keeping as many of ``current`` as possible.
 
     ``current`` may be any valid set of circuits (the uniform mesh, a previous result,
-    nothing at all).
+    nothing at all), in any order: it is read sorted, so the same set gives the same answer.
 
     Every pair whose circuit count changes is balanced over the domains. A pair whose
     count stays the same keeps its circuits even if today's are unbalanced (so an
@@ -269,6 +269,7 @@ def map_topology(
     names = fabric.block_names
     wanted = np.zeros((n, n), dtype=np.int64)
     wanted[np.ix_(order, order)] = np.asarray(target.counts)
+    current = sorted(current)
     model = build_port_model(fabric, current, "<current circuits>")
     _check_degrees(model, wanted, names)
 

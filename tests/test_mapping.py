@@ -255,6 +255,17 @@ def test_mapping_accepts_blocks_in_another_order():
     assert result.removed == 0 and result.added == 0
 
 
+def test_the_order_of_todays_circuits_does_not_change_the_mapping():
+    fabric = load_fabric(CONFIGS / "fabric-8.yaml")
+    today = uniform_mesh(fabric)
+    target = gravity_topology(fabric, np.random.default_rng(3), skew=1.5)
+    expected = map_topology(fabric, target, today).circuits
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        shuffled = [today[i] for i in rng.permutation(len(today))]
+        assert map_topology(fabric, target, shuffled).circuits == expected
+
+
 # -- the change count on realistic cases ---------------------------------------------------
 
 
