@@ -53,6 +53,7 @@ from controller.observe import (
     port_samples,
     reconcile,
 )
+from controller.qualify import qualified_links
 from controller.stage_plan import stage_count
 from controller.status import StatusBoard
 from controller.te_push import TePusher, demand_without, group_tables, usable_circuits
@@ -291,28 +292,44 @@ class Daemon:
         return actions
 
     def _release_quarantine(self, now: float) -> None:
-        """Undrain links that failed qualification once they are up with the right peers."""
+        """Undrain quarantined links (failed qualification, or restored after an OCS lost them)
+        once they qualify: up with the right peers and lit."""
         if not self.quarantined:
             return
         held = {(b, p) for b, ports in self.quarantined.items() for p in ports}
-        healthy = [c for c in self.live if all(end in held for end in circuit_ends(self.fabric, c))]
+        waiting = [c for c in self.live if any(end in held for end in circuit_ends(self.fabric, c))]
+        if not waiting:
+            return
+        healthy = qualified_links(self.fabric, self._drivers(), waiting)
         if not healthy:
             return
-        ports = ports_of_circuits(self.fabric, healthy)
+        maintained = maintenance_ports(self.fabric, self.state.maintenance, self.installed)
+        kept_drained = {(b, p) for b, plist in maintained.items() for p in plist}
+        ports: PortsByBlock = {}
+        for b, plist in ports_of_circuits(self.fabric, healthy).items():
+            if mine := tuple(p for p in plist if (b, p) in held and (b, p) not in kept_drained):
+                ports[b] = mine
+        if not ports:
+            return
         try:
             self._drivers().undrain(ports)
         except HeliostatError as exc:
             log.warning("releasing quarantined links failed: %s", exc)
             return
-        freed = {(b, p) for b, plist in ports.items() for p in plist}
+        self._set_quarantine(remove=ports)
+        log.info("%d quarantined links qualified and are back in service", len(healthy))
+        self._run_te(f"{len(healthy)} quarantined links back in service", now)
+
+    def _set_quarantine(self, add: PortsByBlock | None = None, remove: PortsByBlock | None = None) -> None:
+        """Change the quarantined ports and journal them (a restarted daemon keeps them drained)."""
+        held = merge_ports(self.quarantined, add or {})
+        freed = {(b, p) for b, plist in (remove or {}).items() for p in plist}
         self.quarantined = {
             b: tuple(p for p in plist if (b, p) not in freed)
-            for b, plist in self.quarantined.items()
+            for b, plist in held.items()
             if any((b, p) not in freed for p in plist)
         }
         self._journal().put_state(QUARANTINE_KEY, {b: list(p) for b, p in self.quarantined.items()})
-        log.info("%d quarantined links are healthy again and back in service", len(healthy))
-        self._run_te(f"{len(healthy)} quarantined links back in service", now)
 
     def _drain_requests(self) -> tuple[tuple[dec.Request, ...], list[DryRun]]:
         requests: list[dec.Request] = []
@@ -406,18 +423,24 @@ class Daemon:
             self._run_stage(action, now)
 
     def _restore_circuits(self, circuits: tuple[Circuit, ...]) -> None:
+        """Re-install circuits an OCS lost, as a stage would: drain their ports first (they
+        are down, so nothing moves), switch, and keep them quarantined until they qualify
+        (:meth:`_release_quarantine` undrains them then)."""
         drivers = self._drivers()
         for ocs in sorted({c.ocs for c in circuits}):
             adds = [c for c in circuits if c.ocs == ocs]
+            ports = ports_of_circuits(self.fabric, adds)
             try:
+                drivers.drain(ports)
+                self._set_quarantine(add=ports)
                 reading = drivers.read_ocs(ocs)
                 request_id = f"heliostat-restore-{ocs}-g{reading.generation}"
                 generation = drivers.apply_ocs(ocs, reading.generation, adds, (), request_id)
                 self._journal().record_generation(ocs, generation, request_id, force=True)
-            except SouthboundError as exc:
+            except (HeliostatError, SouthboundError) as exc:
                 log.warning("restoring %d circuits on %s failed: %s", len(adds), ocs, exc)
                 continue
-            log.info("restored %d circuits on %s", len(adds), ocs)
+            log.info("restored %d circuits on %s; they stay drained until they qualify", len(adds), ocs)
             self._emit("restore", ocs=ocs, circuits=len(adds))
 
     def _te_inputs(self) -> TeInputs:
@@ -581,8 +604,7 @@ class Daemon:
         self._after_stage(outcome, now)
 
     def _after_stage(self, outcome: Any, now: float) -> None:
-        self.quarantined = merge_ports(self.quarantined, outcome.quarantined)
-        self._journal().put_state(QUARANTINE_KEY, {b: list(p) for b, p in self.quarantined.items()})
+        self._set_quarantine(add=outcome.quarantined)
         if outcome.te is not None:
             self._te_done(outcome.te, now)
         if outcome.next_stage is not None and not outcome.finished:

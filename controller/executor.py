@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.config import StepTimeouts
-from controller.drivers import FabricDrivers, PortsByBlock, circuit_ends, merge_ports, ports_of_circuits
+from controller.drivers import FabricDrivers, PortsByBlock, merge_ports, ports_of_circuits
 from controller.journal import IntentState, Journal, RecoveryPoint, StepName, StepRecord, StepState
+from controller.qualify import qualified_links
 from controller.stage_plan import StageSpec, stage_count, stage_spec
 from controller.te_push import TePusher, TeRun, demand_without, usable_circuits
 from optimizer.errors import HeliostatError
@@ -388,30 +389,7 @@ class StageExecutor:
         return {"fraction": round(fraction, 6), "unqualified": [[c.ocs, c.a, c.b] for c in sorted(bad)]}
 
     def _qualified(self, links: tuple[Circuit, ...]) -> set[Circuit]:
-        ends = {c: circuit_ends(self.fabric, c) for c in links}
-        blocks = {b for pair in ends.values() for b, _ in pair}
-        ports, errors = self.drivers.switch_ports(blocks)
-        if errors:
-            log.info("qualify: cannot read ports of %s", ", ".join(sorted(errors)))
-        view = {(b, p.port): p for b, plist in ports.items() for p in plist}
-        lit: dict[tuple[str, int], bool] = {}
-        for ocs in {c.ocs for c in links}:
-            try:
-                wanted = [p for c in links if c.ocs == ocs for p in (c.a, c.b)]
-                lit.update({(ocs, p): up for p, up in self.drivers.ocs_light(ocs, wanted).items()})
-            except SouthboundError as exc:
-                log.info("qualify: no light levels from %s: %s", ocs, exc)
-        good = set()
-        for c, (end_a, end_b) in ends.items():
-            pa, pb = view.get(end_a), view.get(end_b)
-            if pa is None or pb is None or not (pa.oper_up and pb.oper_up):
-                continue
-            if (pa.peer_block, pa.peer_port) != end_b or (pb.peer_block, pb.peer_port) != end_a:
-                continue
-            if not lit.get((c.ocs, c.a), False) or not lit.get((c.ocs, c.b), False):
-                continue
-            good.add(c)
-        return good
+        return qualified_links(self.fabric, self.drivers, links)
 
     def _do_undrain(self, stage: _Stage, payload: Any, deadline: float) -> dict[str, Any]:
         quarantined = {(b, p) for b, ports in stage.quarantined.items() for p in ports}

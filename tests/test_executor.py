@@ -157,6 +157,8 @@ def test_an_ocs_agent_killed_mid_stage_rolls_the_stage_back_and_te_goes_on(contr
 
 @pytest.mark.slow
 def test_an_ocs_power_loss_is_routed_around_and_its_circuits_restored(controller: Controller) -> None:
+    """Restored circuits are handled like a stage's new links: drained first, switched, and
+    undrained only once they qualify; one whose block port is down stays quarantined."""
     ctl = controller
     wait_for(lambda: ctl.count("te"), 30, what="the first TE run")
     original = ctl.device_circuits()
@@ -174,14 +176,31 @@ def test_an_ocs_power_loss_is_routed_around_and_its_circuits_restored(controller
     assert ctl.fabric.stats().blackholed_bytes == lost
     assert ctl.daemon.live == original - on_ocs2
     assert ctl.api.status().details["ocs_down"] == ["ocs2"]  # the controller reports it
+    bad = min(on_ocs2)
+    bad_ends = bad.ends(ctl.fabric.fabric)
+    ctl.fabric.fail_link(bad_ends[0].block, bad_ends[0].block_port)  # this one will not qualify
     ctl.fabric.restore_ocs("ocs2")
     wait_for(lambda: ctl.count("restore", ocs="ocs2"), 30, what="the circuits restored")
     wait_for(lambda: ctl.device_circuits() == original, 30, what="ocs2's circuits back on the device")
+    good = len(on_ocs2) - 1
+    wait_for(
+        lambda: ctl.count("te", reason=f"{good} quarantined links back in service"),
+        30,
+        what="the restored circuits qualified and back in service",
+    )
+    wait_for(lambda: ctl.daemon.state.te_circuits == original - {bad}, 30, what="TE over the good ones")
+    for end in bad_ends:  # still drained and quarantined, and TE leaves it out
+        assert ctl.fabric.switches[end.block].forwarding_state().drained[end.block_port]
+        assert end.block_port in ctl.daemon.quarantined[end.block]
+    ctl.fabric.restore_link(bad_ends[0].block, bad_ends[0].block_port)
+    wait_for(lambda: ctl.count("te", reason="1 quarantined links back in service"), 30, what="the last one")
     wait_for(
         lambda: ctl.daemon.live == original and ctl.daemon.state.te_circuits == original,
         30,
         what="TE over the restored circuits",
     )
+    assert not ctl.daemon.quarantined
+    assert not any(ctl.fabric.switches[e.block].forwarding_state().drained[e.block_port] for e in bad_ends)
     assert ctl.fabric.stats().blackholed_bytes == lost
 
 
