@@ -28,6 +28,10 @@ The accepted form (every section but the three paths is optional; times in secon
       toe_solve: 60                    # the ToE LP's time budget per proposal, re-plans included
     listen:
       northbound: 127.0.0.1:50051      # gRPC API (host:port; [v6]:port; port 0 picks one)
+      northbound_tls:                  # optional; absent means plaintext
+        cert: certs/controller.pem     # the API's certificate chain (PEM)
+        key: certs/controller-key.pem  # its private key (PEM)
+        client_ca: certs/ca.pem        # optional: clients must present a certificate it signed
       metrics: 127.0.0.1:9108          # Prometheus HTTP endpoint
 
 Loading validates everything in one place and raises :class:`~optimizer.errors.ConfigError`
@@ -45,6 +49,7 @@ from controller.estimation import EstimationSettings
 from optimizer import schema
 from optimizer.config import parse_yaml
 from optimizer.errors import ConfigError
+from southbound.tls import ServerTlsConfig
 
 TOP_KEYS = ("fabric", "devices", "store", "solver", "intervals", "thresholds", "timeouts", "listen")
 
@@ -102,6 +107,7 @@ class ListenAddress:
 class Listen:
     northbound: ListenAddress = field(default_factory=lambda: ListenAddress("127.0.0.1", 50051))
     metrics: ListenAddress = field(default_factory=lambda: ListenAddress("127.0.0.1", 9108))
+    northbound_tls: ServerTlsConfig | None = None  # None: the API is served in plaintext
 
 
 @dataclass(frozen=True)
@@ -164,7 +170,7 @@ def controller_config_from_dict(
         intervals=_intervals(_section(top, "intervals", _INTERVAL_KEYS, source), source),
         thresholds=_thresholds(_section(top, "thresholds", _THRESHOLD_KEYS, source), source),
         timeouts=_timeouts(_section(top, "timeouts", _TIMEOUT_KEYS, source), source),
-        listen=_listen(_section(top, "listen", _LISTEN_KEYS, source), source),
+        listen=_listen(_section(top, "listen", _LISTEN_KEYS, source), source, base),
     )
 
 
@@ -237,12 +243,36 @@ def _timeouts(section: dict[str, Any], source: str) -> StepTimeouts:
     return StepTimeouts(**{k: _seconds(section, k, getattr(d, k), source, "timeouts") for k in _TIMEOUT_KEYS})
 
 
-def _listen(section: dict[str, Any], source: str) -> Listen:
+def _listen(section: dict[str, Any], source: str, base: Path) -> Listen:
     d = Listen()
     return Listen(
         northbound=_address(section.get("northbound"), d.northbound, source, "listen.northbound"),
         metrics=_address(section.get("metrics"), d.metrics, source, "listen.metrics"),
+        northbound_tls=_server_tls(section.get("northbound_tls"), source, "listen.northbound_tls", base),
     )
+
+
+_SERVER_TLS_KEYS = ("cert", "key", "client_ca")
+
+
+def _server_tls(value: object, source: str, key: str, base: Path) -> ServerTlsConfig | None:
+    """The API's TLS files, each checked readable now (not when the server starts)."""
+    if value is None:
+        return None
+    section = schema.mapping(value, source, key)
+    schema.check_keys(section, source, key, _SERVER_TLS_KEYS, required=("cert", "key"))
+    files: dict[str, Path] = {}
+    for name in _SERVER_TLS_KEYS:
+        if section.get(name) is None:
+            continue
+        child = schema.join(key, name)
+        path = _path(section[name], source, child, base)
+        try:
+            path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(source, child, f"cannot read {path}: {exc.strerror}") from exc
+        files[name] = path
+    return ServerTlsConfig(files["cert"], files["key"], files.get("client_ca"))
 
 
 def _address(value: object, default: ListenAddress, source: str, key: str) -> ListenAddress:

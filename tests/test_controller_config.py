@@ -77,6 +77,24 @@ def test_relative_paths_are_resolved_against_the_config_file(tmp_path: Path) -> 
     assert config.source == str(path)
 
 
+def test_the_northbound_tls_files_are_relative_to_the_config_and_read_at_load(tmp_path: Path) -> None:
+    (tmp_path / "certs").mkdir()
+    for name in ("api.pem", "api-key.pem", "ca.pem"):
+        (tmp_path / "certs" / name).write_text("PEM")
+    path = tmp_path / "controller.yaml"
+    listen = "listen:\n  northbound_tls:\n    cert: certs/api.pem\n    key: certs/api-key.pem\n"
+    path.write_text(f"fabric: f.yaml\ndevices: d.yaml\nstore: j.db\n{listen}")
+    tls = load_controller_config(path).listen.northbound_tls
+    assert tls is not None and tls.client_ca is None
+    assert (tls.cert, tls.key) == (tmp_path / "certs" / "api.pem", tmp_path / "certs" / "api-key.pem")
+    path.write_text(f"fabric: f.yaml\ndevices: d.yaml\nstore: j.db\n{listen}    client_ca: certs/ca.pem\n")
+    assert load_controller_config(path).listen.northbound_tls.client_ca == tmp_path / "certs" / "ca.pem"
+    (tmp_path / "certs" / "api-key.pem").unlink()
+    with pytest.raises(ConfigError, match=r"listen\.northbound_tls\.key: cannot read"):
+        load_controller_config(path)
+    assert controller_config_from_dict(MINIMAL, "c.yaml", Path("/base")).listen.northbound_tls is None
+
+
 def test_every_step_has_a_timeout() -> None:
     timeouts = controller_config_from_dict(with_section("timeouts", apply_ocs=12), "c", Path("/")).timeouts
     assert [timeouts.for_step(s.value) for s in StepName] == [30.0, 90.0, 12.0, 60.0, 30.0]
@@ -117,6 +135,12 @@ def test_the_toe_solver_budget_is_configured_under_timeouts() -> None:
         (with_section("listen", metrics="0.0.0.0:99999"), "listen.metrics", "0 to 65535"),
         (with_section("listen", metrics=":9100"), "listen.metrics", "host is empty"),
         ({**MINIMAL, "listen": [1]}, "listen", "expected a mapping"),
+        (with_section("listen", northbound_tls="on"), "listen.northbound_tls", "expected a mapping"),
+        (with_section("listen", northbound_tls={"cert": "c.pem"}), "listen.northbound_tls.key", "missing"),
+        (with_section("listen", northbound_tls={"cert": "c", "key": "k", "ca": "a"}),
+         "listen.northbound_tls.ca", "unknown key"),
+        (with_section("listen", northbound_tls={"cert": "/nonexistent/c.pem", "key": "k"}),
+         "listen.northbound_tls.cert", "cannot read /nonexistent/c.pem"),
     ],
 )
 def test_errors_name_the_file_and_the_key(data: dict, key: str, problem: str) -> None:

@@ -237,6 +237,40 @@ def test_bad_northbound_requests_get_clear_errors_and_the_daemon_keeps_running(t
             assert stop_process(proc) == 0, log_tail(log)
 
 
+@pytest.mark.slow
+def test_the_daemon_serves_its_api_over_mutual_tls_when_configured(tmp_path: Path) -> None:
+    from southbound.tls import TlsConfig
+    from tests.tls_ca import SERVER_NAME, make_pki
+
+    pki = make_pki(tmp_path)
+    log = tmp_path / "daemon.log"
+    address = f"127.0.0.1:{free_port()}"
+    with running_fabric(FABRIC_FILE, tmp_path) as fabric:
+        fabric.set_demand(uniform_matrix(fabric.fabric, 0.5))
+        config = controller_config(tmp_path, FABRIC_FILE, fabric.devices_file, northbound=address)
+        data = yaml.safe_load(config.read_text())
+        data["listen"]["northbound_tls"] = {
+            "cert": str(pki.server_cert), "key": str(pki.server_key), "client_ca": str(pki.ca_cert),
+        }
+        config.write_text(yaml.safe_dump(data))
+        proc = start_daemon_process(config, log)
+        try:
+            tls = TlsConfig(pki.ca_cert, pki.client_cert, pki.client_key, server_name=SERVER_NAME)
+            with ControllerClient(address, tls=tls) as client:
+                wait_for(lambda: _serving(client) and client.status().te_runs >= 1, 30, what="TE via TLS")
+            no_cert = TlsConfig(pki.ca_cert, server_name=SERVER_NAME)  # mutual TLS: refused
+            rogue = TlsConfig(
+                pki.ca_cert, pki.rogue_client_cert, pki.rogue_client_key, server_name=SERVER_NAME
+            )
+            for refused in (None, no_cert, rogue):
+                with ControllerClient(address, tls=refused) as client:
+                    assert not _serving(client)
+            assert proc.poll() is None
+        finally:
+            assert stop_process(proc) == 0, log_tail(log)
+    assert "mutual TLS" in log.read_text()
+
+
 def _serving(client: ControllerClient) -> bool:
     try:
         return client.is_serving()

@@ -34,9 +34,20 @@ def start_api_servers(daemon: Daemon) -> Any:
         return None
     listen = daemon.config.listen
     servers = start_northbound(
-        DaemonApi(daemon), listen.northbound, daemon.metrics, listen.metrics, fabric=daemon.fabric
+        DaemonApi(daemon),
+        listen.northbound,
+        daemon.metrics,
+        listen.metrics,
+        fabric=daemon.fabric,
+        tls=listen.northbound_tls,
     )
-    log.info("northbound API on %s, metrics on %s", listen.northbound, listen.metrics)
+    log.info(
+        "northbound API on %s (%s), metrics on %s",
+        listen.northbound,
+        "plaintext" if listen.northbound_tls is None
+        else "mutual TLS" if listen.northbound_tls.client_ca else "TLS",
+        listen.metrics,
+    )
     return servers
 
 
