@@ -249,6 +249,7 @@ def map_topology(
     source: str = "<topology>",
     rebalance: bool = False,
     exchange_plan: bool = True,
+    dive: bool = True,
 ) -> MappingResult:
     """Circuits realising ``target`` on ``fabric``, keeping as many of ``current`` as possible.
 
@@ -261,7 +262,8 @@ def map_topology(
     unbalanced pairs in ``balance_violations`` either way.
 
     ``exchange_plan=False`` skips the exchange LP of
-    :mod:`optimizer.mapping_recolour`: about twice as fast at 64 blocks, with more
+    :mod:`optimizer.mapping_recolour` and ``dive=False`` the LP-guided dive of
+    :mod:`optimizer.mapping_dive`: together several times faster at 64 blocks, with more
     circuits changed (see ``benchmarks/RESULTS_mapping.md``).
 
     Raises :class:`~optimizer.errors.ConfigError` when the topology is over other blocks
@@ -281,7 +283,7 @@ def map_topology(
     domains = model.domains()
     layout = domain_layout(model, wanted, rebalance)
     split = split_over_domains(wanted, layout.current_directed, layout.capacity, layout.limit, names)
-    per_ocs = _map_domains(model, domains, split.counts, names, exchange_plan)
+    per_ocs = _map_domains(model, domains, split.counts, names, exchange_plan, dive)
     if not _odd_any_ocs(model.ocs, n) and small_change(model.ocs, wanted):
         repaired = _repair_globally(model, domains, wanted, layout, names, exchange_plan)
         if repaired is not None and _kept(model.ocs, repaired) > _kept(model.ocs, per_ocs):
@@ -296,11 +298,17 @@ def map_topology(
 
 
 def _map_domains(
-    model: PortModel, domains: list[int], split: np.ndarray, names: tuple[str, ...], exchange_plan: bool
+    model: PortModel,
+    domains: list[int],
+    split: np.ndarray,
+    names: tuple[str, ...],
+    exchange_plan: bool,
+    use_dive: bool = True,
 ) -> list[np.ndarray]:
     """Per-OCS directed counts (in ``model.ocs`` order) realising ``split[d]`` in each domain:
-    the recolouring (a few seeds on small domains) or, for small changes, the domain
-    repaired from today's circuits, whichever keeps more."""
+    the recolouring (a few seeds on small domains), for small changes the domain repaired
+    from today's circuits, and on Jupiter-shaped domains the LP-guided dive (``use_dive``):
+    whichever keeps more."""
     n = len(names)
     counts_by_ocs: dict[str, np.ndarray] = {}
     for di, d in enumerate(domains):
@@ -318,7 +326,7 @@ def _map_domains(
                                         exchange_plan=exchange_plan) for seed in seeds]
                 if small_change(ocs_list, split[di]):
                     tries.append(_repaired(ocs_list, split[di], orienter, exchange_plan))
-                if dive_applies(ocs_list, split[di]):
+                if use_dive and dive_applies(ocs_list, split[di]):
                     known = max(_kept(ocs_list, t) for t in tries)
                     tries.append(dive(ocs_list, split[di], known))
                 per_ocs = max(tries, key=lambda t: _kept(ocs_list, t))
