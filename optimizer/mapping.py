@@ -62,7 +62,7 @@ import numpy as np
 
 from optimizer.errors import InfeasibleError, SolverError
 from optimizer.fabric import Fabric
-from optimizer.mapping_dive import dive, dive_applies
+from optimizer.mapping_dive import DiveStuck, dive, dive_applies
 from optimizer.mapping_domains import pair_domain_limit, split_over_domains
 from optimizer.mapping_ocs import assign_ports, current_orientation, orient, split_over_ocs
 from optimizer.mapping_ports import OcsPorts, PortModel, build_port_model, require_same_blocks
@@ -328,7 +328,10 @@ def _map_domains(
                     tries.append(_repaired(ocs_list, split[di], orienter, exchange_plan))
                 if use_dive and dive_applies(ocs_list, split[di]):
                     known = max(_kept(ocs_list, t) for t in tries)
-                    tries.append(dive(ocs_list, split[di], known))
+                    try:
+                        tries.append(dive(ocs_list, split[di], known))
+                    except DiveStuck as exc:  # never expected: the other candidates stand
+                        log.error("failure domain %s: %s", d, exc)
                 per_ocs = max(tries, key=lambda t: _kept(ocs_list, t))
         except RecolouringStuck as exc:
             log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)

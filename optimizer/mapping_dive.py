@@ -50,16 +50,26 @@ KEEP_WEIGHT = 1.0
 _AVERAGING = 0.05  # the volume algorithm's weight of the newest assignment
 _FORBIDDEN = -1e6
 _CONFLICT_TRIES = 100
+#: The dive is skipped on domains bigger than this (OCSes x blocks^3, the assignment work of
+#: one guide round): 4x a 64-block Jupiter domain (64 OCSes x 64 blocks, about 4 s), so a
+#: domain's dive takes about 15 s at most.
+MAX_DOMAIN_WORK = 4 * 64 * 64**3
+
+
+class DiveStuck(RuntimeError):
+    """Internal error: a step found no perfect matching (the theorem says one exists)."""
 
 
 def dive_applies(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> bool:
     """Whether the domain has Jupiter's shape and the pair counts use every port: each block
     has one north and one south port on every OCS (or none on any), no ``any`` ports, and
-    ``2 x OCSes`` circuits."""
+    ``2 x OCSes`` circuits; and the domain is at most :data:`MAX_DOMAIN_WORK`."""
     if not ocs_list:
         return False
     n = pairs.shape[0]
     present = np.array([ocs_list[0].north_budget(a) == 1 for a in range(n)])
+    if len(ocs_list) * int(present.sum()) ** 3 > MAX_DOMAIN_WORK:
+        return False
     for o in ocs_list:
         for a in range(n):
             want = 1 if present[a] else 0
@@ -180,7 +190,7 @@ def _perfect_matching(weight: np.ndarray, residual: np.ndarray) -> np.ndarray:
     oriented = _eulerian_orientation(residual)
     matching = _assign_within(weight, oriented > 0)
     if matching is None:
-        raise RuntimeError("internal error: no perfect matching within an Eulerian orientation")
+        raise DiveStuck("internal error: no perfect matching within an Eulerian orientation")
     return matching
 
 

@@ -54,6 +54,9 @@ def test_the_dive_applies_only_to_full_jupiter_shaped_domains() -> None:
     fewer[0, 1] -= 1
     fewer[1, 0] -= 1  # two ports left free
     assert not dive_applies(ocs_list, fewer)
+    with pytest.MonkeyPatch.context() as patch:  # too big a domain for the time it would take
+        patch.setattr(mapping_dive, "MAX_DOMAIN_WORK", len(ocs_list) * 8**3 - 1)
+        assert not dive_applies(ocs_list, pairs)
     two_per_side = generate_fabric(8, 32, 8, 40, domains=1)  # 4 ports per block per OCS
     model = build_port_model(two_per_side, uniform_mesh(two_per_side))
     assert not dive_applies(model.ocs, np.asarray(mesh_topology(two_per_side).counts))
@@ -120,3 +123,16 @@ def test_the_dive_tears_down_fewer_circuits_than_the_other_candidates(seed: int,
     monkeypatch.setattr(mapping_module, "dive_applies", lambda *args: False)
     without = map_topology(fabric, target, mesh)
     assert with_dive.removed < without.removed
+
+
+def test_a_dive_that_gets_stuck_leaves_the_other_candidates(monkeypatch, caplog) -> None:
+    def stuck(*args, **kwargs):
+        raise mapping_dive.DiveStuck("internal error: test")
+
+    monkeypatch.setattr(mapping_module, "dive", stuck)
+    fabric = jupiter_like(blocks=8, ocs=16)
+    target = perturb(mesh_topology(fabric), 10, np.random.default_rng(4))
+    with caplog.at_level("ERROR", logger="optimizer.mapping"):
+        result = map_topology(fabric, target, uniform_mesh(fabric))
+    assert check_mapping(fabric, result.circuits, as_pairs(target)) == []
+    assert any("internal error: test" in r.getMessage() for r in caplog.records)
