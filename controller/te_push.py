@@ -17,7 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from controller.drivers import FabricDrivers, GroupTables, circuit_ends
-from controller.transition import fractions, mix_utilisation, source_loads, transition_steps
+from controller.transition import (
+    fractions,
+    mix_utilisation,
+    source_loads,
+    transition_steps,
+    worst_transition,
+)
 from optimizer.fabric import Fabric
 from optimizer.te import TeResult, TeSolver
 from optimizer.topology import Circuit, Topology
@@ -81,8 +87,9 @@ class TePusher:
     """Solve and push TE; one solver, used under a lock (the executor and the loop share it).
 
     It remembers the groups it last pushed, so that a push whose old/new mix could load a
-    link over ``max(mix_floor, old plan, new plan)`` goes through intermediate groups
-    (:mod:`controller.transition`).
+    link over ``max(mix_floor, old plan, new plan)`` changes the blocks one at a time in a
+    safe order, or goes through intermediate groups (:mod:`controller.transition`); it logs
+    a warning when neither keeps the bound within that limit.
     """
 
     def __init__(self, fabric: Fabric, drivers: FabricDrivers, mix_floor: float = 0.8) -> None:
@@ -132,9 +139,16 @@ class TePusher:
             steps = self._steps(new, matrix, circuits if live is None else frozenset(live))
         generations: dict[str, int] = {}
         for k, tables in enumerate(steps):
-            suffix = "" if k == len(steps) - 1 else f"-mix{k + 1}"
+            final = k == len(steps) - 1
+            suffix = "" if final else f"-mix{k + 1}"
+            before = self.pushed
+            # An intermediate state goes only to the blocks it changes (one block at a time in
+            # an ordered transition); the final one to every block, mending any drift.
+            wanted = tables if final or before is None else {
+                b: t for b, t in tables.items() if before.get(b) != t
+            }
             self.pushed = None  # unknown until the push succeeds everywhere
-            generations = self.drivers.push_groups(tables, request_prefix + suffix)
+            generations = self.drivers.push_groups(wanted, request_prefix + suffix)
             self.pushed = tables
         pushed = time.monotonic()
         log.info(
@@ -161,4 +175,11 @@ class TePusher:
         if self.pushed is not None:
             old_loads = source_loads(fractions(self.pushed, blocks), demand)
             limit = max(limit, mix_utilisation(old_loads, old_loads, capacity))
-        return transition_steps(self.pushed, new, blocks, demand, capacity, limit + 1e-9)
+        steps = transition_steps(self.pushed, new, blocks, demand, capacity, limit + 1e-9)
+        worst = worst_transition(self.pushed, steps, blocks, demand, capacity)
+        if worst > limit + 1e-6:
+            log.warning(
+                "TE: the change of groups may load a link to %.4f on the estimated matrix, over the "
+                "limit %.4f, even in %d steps", worst, limit, len(steps),
+            )
+        return steps

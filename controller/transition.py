@@ -9,7 +9,12 @@ through a transit block), every mix of old and new is bounded by
 
 :func:`transition_steps` inserts intermediate groups (fractions interpolated between old
 and new, bisecting where needed) until every consecutive pair's bound, over the capacity
-that is live during the push, stays within the limit, or the step budget is spent.
+that is live during the push, stays within the limit, or the step budget is spent. A pair
+still over the limit then changes one block at a time (each state differs from the one
+before in one block, so the state in between is one of the two): the blocks go in the
+order that keeps the busiest link lowest at every step, greedily - a block that moves
+traffic off a hot link before another moves traffic onto it. What the steps reach is in
+:func:`worst_transition` (the daemon logs a warning when it is still over the limit).
 """
 
 from __future__ import annotations
@@ -64,10 +69,7 @@ def source_loads(split: np.ndarray, demand: np.ndarray) -> np.ndarray:
 
 def mix_utilisation(a: np.ndarray, b: np.ndarray, capacity: np.ndarray) -> float:
     """The bound on any link's utilisation while blocks move from loads ``a`` to ``b``."""
-    bound = np.maximum(a, b).sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        util = np.where(capacity > 0, bound / np.where(capacity > 0, capacity, 1.0), 0.0)
-    return float(util.max(initial=0.0))
+    return _utilisation(np.maximum(a, b).sum(axis=0), capacity)
 
 
 def tables_of(split: np.ndarray, blocks: Sequence[str]) -> GroupTables:
@@ -93,11 +95,17 @@ def transition_steps(
     capacity: np.ndarray,
     limit: float,
 ) -> list[GroupTables]:
-    """The groups to push in order, ending with ``new``: intermediates only where needed."""
+    """The groups to push in order, ending with ``new``: all at once when every mix is within
+    ``limit``; else one block at a time if an order keeps every state within it; else
+    intermediates, each pair still over the limit one block at a time."""
     if old is None:
         return [new]
     splits = [fractions(old, blocks), fractions(new, blocks)]
     loads = [source_loads(x, demand) for x in splits]
+    if mix_utilisation(loads[0], loads[1], capacity) > limit:
+        ordered, worst = _one_block_at_a_time(old, new, blocks, loads[0], loads[1], capacity)
+        if worst <= limit:
+            return ordered
     steps: list[GroupTables] = []  # the intermediates, in order
     while len(splits) - 2 < MAX_INTERMEDIATE:
         worst, at = 0.0, -1
@@ -112,4 +120,68 @@ def transition_steps(
         steps.insert(at, middle_tables)
         splits.insert(at + 1, middle)
         loads.insert(at + 1, source_loads(middle, demand))
-    return [*steps, new]
+    states = [old, *steps, new]
+    out: list[GroupTables] = []
+    for k in range(len(states) - 1):
+        if mix_utilisation(loads[k], loads[k + 1], capacity) <= limit:
+            out.append(states[k + 1])
+        else:
+            pair = (states[k], states[k + 1], blocks, loads[k], loads[k + 1], capacity)
+            out.extend(_one_block_at_a_time(*pair)[0])
+    return out
+
+
+def _one_block_at_a_time(
+    before: GroupTables,
+    after: GroupTables,
+    blocks: Sequence[str],
+    loads_before: np.ndarray,
+    loads_after: np.ndarray,
+    capacity: np.ndarray,
+) -> tuple[list[GroupTables], float]:
+    """States from ``before`` to ``after`` that change one block each (the last is ``after``),
+    the next block always the one leaving the busiest link lowest; and the highest
+    utilisation of any of them (consecutive states differ in one block, so nothing in
+    between is worse than the two)."""
+    index = {b: i for i, b in enumerate(blocks)}
+    waiting = [b for b in blocks if before.get(b, {}) != after.get(b, {})]
+    total = loads_before.sum(axis=0)
+    worst = max(_utilisation(total, capacity), _utilisation(loads_after.sum(axis=0), capacity))
+    state = {b: before.get(b, {}) for b in blocks}
+    out: list[GroupTables] = []
+    while len(waiting) > 1:
+        block = min(
+            waiting,
+            key=lambda b, now=total: _utilisation(
+                now - loads_before[index[b]] + loads_after[index[b]], capacity
+            ),
+        )
+        i = index[block]
+        total = total - loads_before[i] + loads_after[i]
+        worst = max(worst, _utilisation(total, capacity))
+        state = {**state, block: after.get(block, {})}
+        out.append(state)
+        waiting.remove(block)
+    out.append(after)
+    return out, worst
+
+
+def _utilisation(load: np.ndarray, capacity: np.ndarray) -> float:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where(capacity > 0, load / np.where(capacity > 0, capacity, 1.0), 0.0)
+    return float(util.max(initial=0.0))
+
+
+def worst_transition(
+    old: GroupTables | None,
+    steps: Sequence[GroupTables],
+    blocks: Sequence[str],
+    demand: np.ndarray,
+    capacity: np.ndarray,
+) -> float:
+    """The bound on any link's utilisation while ``steps`` are pushed in turn after ``old``."""
+    states = ([] if old is None else [old]) + list(steps)
+    loads = [source_loads(fractions(t, blocks), demand) for t in states]
+    if len(loads) == 1:
+        return mix_utilisation(loads[0], loads[0], capacity)
+    return max(mix_utilisation(loads[k], loads[k + 1], capacity) for k in range(len(loads) - 1))

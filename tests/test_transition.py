@@ -5,13 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from controller.te_push import group_tables
-from controller.transition import fractions, mix_utilisation, source_loads, transition_steps
+from controller.transition import (
+    fractions,
+    mix_utilisation,
+    source_loads,
+    transition_steps,
+    worst_transition,
+)
 from optimizer.config import load_fabric
 from optimizer.te import solve_te
 from optimizer.topology import Topology, uniform_mesh
-from optimizer.traffic import hotspot_matrix
+from optimizer.traffic import TrafficMatrix, hotspot_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
 FABRIC = load_fabric(ROOT / "configs" / "fabric-8.yaml")
@@ -61,3 +68,76 @@ def test_no_intermediates_when_the_jump_is_safe_or_nothing_was_pushed_before() -
     capacity = MESH.counts * SPEED
     assert transition_steps(tables, tables, BLOCKS, tm.gbps, capacity, limit=0.8) == [tables]
     assert transition_steps(None, tables, BLOCKS, tm.gbps, capacity, limit=0.8) == [tables]
+
+
+def crossing_moves(load: float, swap: bool):
+    """b1 sends ``load`` to b4, first via b2, then via b3. Its move lands on b3->b4, which a
+    second source leaves at the same time: b3 itself (direct -> via b6), or with ``swap``
+    b5 (via b3 -> via b2), whose move lands where b1's leaves: no order helps then."""
+    n = len(BLOCKS)
+    demand = np.zeros((n, n))
+    old: dict = {b: {} for b in BLOCKS}
+    new: dict = {b: {} for b in BLOCKS}
+    demand[0, 3] = load
+    old["b1"], new["b1"] = {"b4": {"b2": 1}}, {"b4": {"b3": 1}}
+    if swap:
+        demand[4, 3] = load
+        old["b5"], new["b5"] = {"b4": {"b3": 1}}, {"b4": {"b2": 1}}
+    else:
+        demand[2, 3] = load
+        old["b3"], new["b3"] = {"b4": {"b4": 1}}, {"b4": {"b6": 1}}
+    capacity = np.full((n, n), 100.0)
+    np.fill_diagonal(capacity, 0.0)
+    return old, new, demand, capacity
+
+
+def test_blocks_change_one_at_a_time_in_an_order_that_keeps_the_limit() -> None:
+    old, new, demand, capacity = crossing_moves(60.0, swap=False)
+    a, b = source_loads(fractions(old, BLOCKS), demand), source_loads(fractions(new, BLOCKS), demand)
+    assert mix_utilisation(a, b, capacity) > 1.0  # all at once, b3->b4 could carry both
+    steps = transition_steps(old, new, BLOCKS, demand, capacity, limit=0.61)
+    assert len(steps) == 2 and steps[-1] == new
+    assert steps[0]["b3"] == new["b3"] and steps[0]["b1"] == old["b1"]  # b3 leaves b3->b4 first
+    assert worst_transition(old, steps, BLOCKS, demand, capacity) == pytest.approx(0.6)
+
+
+def test_when_no_order_helps_intermediates_bring_the_bound_down() -> None:
+    old, new, demand, capacity = crossing_moves(60.0, swap=True)
+    jump = worst_transition(old, [new], BLOCKS, demand, capacity)
+    assert jump == pytest.approx(1.2)
+    steps = transition_steps(old, new, BLOCKS, demand, capacity, limit=0.7)
+    assert steps[-1] == new and len(steps) > 2
+    assert worst_transition(old, steps, BLOCKS, demand, capacity) <= 0.7
+    tight = transition_steps(old, new, BLOCKS, demand, capacity, limit=0.62)  # out of reach
+    assert tight[-1] == new
+    assert 0.62 < worst_transition(old, tight, BLOCKS, demand, capacity) < 0.7
+
+
+class RecordingDrivers:
+    def __init__(self) -> None:
+        self.pushes: list[dict] = []
+
+    def push_groups(self, tables: dict, request_prefix: str) -> dict[str, int]:
+        self.pushes.append(dict(tables))
+        return dict.fromkeys(tables, 1)
+
+
+def test_the_pusher_sends_an_ordered_step_to_its_one_block_and_the_last_to_all(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    import controller.te_push as te_push
+
+    circuits = frozenset(uniform_mesh(FABRIC))
+    capacity = np.asarray(MESH.counts) * np.array(
+        [[FABRIC.link_speed_gbps(a, b) for b in BLOCKS] for a in BLOCKS]
+    )
+    old, new, demand, _ = crossing_moves(0.5 * capacity[capacity > 0].min(), swap=False)
+    monkeypatch.setattr(te_push, "group_tables", lambda result, blocks: new)
+    drivers = RecordingDrivers()
+    pusher = te_push.TePusher(FABRIC, drivers, mix_floor=0.0)  # type: ignore[arg-type]
+    pusher.pushed = old
+    result = SimpleNamespace(mlu=0.5, mlu_quantized=0.5, total_demand_gbps=float(demand.sum()))
+    pusher.push(result, circuits, "t", TrafficMatrix(BLOCKS, demand))  # type: ignore[arg-type]
+    assert [set(p) for p in drivers.pushes] == [{"b3"}, set(BLOCKS)]
+    assert drivers.pushes[0]["b3"] == new["b3"] and drivers.pushes[1] == new
+    assert pusher.pushed == new
