@@ -158,10 +158,5 @@ class ToePlanner:
                 "stages": [],
             }
         plan["repair_trades"] = toe.repair_trades
-        plan["solver"] = {
-            "status": toe.solver_status,
-            "timed_out": toe.timed_out,
-            "cut_stage": toe.cut_stage,
-            "max_change": max_change,
-        }
+        plan["solver"] = {**toe.solver_json(), "max_change": max_change}
         return Proposal(plan, verdict, current_mlu, planned_mlu, changed, target)

@@ -123,6 +123,10 @@ class ToePlan:
         gap = 1.0 - self.throughput_scale / self.throughput_scale_relaxed
         return 0.0 if abs(gap) < 1e-9 else gap
 
+    def solver_json(self) -> dict[str, object]:
+        """How the LP ended: ``status``, ``timed_out`` and ``cut_stage``."""
+        return {"status": self.solver_status, "timed_out": self.timed_out, "cut_stage": self.cut_stage}
+
     def to_json(self) -> dict[str, object]:
         relaxed, gap, share = self.throughput_scale_relaxed, self.rounding_gap, self.transit_share_relaxed
         return {

@@ -91,14 +91,8 @@ def _toe(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - started
     if args.format == "json":
         data = plan.to_json()
-        toe = plan.toe
-        data["solver"] = {
-            "seconds": round(seconds, 3),
-            "time_limit": args.time_limit,
-            "status": toe.solver_status,
-            "timed_out": toe.timed_out,
-            "cut_stage": toe.cut_stage,
-        }
+        timing = {"seconds": round(seconds, 3), "time_limit": args.time_limit}
+        data["solver"] = {**timing, **plan.toe.solver_json()}
         emit_json(data, args.out)
     else:
         emit(format_table(plan, seconds), args.out)
