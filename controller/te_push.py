@@ -20,9 +20,8 @@ from controller.drivers import FabricDrivers, GroupTables, circuit_ends
 from controller.transition import (
     fractions,
     mix_utilisation,
+    plan_transition,
     source_loads,
-    transition_steps,
-    worst_transition,
 )
 from optimizer.fabric import Fabric
 from optimizer.te import TeResult, TeSolver
@@ -175,11 +174,10 @@ class TePusher:
         if self.pushed is not None:
             old_loads = source_loads(fractions(self.pushed, blocks), demand)
             limit = max(limit, mix_utilisation(old_loads, old_loads, capacity))
-        steps = transition_steps(self.pushed, new, blocks, demand, capacity, limit + 1e-9)
-        worst = worst_transition(self.pushed, steps, blocks, demand, capacity)
-        if worst > limit + 1e-6:
+        transition = plan_transition(self.pushed, new, blocks, demand, capacity, limit + 1e-9)
+        if transition.worst > limit + 1e-6:
             log.warning(
                 "TE: the change of groups may load a link to %.4f on the estimated matrix, over the "
-                "limit %.4f, even in %d steps", worst, limit, len(steps),
+                "limit %.4f, even in %d steps", transition.worst, limit, len(transition.steps),
             )
-        return steps
+        return transition.steps

@@ -13,13 +13,15 @@ that is live during the push, stays within the limit, or the step budget is spen
 still over the limit then changes one block at a time (each state differs from the one
 before in one block, so the state in between is one of the two): the blocks go in the
 order that keeps the busiest link lowest at every step, greedily - a block that moves
-traffic off a hot link before another moves traffic onto it. What the steps reach is in
-:func:`worst_transition` (the daemon logs a warning when it is still over the limit).
+traffic off a hot link before another moves traffic onto it. :func:`plan_transition` also
+says what the steps reach (the daemon logs a warning when it is still over the limit);
+:func:`worst_transition` evaluates any sequence of groups on its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -87,6 +89,12 @@ def tables_of(split: np.ndarray, blocks: Sequence[str]) -> GroupTables:
     return tables
 
 
+@dataclass(frozen=True)
+class Transition:
+    steps: list[GroupTables]  # the groups to push in order, ending with the new ones
+    worst: float  # the bound on any link's utilisation while they are pushed
+
+
 def transition_steps(
     old: GroupTables | None,
     new: GroupTables,
@@ -95,17 +103,32 @@ def transition_steps(
     capacity: np.ndarray,
     limit: float,
 ) -> list[GroupTables]:
+    """The groups to push in order, ending with ``new`` (see :func:`plan_transition`)."""
+    return plan_transition(old, new, blocks, demand, capacity, limit).steps
+
+
+def plan_transition(
+    old: GroupTables | None,
+    new: GroupTables,
+    blocks: Sequence[str],
+    demand: np.ndarray,
+    capacity: np.ndarray,
+    limit: float,
+) -> Transition:
     """The groups to push in order, ending with ``new``: all at once when every mix is within
     ``limit``; else one block at a time if an order keeps every state within it; else
-    intermediates, each pair still over the limit one block at a time."""
-    if old is None:
-        return [new]
-    splits = [fractions(old, blocks), fractions(new, blocks)]
+    intermediates, each pair still over the limit one block at a time. With the bound
+    those steps keep (the same as :func:`worst_transition` of them)."""
+    splits = [fractions(new, blocks)] if old is None else [fractions(old, blocks), fractions(new, blocks)]
     loads = [source_loads(x, demand) for x in splits]
-    if mix_utilisation(loads[0], loads[1], capacity) > limit:
-        ordered, worst = _one_block_at_a_time(old, new, blocks, loads[0], loads[1], capacity)
-        if worst <= limit:
-            return ordered
+    if old is None:
+        return Transition([new], mix_utilisation(loads[0], loads[0], capacity))
+    jump = mix_utilisation(loads[0], loads[1], capacity)
+    if jump <= limit:
+        return Transition([new], jump)
+    ordered, worst = _one_block_at_a_time(old, new, blocks, loads[0], loads[1], capacity)
+    if worst <= limit:
+        return Transition(ordered, worst)
     steps: list[GroupTables] = []  # the intermediates, in order
     while len(splits) - 2 < MAX_INTERMEDIATE:
         worst, at = 0.0, -1
@@ -122,13 +145,17 @@ def transition_steps(
         loads.insert(at + 1, source_loads(middle, demand))
     states = [old, *steps, new]
     out: list[GroupTables] = []
+    worst = 0.0
     for k in range(len(states) - 1):
-        if mix_utilisation(loads[k], loads[k + 1], capacity) <= limit:
+        mix = mix_utilisation(loads[k], loads[k + 1], capacity)
+        if mix <= limit:
             out.append(states[k + 1])
         else:
             pair = (states[k], states[k + 1], blocks, loads[k], loads[k + 1], capacity)
-            out.extend(_one_block_at_a_time(*pair)[0])
-    return out
+            ordered, mix = _one_block_at_a_time(*pair)
+            out.extend(ordered)
+        worst = max(worst, mix)
+    return Transition(out, worst)
 
 
 def _one_block_at_a_time(

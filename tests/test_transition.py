@@ -11,6 +11,7 @@ from controller.te_push import group_tables
 from controller.transition import (
     fractions,
     mix_utilisation,
+    plan_transition,
     source_loads,
     transition_steps,
     worst_transition,
@@ -111,6 +112,14 @@ def test_when_no_order_helps_intermediates_bring_the_bound_down() -> None:
     tight = transition_steps(old, new, BLOCKS, demand, capacity, limit=0.62)  # out of reach
     assert tight[-1] == new
     assert 0.62 < worst_transition(old, tight, BLOCKS, demand, capacity) < 0.7
+
+
+@pytest.mark.parametrize(("swap", "limit"), [(False, 0.61), (True, 0.7), (True, 0.62), (False, 2.0)])
+def test_the_planned_bound_is_what_the_steps_reach(swap: bool, limit: float) -> None:
+    old, new, demand, capacity = crossing_moves(60.0, swap=swap)
+    planned = plan_transition(old, new, BLOCKS, demand, capacity, limit)
+    assert planned.steps == transition_steps(old, new, BLOCKS, demand, capacity, limit)
+    assert planned.worst == pytest.approx(worst_transition(old, planned.steps, BLOCKS, demand, capacity))
 
 
 class RecordingDrivers:
