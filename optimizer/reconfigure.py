@@ -116,9 +116,9 @@ def plan_target(
     ``evaluate`` is the min-MLU used to judge topologies (ToE's re-evaluation and repair).
     The change limit in ``knobs`` bounds the circuits the mapping really removes: if the
     mapping needs a few more than the topology's lower bound, the topology is re-planned
-    with a tighter limit. ``current`` is mapped in sorted order, so the result does not
-    depend on the order it comes in. Raises ConfigError for invalid circuits or knobs and
-    InfeasibleError when no plan fits.
+    with a tighter limit. The result does not depend on the order ``current`` comes in
+    (:func:`~optimizer.mapping.map_topology` reads it sorted). Raises ConfigError for
+    invalid circuits or knobs and InfeasibleError when no plan fits.
 
     The knobs' ``time_limit`` (counted on ``clock`` from this call, or the given ``budget``)
     covers the LP of every plan, re-plans included: a re-plan that finds it spent keeps
@@ -126,7 +126,7 @@ def plan_target(
     """
     knobs.validate()
     budget = budget or TimeBudget(knobs.time_limit, clock)
-    circuits = tuple(sorted(current))
+    circuits = tuple(current)
     check_circuits(fabric, circuits, "<current>")
     toe = plan_topology(fabric, matrices, circuits, knobs, evaluate, budget=budget)
     mapping = mapper(fabric, toe.topology, circuits)
