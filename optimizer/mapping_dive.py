@@ -38,6 +38,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from optimizer.mapping_ocs import current_orientation
 from optimizer.mapping_ports import OcsPorts
 
 #: Volume-algorithm rounds before the dive, and after every chunk of fixed OCSes.
@@ -67,7 +68,7 @@ def dive_applies(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> bool:
     if not ocs_list:
         return False
     n = pairs.shape[0]
-    present = np.array([ocs_list[0].north_budget(a) == 1 for a in range(n)])
+    present = _present(ocs_list, n)
     if len(ocs_list) * int(present.sum()) ** 3 > MAX_DOMAIN_WORK:
         return False
     for o in ocs_list:
@@ -84,16 +85,10 @@ def dive(ocs_list: Sequence[OcsPorts], pairs: np.ndarray, known_kept: int = 0) -
     a domain :func:`dive_applies` to. ``known_kept``: today's circuits some other mapping of
     the domain keeps (it steers the step size)."""
     n = pairs.shape[0]
-    present = np.array([ocs_list[0].north_budget(a) == 1 for a in range(n)])
-    blocks = np.nonzero(present)[0]
+    blocks = np.nonzero(_present(ocs_list, n))[0]
     m = len(blocks)
     index = np.ix_(blocks, blocks)
-    orig = np.zeros((len(ocs_list), m, m))
-    for i, o in enumerate(ocs_list):
-        full = np.zeros((n, n))
-        for (a, b), circuits in o.current.items():
-            full[a, b] = len(circuits)
-        orig[i] = full[index]
+    orig = np.array([current_orientation([o], n)[index] for o in ocs_list], dtype=np.float64)
     residual = np.asarray(pairs, dtype=np.int64)[index].copy()
     guide = _Guide(m)
     left = list(range(len(ocs_list)))
@@ -117,6 +112,11 @@ def dive(ocs_list: Sequence[OcsPorts], pairs: np.ndarray, known_kept: int = 0) -
         full[index] = chosen[o]
         out.append(full)
     return out
+
+
+def _present(ocs_list: Sequence[OcsPorts], n: int) -> np.ndarray:
+    """The blocks with ports in the domain (those with a north port on its first OCS)."""
+    return np.array([ocs_list[0].north_budget(a) == 1 for a in range(n)])
 
 
 class _Guide:

@@ -33,7 +33,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from optimizer.mapping_ocs import assign_ports
+from optimizer.mapping_ocs import assign_ports, current_orientation
 from optimizer.mapping_ports import OcsPorts
 
 log = logging.getLogger(__name__)
@@ -60,8 +60,7 @@ class _Repair:
         self.south = np.array([[o.south_budget(a) for a in range(n)] for o in ocs_list], dtype=np.int64)
         self.orig = np.zeros((len(ocs_list), n, n), dtype=np.int64)
         for i, o in enumerate(ocs_list):
-            for (a, b), circuits in o.current.items():
-                self.orig[i, a, b] = len(circuits)
+            self.orig[i] = current_orientation([o], n)
         self.count = self.orig.copy() if start is None else np.stack(start).astype(np.int64)
         placed = self.count.sum(axis=0)
         self.wanted = np.asarray(pairs, dtype=np.int64)
