@@ -40,8 +40,8 @@ def run_size(blocks: int) -> dict:
     from optimizer.config import generate_fabric
     from optimizer.mapping import map_topology
     from optimizer.topology import uniform_mesh
-    from tests.circuit_checker import check_mapping
-    from tests.mapping_helpers import as_pairs, gravity_topology
+    from tests.support.circuit_checker import check_mapping
+    from tests.support.mapping_helpers import as_pairs, gravity_topology
 
     fabric = generate_fabric(blocks, UPLINKS, OCS_COUNT, OCS_PORTS, domains=DOMAINS)
     steps = []

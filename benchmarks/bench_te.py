@@ -80,7 +80,7 @@ def run_te(blocks: int, kind: str, repeats: int) -> dict[str, Any]:
 
 
 def run_reference(blocks: int, kind: str) -> dict[str, Any]:
-    from optimizer.te_reference import reference_mlu
+    from tests.support.te_reference import reference_mlu
 
     fabric, tm = instance(blocks, kind)
     started = time.perf_counter()

@@ -67,8 +67,8 @@ def run_size(n: int) -> dict[str, Any]:
     """One size, in this process: the two planning steps and their figures."""
     from benchmarks.mapping_bound import wiring_lower_bound
     from optimizer.errors import ConfigError
-    from optimizer.reconfigure import plan_reconfiguration
     from optimizer.te import TeSolver
+    from optimizer.toe import plan_reconfiguration
     from optimizer.topology import check_circuits, mesh_topology, uniform_mesh
     from optimizer.traffic import gravity_matrix
 

@@ -31,8 +31,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from optimizer.fabric import Fabric
-from optimizer.mapping import domain_layout
-from optimizer.mapping_ports import build_port_model
+from optimizer.mapping import build_port_model, domain_layout
 from optimizer.topology import Circuit, Topology
 
 

@@ -20,10 +20,9 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from benchmarks.mapping_bound import wiring_lower_bound
 from optimizer.config import generate_fabric
-from optimizer.mapping import map_topology, pair_domain_limit
-from optimizer.mapping_ports import build_port_model
+from optimizer.mapping import build_port_model, map_topology, pair_domain_limit
 from optimizer.topology import mesh_topology, uniform_mesh
-from tests.mapping_helpers import gravity_topology, perturb
+from tests.support.mapping_helpers import gravity_topology, perturb
 
 log = logging.getLogger("mapping_optimum")
 

@@ -45,7 +45,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from controller.estimation import EstimationSettings
+from controller.sensing.estimation import EstimationSettings
 from optimizer import schema
 from optimizer.config import parse_yaml
 from optimizer.errors import ConfigError

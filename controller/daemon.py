@@ -37,12 +37,20 @@ from controller.drivers import (
     merge_ports,
     ports_of_circuits,
 )
-from controller.estimation import PeakPredictor, RateEstimator, TrafficEstimation, matrix_change
-from controller.executor import ExecutorInterrupted, ExecutorSettings, PausePoint, StageExecutor, TeInputs
-from controller.inferred_matrix import infer_matrix
-from controller.journal import Journal
 from controller.metrics import ControllerMetrics
-from controller.observe import (
+from controller.reconfig.executor import (
+    ExecutorInterrupted,
+    ExecutorSettings,
+    PausePoint,
+    StageExecutor,
+    TeInputs,
+)
+from controller.reconfig.journal import Journal
+from controller.reconfig.stage_plan import stage_count
+from controller.reconfig.toe_run import ToePlanner
+from controller.sensing.estimation import PeakPredictor, RateEstimator, TrafficEstimation, matrix_change
+from controller.sensing.inferred_matrix import infer_matrix
+from controller.sensing.observe import (
     blocks_out,
     egress_samples,
     fresh_fabric,
@@ -53,17 +61,15 @@ from controller.observe import (
     port_samples,
     reconcile,
 )
-from controller.qualify import qualified_links
-from controller.stage_plan import stage_count
+from controller.sensing.qualify import qualified_links
 from controller.status import StatusBoard
-from controller.te_push import TePusher, demand_without, group_tables, usable_circuits
-from controller.toe_run import ToePlanner
+from controller.te_loop.te_push import TePusher, demand_without, group_tables, usable_circuits
 from optimizer.config import load_fabric
 from optimizer.errors import HeliostatError
 from optimizer.policy import ReconfigurePolicy
+from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION
 from optimizer.topology import Circuit, Topology, uniform_mesh
 from optimizer.traffic import TrafficMatrix
-from optimizer.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION
 from southbound.devices import DevicesFileError, load_devices_file
 from southbound.errors import SouthboundError
 

@@ -102,20 +102,6 @@ class OcsDevice:
                 return []
             return [c for c, e in self._entries.items() if not e.switching(now)]
 
-    def peer_array(self) -> np.ndarray:
-        """port -> other port of its cross-connect, or -1 (a copy)."""
-        with self._lock:
-            return self._peer.copy()
-
-    def switching_mask(self, now: float | None = None) -> np.ndarray:
-        now = self.clock.now() if now is None else now
-        mask = np.zeros(self.radix, dtype=bool)
-        with self._lock:
-            for c, e in self._entries.items():
-                if e.switching(now):
-                    mask[[c.a, c.b]] = True
-        return mask
-
     def port_status(self, ports: Iterable[int] = ()) -> list[dict[str, object]]:
         wanted = list(ports) or list(range(self.radix))
         self._check_ports(wanted)

@@ -232,11 +232,6 @@ def _check_unique_names(
             seen[item.name] = key
 
 
-def per_ocs_share(block: Block, n_ocs: int) -> int:
-    """How many of ``block``'s uplinks land on each OCS under striped wiring."""
-    return block.uplinks // n_ocs
-
-
 def striped_wiring(
     blocks: tuple[Block, ...], ocs: tuple[Ocs, ...], source: str = "<fabric>"
 ) -> tuple[WiredPort, ...]:

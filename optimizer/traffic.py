@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -78,12 +77,6 @@ class TrafficMatrix:
         for src, dst, g in self.pairs():
             writer.writerow([src, dst, f"{g:.6g}"])
         return buf.getvalue()
-
-    def elementwise_max(self, other: TrafficMatrix) -> TrafficMatrix:
-        if other.blocks != self.blocks:
-            raise ValueError("matrices are over different blocks")
-        return TrafficMatrix(self.blocks, np.maximum(self.gbps, other.gbps))
-
 
 # -- parsing -------------------------------------------------------------------------------
 
@@ -262,6 +255,3 @@ def generate_matrix(
         return ring_matrix(fabric, seed, load, phase)
     return uniform_matrix(fabric, load)  # all-to-all: every block to every other, evenly
 
-
-def matrix_summary(tm: TrafficMatrix) -> dict[str, Any]:
-    return {"pairs": int(np.count_nonzero(tm.gbps)), "total_gbps": round(tm.total(), 3)}

@@ -8,10 +8,9 @@ import time
 from controller.commands.output import emit, emit_json, read_json
 from optimizer.config import load_fabric
 from optimizer.errors import ConfigError
-from optimizer.te import TeResult, solve_te
+from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION, DEFAULT_TABLE_SIZE, TeResult, solve_te
 from optimizer.topology import topology_from_json
 from optimizer.traffic import load_matrix
-from optimizer.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION, DEFAULT_TABLE_SIZE
 
 ARGS = "<command line>"
 TABLE_GROUPS = 20

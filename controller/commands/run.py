@@ -11,7 +11,7 @@ from typing import Any
 from controller.config import load_controller_config
 from controller.daemon import Daemon
 from controller.daemon_api import DaemonApi
-from controller.executor import PausePoint
+from controller.reconfig.executor import PausePoint
 from optimizer.errors import ConfigError
 
 log = logging.getLogger("heliostat.run")

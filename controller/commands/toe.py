@@ -10,12 +10,18 @@ from controller.commands.output import emit, emit_json, read_json
 from optimizer.budget import check_time_limit
 from optimizer.config import load_fabric
 from optimizer.errors import ConfigError
-from optimizer.reconfigure import ReconfigurationPlan, plan_reconfiguration
 from optimizer.staging import DEFAULT_THRESHOLD
-from optimizer.toe import DEFAULT_TIME_LIMIT, STATUS_OPTIMAL, ToeKnobs, ToePlan
+from optimizer.te import DEFAULT_TABLE_SIZE
+from optimizer.toe import (
+    DEFAULT_TIME_LIMIT,
+    STATUS_OPTIMAL,
+    ReconfigurationPlan,
+    ToeKnobs,
+    ToePlan,
+    plan_reconfiguration,
+)
 from optimizer.topology import circuits_from_json
 from optimizer.traffic import load_matrix
-from optimizer.wcmp import DEFAULT_TABLE_SIZE
 
 ARGS = "<command line>"
 

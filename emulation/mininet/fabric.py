@@ -159,7 +159,7 @@ class PacketFabric:
         self._logs.append(log_file)
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
         self._agent = subprocess.Popen(
-            [sys.executable, "-m", "southbound.openflow.agent", "--spec", str(spec_path),
+            [sys.executable, "-m", "emulation.openflow.agent", "--spec", str(spec_path),
              "--ready", str(ready_path), "--exit-with-parent"],
             cwd=REPO_ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s

@@ -4,7 +4,7 @@ Names carry a short run tag so that two fabrics (or anybody else's bridges) neve
 and every interface name stays within Linux's 15 characters:
   block switch ``<tag>b<i>``, OCS switch ``<tag>o<i>``, host ``<tag>h<i>x<h>`` (1-based),
   interfaces ``<node>-eth<OpenFlow port>``.
-Port numbers follow southbound.openflow.spec: OCS port k and block uplink j are OpenFlow
+Port numbers follow emulation.openflow.spec: OCS port k and block uplink j are OpenFlow
 ports k+1 and j+1; host h of a block is OpenFlow port HOST_PORT_BASE + h.
 """
 
@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.fabric import Fabric
-from southbound.openflow.spec import (
+from emulation.openflow.spec import (
     HOST_PORT_BASE,
     AgentSpec,
     BlockSpec,
@@ -23,6 +22,7 @@ from southbound.openflow.spec import (
     ocs_ofport,
     uplink_ofport,
 )
+from optimizer.fabric import Fabric
 
 BLOCK_DPID_BASE = 0x100
 OCS_DPID_BASE = 0x10000

@@ -1,0 +1,183 @@
+"""TE as the daemon runs it: the topology TE may use, the solve, and the groups per block.
+
+:func:`usable_topology` is pure: live circuits minus those with a drained end (maintenance,
+a stage in flight, links that failed qualification), blocks under maintenance left out as
+transit and as endpoints. :class:`TePusher` solves with a warm :class:`TeSolver` and pushes
+each block's groups (atomically per block, generation-checked).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from controller.drivers import FabricDrivers, GroupTables, circuit_ends
+from controller.te_loop.transition import (
+    fractions,
+    mix_utilisation,
+    plan_transition,
+    source_loads,
+)
+from optimizer.fabric import Fabric
+from optimizer.te import TeResult, TeSolver
+from optimizer.topology import Circuit, Topology
+from optimizer.traffic import TrafficMatrix
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TeRun:
+    result: TeResult
+    circuits: frozenset[Circuit]  # the circuits TE routed over
+    solve_s: float
+    push_s: float
+    generations: dict[str, int]
+
+
+def usable_circuits(
+    fabric: Fabric,
+    live: Iterable[Circuit],
+    drained_ports: Mapping[str, Iterable[int]] | None = None,
+    blocks_out: Iterable[str] = (),
+) -> frozenset[Circuit]:
+    """Live circuits TE may route over: both ends undrained and neither end's block out."""
+    drained = {(b, p) for b, ports in (drained_ports or {}).items() for p in ports}
+    out = set(blocks_out)
+    usable = set()
+    for c in live:
+        ends = circuit_ends(fabric, c)
+        if any(e in drained or e[0] in out for e in ends):
+            continue
+        usable.add(c)
+    return frozenset(usable)
+
+
+def demand_without(matrix: TrafficMatrix, blocks_out: Iterable[str]) -> TrafficMatrix:
+    """The matrix with the rows and columns of ``blocks_out`` zeroed (nobody can reach them)."""
+    out = [matrix.blocks.index(b) for b in blocks_out if b in matrix.blocks]
+    if not out:
+        return matrix
+    gbps = np.array(matrix.gbps, dtype=np.float64, copy=True)
+    gbps[out, :] = 0.0
+    gbps[:, out] = 0.0
+    return TrafficMatrix(matrix.blocks, gbps)
+
+
+def group_tables(result: TeResult, blocks: Iterable[str]) -> GroupTables:
+    """Each block's source groups: destination -> {via block: weight} (spine members left out)."""
+    names = set(blocks)
+    tables: GroupTables = {b: {} for b in names}
+    for g in result.groups:
+        if g.src not in names:
+            continue
+        hops = {h.via: h.weight for h in g.next_hops if h.via in names and h.weight > 0}
+        if hops:
+            tables[g.src][g.dst] = hops
+    return tables
+
+
+class TePusher:
+    """Solve and push TE; one solver, used under a lock (the executor and the loop share it).
+
+    It remembers the groups it last pushed, so that a push whose old/new mix could load a
+    link over ``max(mix_floor, old plan, new plan)`` changes the blocks one at a time in a
+    safe order, or goes through intermediate groups (:mod:`controller.te_loop.transition`); it logs
+    a warning when neither keeps the bound within that limit.
+    """
+
+    def __init__(self, fabric: Fabric, drivers: FabricDrivers, mix_floor: float = 0.8) -> None:
+        self.fabric = fabric
+        self.drivers = drivers
+        self.solver = TeSolver(fabric)
+        self.mix_floor = mix_floor
+        self.pushed: GroupTables | None = None
+        self._lock = threading.Lock()
+
+    def solve(self, circuits: Iterable[Circuit], matrix: TrafficMatrix) -> TeResult:
+        topology = Topology.from_circuits(self.fabric, circuits)
+        with self._lock:
+            return self.solver.solve(topology, matrix, ())
+
+    def min_mlu(self, topology: Topology, matrix: TrafficMatrix) -> float:
+        with self._lock:
+            return self.solver.min_mlu(topology, matrix, ())
+
+    def run(self, circuits: Iterable[Circuit], matrix: TrafficMatrix, request_prefix: str) -> TeRun:
+        circuits = frozenset(circuits)
+        started = time.monotonic()
+        result = self.solve(circuits, matrix)
+        return self.push(result, circuits, request_prefix, matrix, solve_s=time.monotonic() - started)
+
+    def push(
+        self,
+        result: TeResult,
+        circuits: frozenset[Circuit],
+        request_prefix: str,
+        matrix: TrafficMatrix | None = None,
+        live: Iterable[Circuit] | None = None,
+        solve_s: float = 0.0,
+    ) -> TeRun:
+        """Push a solved plan's groups to every block.
+
+        ``live`` is the capacity in service while the blocks change over (default:
+        ``circuits``); with ``matrix`` the change goes through intermediate groups if a mix of
+        old and new groups could overload a link.
+        """
+        solved = time.monotonic()
+        started = solved - solve_s
+        blocks = self.fabric.block_names
+        new = group_tables(result, blocks)
+        steps = [new]
+        if matrix is not None:
+            steps = self._steps(new, matrix, circuits if live is None else frozenset(live))
+        generations: dict[str, int] = {}
+        for k, tables in enumerate(steps):
+            final = k == len(steps) - 1
+            suffix = "" if final else f"-mix{k + 1}"
+            before = self.pushed
+            # An intermediate state goes only to the blocks it changes (one block at a time in
+            # an ordered transition); the final one to every block, mending any drift.
+            wanted = tables if final or before is None else {
+                b: t for b, t in tables.items() if before.get(b) != t
+            }
+            self.pushed = None  # unknown until the push succeeds everywhere
+            generations = self.drivers.push_groups(wanted, request_prefix + suffix)
+            self.pushed = tables
+        pushed = time.monotonic()
+        log.info(
+            "TE: MLU %.4f (quantised %.4f) over %d circuits, %.1f Gbit/s; solve %.3fs push %.3fs%s",
+            result.mlu,
+            result.mlu_quantized,
+            len(circuits),
+            result.total_demand_gbps,
+            solved - started,
+            pushed - solved,
+            f" in {len(steps)} steps" if len(steps) > 1 else "",
+        )
+        return TeRun(result, circuits, solved - started, pushed - solved, generations)
+
+    def _steps(self, new: GroupTables, matrix: TrafficMatrix, live: frozenset[Circuit]) -> list[GroupTables]:
+        blocks = self.fabric.block_names
+        order = [matrix.blocks.index(b) for b in blocks]
+        demand = np.asarray(matrix.gbps)[np.ix_(order, order)]
+        counts = Topology.from_circuits(self.fabric, live).counts
+        speed = np.array([[self.fabric.link_speed_gbps(a, b) for b in blocks] for a in blocks])
+        capacity = counts * speed
+        new_loads = source_loads(fractions(new, blocks), demand)
+        limit = max(self.mix_floor, mix_utilisation(new_loads, new_loads, capacity))
+        if self.pushed is not None:
+            old_loads = source_loads(fractions(self.pushed, blocks), demand)
+            limit = max(limit, mix_utilisation(old_loads, old_loads, capacity))
+        transition = plan_transition(self.pushed, new, blocks, demand, capacity, limit + 1e-9)
+        if transition.worst > limit + 1e-6:
+            log.warning(
+                "TE: the change of groups may load a link to %.4f on the estimated matrix, over the "
+                "limit %.4f, even in %d steps", transition.worst, limit, len(transition.steps),
+            )
+        return transition.steps

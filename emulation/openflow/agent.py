@@ -1,0 +1,140 @@
+"""The OpenFlow agent process: os-ken on one OpenFlow port for every bridge of the spec,
+and one gRPC endpoint per device (the same servicers as the emulated devices, so the
+southbound drivers control these bridges unchanged).
+
+    python -m emulation.openflow.agent --spec spec.json --ready ready.json
+
+``ready.json`` is written once every endpoint listens: ``{"devices": {name: {"kind": ...,
+"address": "127.0.0.1:port"}}, "pid": ...}``. The agent runs until SIGTERM/SIGINT; the
+bridges keep their flows when it stops (fail_mode secure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from emulation.agent import DeviceAgent, ocs_agent, switch_agent
+from emulation.openflow.app import FabricDevices, HeliostatOpenFlowApp
+from emulation.openflow.block import OpenFlowBlockSwitch
+from emulation.openflow.ocs import OpenFlowOcs
+from emulation.openflow.probes import ProbeNeighbours
+from emulation.openflow.spec import AgentSpec, load_spec
+
+log = logging.getLogger(__name__)
+
+PROBE_EXPIRY_INTERVALS = 3.5
+OF_LISTEN_TIMEOUT_S = 10.0
+
+
+def build_devices(spec: AgentSpec) -> FabricDevices:
+    neighbours = ProbeNeighbours(spec.block_names, {b.name: b.uplinks for b in spec.blocks},
+                                 expiry_s=PROBE_EXPIRY_INTERVALS * spec.probe_interval_s)
+    devices: dict[int, OpenFlowOcs | OpenFlowBlockSwitch] = {}
+    for b in spec.blocks:
+        devices[b.dpid] = OpenFlowBlockSwitch(
+            b, spec.block_names, neighbours, bucket_scheme=spec.bucket_scheme,
+            max_group_entries=spec.max_group_entries, table_capacity=spec.table_capacity)
+    for o in spec.ocs:
+        devices[o.dpid] = OpenFlowOcs(o, switching_time_s=spec.ocs_switching_time_s)
+    return FabricDevices(devices, spec.probe_interval_s)
+
+
+def start_grpc(devices: FabricDevices, ports: dict[str, int] | None = None) -> list[DeviceAgent]:
+    """One endpoint per device (on ``ports[name]`` when given, else a free port); health
+    says NOT_SERVING until the device's bridge is attached."""
+    agents = {}
+    for device in devices.by_dpid.values():
+        agent = ocs_agent(device) if isinstance(device, OpenFlowOcs) else switch_agent(device)
+        agent.port = (ports or {}).get(device.name, 0)
+        agent.set_serving(False)
+        agent.start()
+        agents[device.name] = agent
+    devices.listeners.append(lambda name, attached: agents[name].set_serving(attached))
+    return list(agents.values())
+
+
+def start_os_ken(spec: AgentSpec, devices: FabricDevices) -> list[object]:
+    """Start os-ken (as AppManager.run_apps does, but passing our devices to the app)."""
+    from os_ken import cfg
+    from os_ken.base.app_manager import AppManager
+
+    cfg.CONF(args=["--ofp-tcp-listen-port", str(spec.of_port),
+                   "--ofp-listen-host", spec.of_host], project="os_ken")
+    manager = AppManager.get_instance()
+    manager.load_apps([HeliostatOpenFlowApp.__module__])
+    contexts = manager.create_contexts()
+    return manager.instantiate_apps(heliostat_devices=devices, **contexts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="heliostat-openflow-agent", description=__doc__)
+    parser.add_argument("--spec", required=True, help="agent spec (JSON)")
+    parser.add_argument("--ready", help="write the device endpoints here when listening")
+    parser.add_argument("--exit-with-parent", action="store_true",
+                        help="stop when the process that started the agent goes away")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    spec = load_spec(args.spec)
+    devices = build_devices(spec)
+    parent = os.getppid()
+    agents = start_grpc(devices, dict(spec.grpc_ports))
+    start_os_ken(spec, devices)
+    if not _listening(spec.of_host, spec.of_port, OF_LISTEN_TIMEOUT_S):
+        log.error("os-ken is not listening on %s:%d (port taken?)", spec.of_host, spec.of_port)
+        for agent in agents:
+            agent.stop(0)
+        return 1
+    if args.ready:
+        ready = {
+            "pid": _pid(),
+            "devices": {a.name: {"kind": a.kind, "address": a.address} for a in agents},
+        }
+        tmp = Path(args.ready + ".tmp")
+        tmp.write_text(json.dumps(ready, indent=1))
+        tmp.replace(args.ready)
+    log.info("agent serving %d devices, OpenFlow on %s:%d", len(agents), spec.of_host, spec.of_port)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        if args.exit_with_parent and os.getppid() != parent:
+            log.warning("the parent process %d is gone; stopping", parent)
+            break
+    for agent in agents:
+        agent.stop(0.5)
+    log.info("agent stopped")
+    return 0
+
+
+def _listening(host: str, port: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def _pid() -> int:
+    return os.getpid()
+
+
+if __name__ == "__main__":
+    code = main()
+    # os-ken's server and datapath threads are not daemons and have no stop: end here.
+    logging.shutdown()
+    sys.stdout.flush()
+    os._exit(code)

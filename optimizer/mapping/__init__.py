@@ -1,0 +1,40 @@
+"""Per-OCS mapping: the circuits that realise a logical topology, keeping today's where possible.
+
+The face of the package (other packages import from here only):
+
+- :func:`map_topology` and :class:`MappingResult` (:mod:`optimizer.mapping.mapper`);
+- :func:`change_lower_bound` (the pair-level bound on removed circuits),
+  :func:`pair_domain_limit`, :func:`domain_layout`, :func:`domain_balance_violations`;
+- :func:`build_port_model` and :class:`OcsPorts` (:mod:`optimizer.mapping.ports`), the
+  fabric's ports as the mapping sees them (benchmarks compute bounds over it).
+
+Inside, in the order :func:`map_topology` uses them: :mod:`~optimizer.mapping.ports`,
+:mod:`~optimizer.mapping.domains` (split over failure domains), :mod:`~optimizer.mapping.ocs`
+and :mod:`~optimizer.mapping.flow` (orientation and per-OCS fills),
+:mod:`~optimizer.mapping.recolour` with :mod:`~optimizer.mapping.edges`,
+:mod:`~optimizer.mapping.chains`, :mod:`~optimizer.mapping.exchange` and
+:mod:`~optimizer.mapping.flips` (recolouring), :mod:`~optimizer.mapping.repair` (small
+changes from today's circuits) and :mod:`~optimizer.mapping.dive` (the LP-guided dive).
+"""
+
+from optimizer.mapping.domains import pair_domain_limit
+from optimizer.mapping.mapper import (
+    MappingResult,
+    change_lower_bound,
+    domain_balance_violations,
+    domain_layout,
+    map_topology,
+)
+from optimizer.mapping.ports import OcsPorts, PortModel, build_port_model
+
+__all__ = [
+    "MappingResult",
+    "OcsPorts",
+    "PortModel",
+    "build_port_model",
+    "change_lower_bound",
+    "domain_balance_violations",
+    "domain_layout",
+    "map_topology",
+    "pair_domain_limit",
+]

@@ -1,0 +1,224 @@
+"""Mapping a failure domain by an LP-guided dive, for Jupiter-shaped domains.
+
+In Jupiter's shape every OCS of the domain joins each block's one north port to one south
+port, and when the topology uses every port each OCS carries a *perfect* matching of the
+blocks' north ports to their south ports (no block to itself). The domain's problem is
+then: choose one such matching per OCS so that the pairs get their counts, keeping as
+many of today's circuits as possible.
+
+1. **Guide.** The LP relaxation of that problem, approximated by the volume algorithm
+   (Barahona and Anbil, 2000): the pair counts are priced, each OCS then solves an
+   assignment problem (``scipy.optimize.linear_sum_assignment``) and the average of those
+   assignments approximates the LP's fractional solution. (HiGHS solves the same LP
+   exactly, but takes about 25 s for one 64-block domain.)
+2. **Dive.** The OCSes whose guide is most nearly integral are fixed first, a few at a
+   time: each takes the perfect matching that agrees most with its guide and with today's
+   circuits, among the pair units still to place. The guide is re-priced on what is left
+   after every few OCSes.
+
+The dive never gets stuck. What is left after any prefix of OCSes is a multigraph in which
+every block has degree ``2 r`` (``r`` OCSes left): it has an Eulerian orientation (each
+block ``r`` out, ``r`` in), that is an ``r``-regular bipartite multigraph from north copies
+to south copies, which König's theorem splits into ``r`` perfect matchings. So a perfect
+matching within the pair units left always exists, and every step finds one (penalising a
+pair taken both ways beyond its count, and if that does not settle, choosing within the
+Eulerian orientation, where one exists by the same theorem).
+
+Polynomial: ``O((GUIDE_ROUNDS + OCSes / chunk x REPRICE_ROUNDS) x OCSes x blocks^3)``.
+At 64 blocks (64 OCSes per domain) it takes about 9 s per domain and tears down 10-20%
+fewer circuits than the repair of :mod:`optimizer.mapping.repair`
+(``benchmarks/RESULTS_toe.md``); :func:`optimizer.mapping.mapper.map_topology` keeps whichever
+candidate keeps more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from optimizer.mapping.ocs import current_orientation
+from optimizer.mapping.ports import OcsPorts
+
+#: Volume-algorithm rounds before the dive, and after every chunk of fixed OCSes.
+GUIDE_ROUNDS = 300
+REPRICE_ROUNDS = 80
+#: The dive fixes this share of the domain's OCSes between two re-pricings (at least one).
+CHUNK_SHARE = 1 / 6
+#: Weight of today's circuit against the guide's value when an OCS is fixed.
+KEEP_WEIGHT = 1.0
+_AVERAGING = 0.05  # the volume algorithm's weight of the newest assignment
+_FORBIDDEN = -1e6
+_CONFLICT_TRIES = 100
+#: The dive is skipped on domains bigger than this (OCSes x blocks^3, the assignment work of
+#: one guide round): 4x a 64-block Jupiter domain (64 OCSes x 64 blocks, about 4 s), so a
+#: domain's dive takes about 15 s at most.
+MAX_DOMAIN_WORK = 4 * 64 * 64**3
+
+
+class DiveStuck(RuntimeError):
+    """Internal error: a step found no perfect matching (the theorem says one exists)."""
+
+
+def dive_applies(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> bool:
+    """Whether the domain has Jupiter's shape and the pair counts use every port: each block
+    has one north and one south port on every OCS (or none on any), no ``any`` ports, and
+    ``2 x OCSes`` circuits; and the domain is at most :data:`MAX_DOMAIN_WORK`."""
+    if not ocs_list:
+        return False
+    n = pairs.shape[0]
+    present = _present(ocs_list, n)
+    if len(ocs_list) * int(present.sum()) ** 3 > MAX_DOMAIN_WORK:
+        return False
+    for o in ocs_list:
+        for a in range(n):
+            want = 1 if present[a] else 0
+            if o.north_budget(a) != want or o.south_budget(a) != want or o.flexible_count(a):
+                return False
+    degree = np.asarray(pairs).sum(axis=1)
+    return bool(np.array_equal(degree, np.where(present, 2 * len(ocs_list), 0)) and present.sum() >= 3)
+
+
+def dive(ocs_list: Sequence[OcsPorts], pairs: np.ndarray, known_kept: int = 0) -> list[np.ndarray]:
+    """Per-OCS directed counts (north block, south block) realising the symmetric ``pairs`` on
+    a domain :func:`dive_applies` to. ``known_kept``: today's circuits some other mapping of
+    the domain keeps (it steers the step size)."""
+    n = pairs.shape[0]
+    blocks = np.nonzero(_present(ocs_list, n))[0]
+    m = len(blocks)
+    index = np.ix_(blocks, blocks)
+    orig = np.array([current_orientation([o], n)[index] for o in ocs_list], dtype=np.float64)
+    residual = np.asarray(pairs, dtype=np.int64)[index].copy()
+    guide = _Guide(m)
+    left = list(range(len(ocs_list)))
+    chosen: dict[int, np.ndarray] = {}
+    chunk = max(1, round(len(ocs_list) * CHUNK_SHARE))
+    rounds = GUIDE_ROUNDS
+    while left:
+        kept_so_far = sum(float((chosen[o] * orig[o]).sum()) for o in chosen)
+        averaged = guide.run(orig[left], residual, rounds, known_kept - kept_so_far)
+        rounds = REPRICE_ROUNDS
+        integrality = -np.sort(averaged.reshape(len(left), -1), axis=1)[:, -m:].sum(axis=1)
+        for k in np.argsort(integrality, kind="stable")[:chunk].tolist():
+            o = left[k]
+            matching = _perfect_matching(averaged[k] + KEEP_WEIGHT * orig[o], residual)
+            chosen[o] = matching
+            residual -= matching + matching.T
+        left = [o for o in left if o not in chosen]
+    out = []
+    for o in range(len(ocs_list)):
+        full = np.zeros((n, n), dtype=np.int64)
+        full[index] = chosen[o]
+        out.append(full)
+    return out
+
+
+def _present(ocs_list: Sequence[OcsPorts], n: int) -> np.ndarray:
+    """The blocks with ports in the domain (those with a north port on its first OCS)."""
+    return np.array([ocs_list[0].north_budget(a) == 1 for a in range(n)])
+
+
+class _Guide:
+    """The volume algorithm's prices, kept from one re-pricing to the next."""
+
+    def __init__(self, m: int) -> None:
+        self.m = m
+        self.prices = np.zeros((m, m))
+        self.upper = np.triu_indices(m, 1)
+        self.loops = np.eye(m, dtype=bool)
+
+    def run(self, orig: np.ndarray, residual: np.ndarray, rounds: int, known_kept: float) -> np.ndarray:
+        """The averaged assignments of the OCSes ``orig`` under prices for ``residual``."""
+        upper = self.upper
+        averaged: np.ndarray | None = None
+        best, step_scale, since_best = np.inf, 0.1, 0
+        for _ in range(rounds):
+            assignments = np.zeros_like(orig)
+            value = 0.0
+            for i in range(len(orig)):
+                assignments[i], v = self._assignment(orig[i] + self.prices)
+                value += v
+            bound = value - float((self.prices[upper] * residual[upper]).sum())
+            if averaged is None:
+                averaged = assignments
+            else:
+                averaged = _AVERAGING * assignments + (1 - _AVERAGING) * averaged
+            placed = averaged.sum(axis=0)
+            gradient = np.zeros_like(self.prices)
+            gradient[upper] = (placed + placed.T)[upper] - residual[upper]
+            if bound < best - 1e-9:
+                best, since_best = bound, 0
+            else:
+                since_best += 1
+                if since_best >= 10:
+                    step_scale, since_best = step_scale * 0.7, 0
+            norm = float((gradient**2).sum())
+            if norm < 1e-9:
+                break
+            step = step_scale * max(bound - known_kept, 1.0) / norm
+            self.prices -= step * (gradient + gradient.T)
+        if averaged is None:
+            return np.zeros_like(orig)
+        return averaged
+
+    def _assignment(self, weight: np.ndarray) -> tuple[np.ndarray, float]:
+        """The best partial assignment north -> south with positive weights."""
+        positive = np.maximum(np.where(self.loops, -1.0, weight), 0.0)
+        rows, cols = linear_sum_assignment(positive, maximize=True)
+        used = positive[rows, cols] > 1e-12
+        out = np.zeros((self.m, self.m))
+        out[rows[used], cols[used]] = 1.0
+        return out, float(positive[rows, cols].sum())
+
+
+def _perfect_matching(weight: np.ndarray, residual: np.ndarray) -> np.ndarray:
+    """The heaviest perfect matching north -> south within the pair units ``residual``
+    (symmetric counts; a pair with one unit left may be used one way only)."""
+    m = len(weight)
+    allowed = (residual > 0) & ~np.eye(m, dtype=bool)
+    penalty = np.zeros_like(weight)
+    for _ in range(_CONFLICT_TRIES):
+        matching = _assign_within(weight - penalty, allowed)
+        if matching is None:
+            break
+        over = (matching + matching.T > residual) & (matching > 0)
+        if not over.any():
+            return matching
+        a, b = np.argwhere(over)[0]
+        penalty[a, b] += 1.0
+    oriented = _eulerian_orientation(residual)
+    matching = _assign_within(weight, oriented > 0)
+    if matching is None:
+        raise DiveStuck("internal error: no perfect matching within an Eulerian orientation")
+    return matching
+
+
+def _assign_within(weight: np.ndarray, allowed: np.ndarray) -> np.ndarray | None:
+    """The heaviest perfect matching using ``allowed`` arcs only (None if there is none)."""
+    cost = np.where(allowed, weight, _FORBIDDEN)
+    rows, cols = linear_sum_assignment(cost, maximize=True)
+    if not allowed[rows, cols].all():
+        return None
+    out = np.zeros(weight.shape, dtype=np.int64)
+    out[rows, cols] = 1
+    return out
+
+
+def _eulerian_orientation(residual: np.ndarray) -> np.ndarray:
+    """Directed counts with ``d + d.T == residual`` and every block's out-degree equal to its
+    in-degree (closed walks: every degree is even)."""
+    left = np.asarray(residual, dtype=np.int64).copy()
+    directed = np.zeros_like(left)
+    for start in range(len(left)):
+        while left[start].any():
+            here = start
+            while True:
+                there = int(np.nonzero(left[here])[0][0])
+                left[here, there] -= 1
+                left[there, here] -= 1
+                directed[here, there] += 1
+                here = there
+                if here == start:
+                    break
+    return directed

@@ -1,0 +1,495 @@
+"""Mapping a logical topology onto the OCSes: circuits that the wiring allows, few changes.
+
+:func:`map_topology` turns the block-pair circuit counts ``L`` of a
+:class:`~optimizer.topology.Topology` into circuits ``(ocs, port, port)``:
+
+- every circuit joins a north port to a south port of one OCS (any two ports on an OCS
+  with ``sides: any``), uses each port once and never joins a block to itself;
+- as many of today's circuits as possible are kept (same OCS, same two ports);
+- every block pair is balanced over the failure domains: domain ``d`` holds at most
+  :func:`~optimizer.mapping.domains.pair_domain_limit` of the pair's circuits, that is
+  ``ceil(L * share_d)`` with ``share_d`` the domain's share of the cabled OCS ports. With
+  ``D`` equal domains, losing any one domain keeps at least ``floor(L * (1 - 1/D))`` of
+  the pair's ``L`` circuits ("``1 - 1/D`` of them, rounded down").
+
+The algorithm is polynomial (no ILP over ports):
+
+1. split every pair's circuits over the failure domains, keeping them in the domain they
+   are in (greedy with alternating-chain repairs; if a pair stays over its limit, a
+   bipartite flow split that always fits the ports is tried too);
+2. per domain, recolour (:mod:`optimizer.mapping.recolour`): an exchange LP swaps
+   surplus circuits for deficit ones on the same OCS at no extra cost, the rest of the
+   pairs are oriented north-to-south by a min-cost flow, remaining circuits are inserted
+   directly or along Kempe chains, and a Kempe-interchange local search tidies up; if
+   that ever gets stuck, orient and fill the OCSes one by one with bipartite flows that
+   leave the later OCSes a feasible remainder (Koenig), which always succeeds;
+   Beside that, each domain is also *repaired* from today's circuits
+   (:mod:`optimizer.mapping.repair`: swaps, rotations and ejection chains on single OCSes,
+   finished by the recolouring if they get stuck) and the answer keeping more circuits wins;
+   for the small changes ToE usually asks for, the repair tears down far fewer (it is
+   only tried for changes up to :data:`~optimizer.mapping.repair.SMALL_CHANGE`). A second
+   candidate repairs over all OCSes at once, every domain within its limits, so a change
+   can land in whichever domain is cheapest, and is finished domain by domain if it stops
+   early; the candidate keeping more of today's circuits is used. On Jupiter-shaped
+   domains (one north and one south port per block per OCS, every port in use) an
+   LP-guided dive (:mod:`optimizer.mapping.dive`) is one more candidate per domain: it
+   tears down 10-25% fewer circuits than the others on changes of any size;
+3. give kept circuits their old ports and new circuits free ports.
+
+Changed circuits against the lower bound: see ``benchmarks/RESULTS_mapping.md`` (with one
+north and one south port per block per OCS, as in Jupiter, even the exact optimum is
+about 1.5x the bound; with more ports per OCS the mapping comes within a few percent), and
+``benchmarks/mapping_bound.py`` for a bound any mapping onto the wiring must respect.
+
+Modules: :mod:`optimizer.mapping.ports` (port groups, ``any`` OCSes),
+:mod:`optimizer.mapping.domains` (step 1), :mod:`optimizer.mapping.dive`,
+:mod:`optimizer.mapping.recolour` with
+:mod:`optimizer.mapping.edges`, :mod:`optimizer.mapping.exchange`,
+:mod:`optimizer.mapping.chains`, :mod:`optimizer.mapping.flips` (step 2),
+:mod:`optimizer.mapping.ocs` (orientation, the flow fallback, step 3),
+:mod:`optimizer.mapping.flow` (the flow LPs).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from optimizer.errors import InfeasibleError, SolverError
+from optimizer.fabric import Fabric
+from optimizer.mapping.dive import DiveStuck, dive, dive_applies
+from optimizer.mapping.domains import pair_domain_limit, split_over_domains
+from optimizer.mapping.ocs import assign_ports, current_orientation, orient, split_over_ocs
+from optimizer.mapping.ports import OcsPorts, PortModel, build_port_model, require_same_blocks
+from optimizer.mapping.recolour import RecolouringStuck, recolour, recolour_pairs
+from optimizer.mapping.repair import repair_from_current, small_change, units_wrong, with_current
+from optimizer.topology import Circuit, Topology
+
+log = logging.getLogger(__name__)
+
+SMALL_DOMAIN_SIZE = 512  # OCSes x blocks in a domain, below which several seeds are tried
+SMALL_DOMAIN_SEEDS = 4
+#: A global repair stuck with more than this share of the change left is not finished
+#: domain by domain (at 64 blocks the domain limits stop it early, and finishing costs more
+#: than the per-domain mapping it competes with).
+GLOBAL_REPAIR_FINISH = 0.5
+
+__all__ = [
+    "BalanceViolation",
+    "DomainLayout",
+    "MappingResult",
+    "change_lower_bound",
+    "domain_balance_violations",
+    "domain_layout",
+    "domain_pair_counts",
+    "map_topology",
+    "pair_domain_limit",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class BalanceViolation:
+    """Pair ``a``-``b`` has ``count`` of its ``total`` circuits in ``domain``; ``limit`` allowed."""
+
+    a: str
+    b: str
+    domain: int
+    count: int
+    total: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class MappingResult:
+    """The circuits realising a topology, and how they differ from today's.
+
+    ``kept + added == len(circuits)`` and ``kept + removed == len(current)``.
+    ``lower_bound`` is ``sum over pairs of max(0, L_old - L_new)``: no mapping removes
+    fewer circuits. ``added_lower_bound`` is the same for additions.
+    ``per_domain[d]`` is the topology placed in failure domain ``d``.
+    """
+
+    circuits: tuple[Circuit, ...]
+    kept: int
+    removed: int
+    added: int
+    lower_bound: int
+    added_lower_bound: int
+    removed_circuits: tuple[Circuit, ...]
+    added_circuits: tuple[Circuit, ...]
+    topology: Topology
+    per_domain: Mapping[int, Topology] = field(repr=False)
+    balance_violations: tuple[BalanceViolation, ...] = ()
+
+    @property
+    def domain_balanced(self) -> bool:
+        return not self.balance_violations
+
+    @property
+    def changed(self) -> int:
+        """Circuits torn down (each one is also re-made elsewhere, or its ports freed)."""
+        return self.removed
+
+    def changes_json(self) -> dict[str, int]:
+        return {
+            "kept": self.kept,
+            "removed": self.removed,
+            "added": self.added,
+            "lower_bound": self.lower_bound,
+        }
+
+def change_lower_bound(old: Topology, new: Topology) -> int:
+    """``sum over pairs of max(0, L_old - L_new)`` (each pair counted once)."""
+    diff = np.maximum(np.asarray(old.counts) - _reorder(new, old.blocks), 0)
+    return int(np.triu(diff, 1).sum())
+
+
+def _reorder(top: Topology, blocks: Sequence[str]) -> np.ndarray:
+    index = [top.blocks.index(b) for b in blocks]
+    return np.asarray(top.counts)[np.ix_(index, index)]
+
+
+def domain_pair_counts(fabric: Fabric, circuits: Sequence[Circuit]) -> dict[int, Topology]:
+    """Per failure domain, the topology formed by the circuits on its OCSes."""
+    return {d: Topology(fabric.block_names, m) for d, m in _pair_matrices(fabric, circuits).items()}
+
+
+def _pair_matrices(fabric: Fabric, circuits: Sequence[Circuit]) -> dict[int, np.ndarray]:
+    """Per domain, the symmetric pair-count matrix of the circuits (fast path)."""
+    n = fabric.n_blocks
+    block_of = {(w.ocs, w.port): fabric.block_index(w.block) for w in fabric.wiring}
+    domain_of = {o.name: o.domain for o in fabric.ocs}
+    out = {d: np.zeros((n, n), dtype=np.int64) for d in fabric.domains}
+    for c in circuits:
+        try:
+            a, b = block_of[(c.ocs, c.a)], block_of[(c.ocs, c.b)]
+        except KeyError:
+            raise ValueError(f"circuit {c} uses an uncabled port") from None
+        m = out[domain_of[c.ocs]]
+        m[a, b] += 1
+        m[b, a] += 1
+    return out
+
+
+def domain_balance_violations(
+    fabric: Fabric, circuits: Sequence[Circuit], per_domain: Mapping[int, Topology] | None = None
+) -> tuple[BalanceViolation, ...]:
+    """Pairs with more circuits in one domain than :func:`pair_domain_limit` allows."""
+    per_domain = dict(per_domain) if per_domain is not None else domain_pair_counts(fabric, circuits)
+    ports = _domain_ports(fabric)
+    total_ports = sum(ports.values())
+    total = sum((np.asarray(t.counts) for t in per_domain.values()), np.zeros((fabric.n_blocks,) * 2))
+    total = total.astype(np.int64)
+    names = fabric.block_names
+    out: list[BalanceViolation] = []
+    for d, top in sorted(per_domain.items()):
+        limit = pair_domain_limit(total, ports[d], total_ports)
+        for a, b in np.argwhere(np.triu(np.asarray(top.counts) > limit, 1)):
+            out.append(BalanceViolation(names[a], names[b], d, int(top.counts[a, b]),
+                                        int(total[a, b]), int(limit[a, b])))
+    return tuple(out)
+
+
+def _domain_ports(fabric: Fabric) -> dict[int, int]:
+    domain_of = {o.name: o.domain for o in fabric.ocs}
+    ports = dict.fromkeys(fabric.domains, 0)
+    for w in fabric.wiring:
+        ports[domain_of[w.ocs]] += 1
+    return ports
+
+
+@dataclass(frozen=True)
+class DomainLayout:
+    """Per failure domain (in ``PortModel.domains()`` order): ``capacity[d][b]`` block ``b``'s
+    cabled ports there, ``current_directed[d]`` today's circuits there (north block, south
+    block) and ``limit[d]`` the most circuits of each pair the domain may hold."""
+
+    capacity: np.ndarray
+    current_directed: np.ndarray
+    limit: np.ndarray
+
+
+def domain_layout(model: PortModel, wanted: np.ndarray, rebalance: bool = False) -> DomainLayout:
+    """The domains' ports, today's circuits and pair limits for the pair counts ``wanted``.
+
+    The limit is :func:`pair_domain_limit` of each domain's share of the ports; unless
+    ``rebalance``, a pair whose count does not change may keep today's split even above it.
+    """
+    n = wanted.shape[0]
+    ocs_by_domain = [[o for o in model.ocs if o.domain == d] for d in model.domains()]
+    capacity = np.array(
+        [[sum(o.north_budget(a) + o.south_budget(a) for o in ocs) for a in range(n)]
+         for ocs in ocs_by_domain],
+        dtype=np.int64,
+    )
+    domain_ports = capacity.sum(axis=1)
+    total_ports = int(domain_ports.sum())
+    limit = np.stack([pair_domain_limit(wanted, int(p), total_ports) for p in domain_ports])
+    current_directed = np.stack([current_orientation(ocs, n) for ocs in ocs_by_domain])
+    current_by_domain = current_directed + np.transpose(current_directed, (0, 2, 1))
+    if not rebalance:
+        unchanged = wanted == current_by_domain.sum(axis=0)
+        limit = np.where(unchanged[None, :, :], np.maximum(limit, current_by_domain), limit)
+    return DomainLayout(capacity, current_directed, limit)
+
+
+def map_topology(
+    fabric: Fabric,
+    target: Topology,
+    current: Sequence[Circuit] = (),
+    source: str = "<topology>",
+    rebalance: bool = False,
+    exchange_plan: bool = True,
+    dive: bool = True,
+) -> MappingResult:
+    """Circuits realising ``target`` on ``fabric``, keeping as many of ``current`` as possible.
+
+    ``current`` may be any valid set of circuits (the uniform mesh, a previous result,
+    nothing at all), in any order: it is read sorted, so the same set gives the same answer.
+
+    Every pair whose circuit count changes is balanced over the domains. A pair whose
+    count stays the same keeps its circuits even if today's are unbalanced (so an
+    unchanged topology rewires nothing), unless ``rebalance`` is set; the result lists
+    unbalanced pairs in ``balance_violations`` either way.
+
+    ``exchange_plan=False`` skips the exchange LP of
+    :mod:`optimizer.mapping.recolour` and ``dive=False`` the LP-guided dive of
+    :mod:`optimizer.mapping.dive`: together several times faster at 64 blocks, with more
+    circuits changed (see ``benchmarks/RESULTS_mapping.md``).
+
+    Raises :class:`~optimizer.errors.ConfigError` when the topology is over other blocks
+    than the fabric or a current circuit is invalid, and
+    :class:`~optimizer.errors.InfeasibleError` (naming the block) when a block needs more
+    circuits than it has ports or the circuits cannot be placed.
+    """
+    order = require_same_blocks(fabric, target.blocks, source)
+    n = fabric.n_blocks
+    names = fabric.block_names
+    wanted = np.zeros((n, n), dtype=np.int64)
+    wanted[np.ix_(order, order)] = np.asarray(target.counts)
+    current = sorted(current)
+    model = build_port_model(fabric, current, "<current circuits>")
+    _check_degrees(model, wanted, names)
+
+    domains = model.domains()
+    layout = domain_layout(model, wanted, rebalance)
+    split = split_over_domains(wanted, layout.current_directed, layout.capacity, layout.limit, names)
+    per_ocs = _map_domains(model, domains, split.counts, names, exchange_plan, dive)
+    if not _odd_any_ocs(model.ocs, n) and small_change(model.ocs, wanted):
+        repaired = _repair_globally(model, domains, wanted, layout, names, exchange_plan)
+        if repaired is not None and _kept(model.ocs, repaired) > _kept(model.ocs, per_ocs):
+            per_ocs = repaired
+    circuits: list[Circuit] = []
+    for o, counts in zip(model.ocs, per_ocs, strict=True):
+        circuits.extend(assign_ports(o, counts))
+    realised = sum(_pair_matrices(fabric, circuits).values())
+    if not np.array_equal(realised, wanted):
+        raise SolverError("internal error: the mapped circuits do not realise the target topology")
+    return _result(fabric, current, circuits)
+
+
+def _map_domains(
+    model: PortModel,
+    domains: list[int],
+    split: np.ndarray,
+    names: tuple[str, ...],
+    exchange_plan: bool,
+    use_dive: bool = True,
+) -> list[np.ndarray]:
+    """Per-OCS directed counts (in ``model.ocs`` order) realising ``split[d]`` in each domain:
+    the recolouring (a few seeds on small domains), for small changes the domain repaired
+    from today's circuits, and on Jupiter-shaped domains the LP-guided dive (``use_dive``):
+    whichever keeps more."""
+    n = len(names)
+    counts_by_ocs: dict[str, np.ndarray] = {}
+    for di, d in enumerate(domains):
+        ocs_list = [o for o in model.ocs if o.domain == d]
+        where = f"failure domain {d}"
+        try:
+            if _odd_any_ocs(ocs_list, n):
+                directed = _orient_domain(ocs_list, split[di], names, where)
+                per_ocs = recolour(ocs_list, directed, exchange_plan=exchange_plan)
+            else:
+                orienter = _orienter(ocs_list, split[di], names, where)
+                # Small domains are cheap: try a few seeds (deterministic) and keep the best.
+                seeds = range(SMALL_DOMAIN_SEEDS if len(ocs_list) * n <= SMALL_DOMAIN_SIZE else 1)
+                tries = [recolour_pairs(ocs_list, split[di], orienter, seed=seed,
+                                        exchange_plan=exchange_plan) for seed in seeds]
+                if small_change(ocs_list, split[di]):
+                    tries.append(_repaired(ocs_list, split[di], orienter, exchange_plan))
+                if use_dive and dive_applies(ocs_list, split[di]):
+                    known = max(_kept(ocs_list, t) for t in tries)
+                    try:
+                        tries.append(dive(ocs_list, split[di], known))
+                    except DiveStuck as exc:  # never expected: the other candidates stand
+                        log.error("failure domain %s: %s", d, exc)
+                per_ocs = max(tries, key=lambda t: _kept(ocs_list, t))
+        except RecolouringStuck as exc:
+            log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
+            per_ocs = _flow_construction(ocs_list, split[di], names, where)
+        for o, c in zip(ocs_list, per_ocs, strict=True):
+            counts_by_ocs[o.name] = c
+    return [counts_by_ocs[o.name] for o in model.ocs]
+
+
+def _repair_globally(
+    model: PortModel,
+    domains: list[int],
+    wanted: np.ndarray,
+    layout: DomainLayout,
+    names: tuple[str, ...],
+    exchange_plan: bool,
+) -> list[np.ndarray] | None:
+    """Repair today's circuits over all OCSes at once (every domain within its limits), so
+    that a change can land in whichever domain it is cheapest; if that gets stuck, split the
+    pairs over the domains from where the repair left them and finish domain by domain.
+    ``None`` if the finish fails (the caller keeps the per-domain answer)."""
+    domain_of = [domains.index(o.domain) for o in model.ocs]
+    counts, complete = repair_from_current(model.ocs, wanted, domain_limit=layout.limit, domain_of=domain_of)
+    if complete:
+        return counts
+    left, before = units_wrong(model.ocs, wanted, counts), units_wrong(model.ocs, wanted)
+    if left > GLOBAL_REPAIR_FINISH * before:
+        log.debug("global repair stuck with %d of %d pair units wrong: not finishing it", left, before)
+        return None
+    n = len(names)
+    directed = np.zeros((len(domains), n, n), dtype=np.int64)
+    for c, di in zip(counts, domain_of, strict=True):
+        directed[di] += c
+    try:
+        split = split_over_domains(wanted, directed, layout.capacity, layout.limit, names)
+        out: dict[int, np.ndarray] = {}
+        for di, d in enumerate(domains):
+            index = [i for i, x in enumerate(domain_of) if x == di]
+            ocs_list = [model.ocs[i] for i in index]
+            orienter = _orienter(ocs_list, split.counts[di], names, f"failure domain {d}")
+            part = _repaired(ocs_list, split.counts[di], orienter, exchange_plan, [counts[i] for i in index])
+            out.update(zip(index, part, strict=True))
+    except (InfeasibleError, RecolouringStuck) as exc:
+        log.info("the global repair could not be finished (%s); keeping the per-domain mapping", exc)
+        return None
+    return [out[i] for i in range(len(model.ocs))]
+
+
+def _repaired(
+    ocs_list: Sequence[OcsPorts], pairs: np.ndarray, orienter: Callable[[np.ndarray], np.ndarray],
+    exchange_plan: bool, start: Sequence[np.ndarray] | None = None,
+) -> list[np.ndarray]:
+    """The domain repaired from ``start`` (default today's circuits); if the repair gets
+    stuck, the recolouring finishes it, starting from the partial repair instead of today's
+    circuits."""
+    repaired, complete = repair_from_current(ocs_list, pairs, start)
+    if complete:
+        return repaired
+    hinted = [with_current(o, c) for o, c in zip(ocs_list, repaired, strict=True)]
+    return recolour_pairs(hinted, pairs, orienter, exchange_plan=exchange_plan)
+
+
+def _kept(ocs_list: Sequence[OcsPorts], per_ocs: Sequence[np.ndarray]) -> int:
+    """Today's circuits that per-OCS directed counts keep."""
+    return sum(min(int(c[a, b]), len(cur)) for o, c in zip(ocs_list, per_ocs, strict=True)
+               for (a, b), cur in o.current.items())
+
+
+def _odd_any_ocs(ocs_list: Sequence[OcsPorts], n: int) -> list[OcsPorts]:
+    """The ``any`` OCSes on which some block has an odd number of ports."""
+    return [o for o in ocs_list if o.flexible and any(
+        (o.north_budget(a) + o.south_budget(a)) % 2 for a in range(n))]
+
+
+def _orienter(
+    ocs_list: Sequence[OcsPorts], pairs: np.ndarray, names: tuple[str, ...], where: str
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Orientation of the domain's pairs that agrees most with given directed counts."""
+    n = len(names)
+    north = np.array([sum(o.north_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
+    south = np.array([sum(o.south_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
+    return lambda current: orient(pairs, north, south, current, names, where)
+
+
+def _orient_domain(
+    ocs_list: Sequence[OcsPorts], pairs: np.ndarray, names: tuple[str, ...], where: str
+) -> np.ndarray:
+    """Orient the domain's pairs. On ``any`` OCSes with an odd per-block share, the free
+    ports then take the sides the orientation needs (round-robin over those OCSes); with
+    even shares the half-and-half split of :mod:`optimizer.mapping.ports` always works."""
+    n = len(names)
+    odd_any = _odd_any_ocs(ocs_list, n)
+    flex = np.array([sum(o.flexible_count(a) for o in odd_any) for a in range(n)], dtype=np.int64)
+    north = np.array([sum(o.north_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
+    south = np.array([sum(o.south_budget(a) for o in ocs_list) for a in range(n)], dtype=np.int64)
+    fixed_north = north - np.array(
+        [sum(len(set(o.north[a]) & o.flexible[a]) for o in odd_any) for a in range(n)],
+        dtype=np.int64,
+    )
+    fixed_south = north + south - flex - fixed_north
+    directed = orient(pairs, fixed_north + flex, fixed_south + flex, current_orientation(ocs_list, n),
+                      names, where)
+    if flex.any():
+        out = directed.sum(axis=1)
+        for a in np.nonzero(flex)[0].tolist():
+            need = int(np.clip(out[a] - fixed_north[a], 0, flex[a]))
+            any_ocs = [o for o in odd_any if o.flexible_count(a)]
+            share = dict.fromkeys(range(len(any_ocs)), 0)
+            while need:
+                for i, o in enumerate(any_ocs):
+                    if need and share[i] < o.flexible_count(a):
+                        share[i] += 1
+                        need -= 1
+            for i, o in enumerate(any_ocs):
+                o.set_flexible_north(a, share[i])
+    return directed
+
+
+def _flow_construction(
+    ocs_list: Sequence[OcsPorts], pairs: np.ndarray, names: tuple[str, ...], where: str
+) -> list[np.ndarray]:
+    """The always-feasible construction for one domain: orientation, then OCS by OCS."""
+    return split_over_ocs(_orient_domain(ocs_list, pairs, names, where), ocs_list, names, where)
+
+
+def _check_degrees(model: PortModel, wanted: np.ndarray, names: tuple[str, ...]) -> None:
+    n = len(names)
+    ports = np.zeros(n, dtype=np.int64)
+    for o in model.ocs:
+        for a in range(n):
+            ports[a] += o.north_budget(a) + o.south_budget(a)
+    degree = wanted.sum(axis=1)
+    for a in np.nonzero(degree > ports)[0]:
+        raise InfeasibleError(
+            f"block {names[a]} needs {int(degree[a])} circuits but has only {int(ports[a])} OCS ports"
+        )
+
+
+def _result(fabric: Fabric, current: Sequence[Circuit], circuits: list[Circuit]) -> MappingResult:
+    new_set = set(circuits)
+    old_set = set(current)
+    kept = new_set & old_set
+    removed = tuple(sorted(old_set - new_set))
+    added = tuple(sorted(new_set - old_set))
+    old_top = Topology(fabric.block_names, sum(_pair_matrices(fabric, current).values()))
+    per_domain = domain_pair_counts(fabric, circuits)
+    new_top = Topology(fabric.block_names, sum(np.asarray(t.counts) for t in per_domain.values()))
+    result = MappingResult(
+        circuits=tuple(sorted(circuits)),
+        kept=len(kept),
+        removed=len(removed),
+        added=len(added),
+        lower_bound=change_lower_bound(old_top, new_top),
+        added_lower_bound=change_lower_bound(new_top, old_top),
+        removed_circuits=removed,
+        added_circuits=added,
+        topology=new_top,
+        per_domain=MappingProxyType(per_domain),
+        balance_violations=domain_balance_violations(fabric, circuits, per_domain),
+    )
+    log.info(
+        "mapped %d circuits: kept %d, removed %d, added %d (lower bound %d)%s",
+        len(circuits), result.kept, result.removed, result.added, result.lower_bound,
+        "" if result.domain_balanced else f", {len(result.balance_violations)} pairs unbalanced",
+    )
+    return result

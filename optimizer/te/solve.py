@@ -1,0 +1,489 @@
+"""Traffic engineering: min-MLU routing over direct, one-transit and spine paths, as WCMP groups.
+
+Public entry points:
+
+- :func:`solve_te` — the full plan: LP, integer weights within the table budget, the
+  figures an operator reads (MLU before and after quantisation, link utilisation, stretch,
+  scale factor) and the uniform-mesh ECMP baseline;
+- :func:`min_mlu` — the LP's MLU only, cheap enough to call many times (staging);
+- :class:`TeSolver` — the same two, keeping the previous solve's paths to warm-start the
+  next one (the daemon re-solves every cycle).
+
+Pure: no I/O and no clock. Errors are :mod:`optimizer.errors` types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from optimizer.errors import ConfigError
+from optimizer.fabric import Fabric, SpineSwitch
+from optimizer.te.lp import LpSolution, PathPool, solve_path_lp
+from optimizer.te.paths import (
+    CandidatePaths,
+    Commodities,
+    LinkGraph,
+    all_pairs,
+    build_link_graph,
+    candidate_paths,
+    check_routable,
+    commodities_of,
+    path_loads,
+)
+from optimizer.te.wcmp import (
+    DEFAULT_MAX_OVERSUBSCRIPTION,
+    DEFAULT_TABLE_SIZE,
+    ReducedWeights,
+    oversubscription,
+    reduce_weights,
+)
+from optimizer.topology import Topology, mesh_topology
+from optimizer.traffic import TrafficMatrix
+
+
+@dataclass(frozen=True, slots=True)
+class NextHop:
+    """A WCMP group member: ``via`` is the destination (direct), a transit block or a spine.
+
+    ``share`` is the fraction of the group's traffic the plan gives it (the LP's split, or an
+    equal split for an ``equal_split`` group); the weights give it ``weight / sum of weights``.
+    """
+
+    via: str
+    weight: int
+    share: float
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """The weighted next-hop group block ``src`` uses for traffic to block ``dst``."""
+
+    src: str
+    dst: str
+    next_hops: tuple[NextHop, ...]
+    oversubscription: float  # max over members of (weight share) / (planned share)
+    demand_gbps: float
+    equal_split: bool = False  # planned as ECMP over all paths, not the LP split (see TeSolver)
+
+    @property
+    def entries(self) -> int:
+        return sum(h.weight for h in self.next_hops)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "src": self.src,
+            "dst": self.dst,
+            "next_hops": [
+                {"via": h.via, "weight": h.weight, "share": round(h.share, 6)} for h in self.next_hops
+            ],
+            "oversubscription": round(self.oversubscription, 6),
+            "equal_split": self.equal_split,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LinkUtilisation:
+    """One directed link: capacity and the load the quantised weights (and the LP) put on it."""
+
+    src: str
+    dst: str
+    capacity_gbps: float
+    load_gbps: float
+    utilisation: float
+    utilisation_lp: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "src": self.src,
+            "dst": self.dst,
+            "capacity_gbps": round(self.capacity_gbps, 6),
+            "load_gbps": round(self.load_gbps, 6),
+            "utilization": round(self.utilisation, 6),
+            "utilization_lp": round(self.utilisation_lp, 6),
+        }
+
+
+@dataclass(frozen=True)
+class TeResult:
+    """A TE plan and its figures. MLUs are fractions of link capacity (1.0 = full)."""
+
+    fabric: str
+    topology: Topology
+    hedge: float | None
+    table_size: int
+    max_oversubscription: float  # the bound the weight reduction aimed for
+    mlu: float  # the LP optimum
+    mlu_quantized: float  # routing the matrix with the integer weights
+    stretch: float  # traffic-weighted mean block hops with the integer weights
+    stretch_lp: float
+    oversubscription: float  # achieved: max over groups with demand (>= 1), against their plan
+    groups: tuple[Group, ...]
+    links: tuple[LinkUtilisation, ...]
+    baseline_mlu: float  # uniform mesh, ECMP over all paths, same matrix (inf: a demand has no path)
+    total_demand_gbps: float
+    lp_columns: int
+    lp_rounds: int
+    lp_optimal: bool = True  # False only if column generation hit its round limit
+    equal_split_groups: int = 0  # groups that fell back to ECMP over all their paths
+
+    @property
+    def scale_factor(self) -> float | None:
+        """The largest factor the matrix can be multiplied by and still fit (1 / MLU)."""
+        return 1.0 / self.mlu if self.mlu > 0 else None
+
+    def weights_by_source(self, include_spine: bool = True) -> dict[str, dict[str, dict[str, int]]]:
+        """{src: {dst: {via: weight}}}: each block's source groups, as devices take them.
+
+        Traffic that arrives at a block from an uplink (transit) only goes direct, so the
+        transit groups are not part of the plan.
+        """
+        blocks = set(self.topology.blocks)
+        tables: dict[str, dict[str, dict[str, int]]] = {b: {} for b in self.topology.blocks}
+        for g in self.groups:
+            hops = {h.via: h.weight for h in g.next_hops if include_spine or h.via in blocks}
+            if hops:
+                tables[g.src][g.dst] = hops
+        return tables
+
+    def group(self, src: str, dst: str) -> Group:
+        for g in self.groups:
+            if g.src == src and g.dst == dst:
+                return g
+        raise KeyError(f"no group {src}->{dst}")
+
+    def to_json(self) -> dict[str, Any]:
+        scale = self.scale_factor
+        return {
+            "fabric": self.fabric,
+            "topology": self.topology.to_json(),
+            "routing": {
+                "mlu": round(self.mlu, 6),
+                "mlu_quantized": round(self.mlu_quantized, 6),
+                "stretch": round(self.stretch, 6),
+                "stretch_lp": round(self.stretch_lp, 6),
+                "scale_factor": None if scale is None else round(scale, 6),
+                "hedge": self.hedge,
+                "table_size": self.table_size,
+                "max_oversubscription": self.max_oversubscription,
+                "oversubscription": round(self.oversubscription, 6),
+                "total_demand_gbps": round(self.total_demand_gbps, 6),
+                "groups": [g.to_json() for g in self.groups],
+                "links": [link.to_json() for link in self.links],
+            },
+            "baseline": {
+                "mlu": round(self.baseline_mlu, 6) if np.isfinite(self.baseline_mlu) else None,
+                "kind": "uniform mesh, ECMP over all paths",
+            },
+            "solver": {"columns": self.lp_columns, "rounds": self.lp_rounds, "optimal": self.lp_optimal},
+            "equal_split_groups": self.equal_split_groups,
+        }
+
+
+@dataclass(frozen=True)
+class _Instance:
+    """A fabric, topology and matrix turned into arrays, with every block pair's paths."""
+
+    graph: LinkGraph
+    pairs: CandidatePaths  # every ordered block pair, row-major
+    comm: Commodities  # the pairs with demand
+    comm_rows: np.ndarray  # row of each commodity in ``pairs``
+    comm_paths: CandidatePaths
+
+
+def _instance(
+    fabric: Fabric, topology: Topology, tm: TrafficMatrix, spine: Sequence[SpineSwitch] | None
+) -> _Instance:
+    graph = build_link_graph(fabric, topology, spine)
+    topology.check_fits(fabric)
+    comm = commodities_of(tm, fabric)
+    src, dst = all_pairs(fabric.n_blocks)
+    pairs = candidate_paths(graph, src, dst)
+    row_of = np.full((fabric.n_blocks, fabric.n_blocks), -1, dtype=np.int64)
+    row_of[src, dst] = np.arange(len(src))
+    rows = row_of[comm.src, comm.dst]
+    comm_paths = CandidatePaths(
+        comm.src,
+        comm.dst,
+        pairs.valid[rows],
+        pairs.first[rows],
+        pairs.second[rows],
+        pairs.bottleneck_gbps[rows],
+        pairs.hops[rows],
+    )
+    check_routable(comm_paths, graph)
+    return _Instance(graph, pairs, comm, rows, comm_paths)
+
+
+def _check_parameters(hedge: float | None, table_size: int, max_oversubscription: float) -> None:
+    if hedge is not None and not 0.0 < hedge <= 1.0:
+        raise ConfigError("<te>", "hedge", f"must be in (0, 1], got {hedge}")
+    if table_size < 1:
+        raise ConfigError("<te>", "table_size", f"must be >= 1, got {table_size}")
+    if not max_oversubscription >= 1.0:
+        raise ConfigError("<te>", "max_oversubscription", f"must be >= 1, got {max_oversubscription}")
+
+
+def _mlu(graph: LinkGraph, paths: CandidatePaths, flow_gbps: np.ndarray) -> tuple[float, np.ndarray]:
+    load = path_loads(graph, paths, flow_gbps)
+    utilisation = load / graph.capacity_gbps
+    return (float(utilisation.max()) if len(utilisation) else 0.0), load
+
+
+def ecmp_mlu(fabric: Fabric, tm: TrafficMatrix, spine: Sequence[SpineSwitch] | None = None,
+             topology: Topology | None = None) -> float:
+    """MLU when every pair splits its traffic equally over all its paths (default: the mesh)."""
+    topology = mesh_topology(fabric) if topology is None else topology
+    graph = build_link_graph(fabric, topology, spine)
+    comm = commodities_of(tm, fabric)
+    paths = candidate_paths(graph, comm.src, comm.dst)
+    return _ecmp_mlu(graph, comm, paths)
+
+
+def _ecmp_mlu(graph: LinkGraph, comm: Commodities, paths: CandidatePaths) -> float:
+    """Equal split over every path; infinite if some demand has no path at all."""
+    counts = paths.valid.sum(axis=1)
+    if (counts == 0).any():
+        return float("inf")
+    flow = np.where(paths.valid, (comm.demand_gbps / np.maximum(counts, 1))[:, None], 0.0)
+    return _mlu(graph, paths, flow)[0]
+
+
+def _weighted_flow(demand_gbps: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Gbit/s per path when each row's demand is split by its integer weights."""
+    totals = np.maximum(weights.sum(axis=1), 1)
+    return demand_gbps[:, None] * weights / totals[:, None]
+
+
+def _stretch(paths: CandidatePaths, flow_gbps: np.ndarray) -> float:
+    total = float(flow_gbps.sum())
+    return float((flow_gbps * paths.hops).sum()) / total if total > 0 else 1.0
+
+
+class TeSolver:
+    """Repeated TE on one fabric, warm-started from the previous solve's paths.
+
+    Not thread-safe; one per loop. The pool is only a hint: a solve is exact whatever it holds.
+    """
+
+    def __init__(
+        self,
+        fabric: Fabric,
+        hedge: float | None = None,
+        table_size: int = DEFAULT_TABLE_SIZE,
+        max_oversubscription: float = DEFAULT_MAX_OVERSUBSCRIPTION,
+    ) -> None:
+        _check_parameters(hedge, table_size, max_oversubscription)
+        self.fabric = fabric
+        self.hedge = hedge
+        self.table_size = table_size
+        self.max_oversubscription = max_oversubscription
+        self._pool: PathPool | None = None
+        self._mesh: Topology | None = None
+
+    @property
+    def mesh(self) -> Topology:
+        if self._mesh is None:
+            self._mesh = mesh_topology(self.fabric)
+        return self._mesh
+
+    def min_mlu(
+        self, topology: Topology | None, tm: TrafficMatrix, spine: Sequence[SpineSwitch] | None = None
+    ) -> float:
+        inst = _instance(self.fabric, self.mesh if topology is None else topology, tm, spine)
+        return self._solve_lp(inst).mlu
+
+    def solve(
+        self, topology: Topology | None, tm: TrafficMatrix, spine: Sequence[SpineSwitch] | None = None
+    ) -> TeResult:
+        topology = self.mesh if topology is None else topology
+        inst = _instance(self.fabric, topology, tm, spine)
+        lp = self._solve_lp(inst)
+        return self._plan(inst, topology, spine, lp)
+
+    def _solve_lp(self, inst: _Instance) -> LpSolution:
+        lp, self._pool = solve_path_lp(inst.graph, inst.comm, inst.comm_paths, self.hedge, self._pool)
+        return lp
+
+    def _plan(
+        self,
+        inst: _Instance,
+        topology: Topology,
+        spine: Sequence[SpineSwitch] | None,
+        lp: LpSolution,
+    ) -> TeResult:
+        graph, pairs, comm = inst.graph, inst.pairs, inst.comm
+        # Fractions per pair: the LP's split where there is demand, else in proportion to
+        # path capacity (the oblivious hedge) so that unforeseen traffic still spreads.
+        capacity_sum = pairs.capacity_sum()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            oblivious = pairs.bottleneck_gbps / capacity_sum[:, None]
+        fractions = np.where(capacity_sum[:, None] > 0, oblivious, 0.0)
+        if comm.count:
+            fractions[inst.comm_rows] = lp.flow_gbps / comm.demand_gbps[:, None]
+        reduced = reduce_weights(fractions, self.table_size, self.max_oversubscription)
+        weights, equal_split = self._fallback_to_equal_split(inst, fractions, reduced)
+        if equal_split.any():
+            # Those groups' plan is now ECMP: shares and over-subscription are against it.
+            every_path = pairs.valid[equal_split]
+            fractions[equal_split] = every_path / every_path.sum(axis=1, keepdims=True)
+        group_oversubscription = oversubscription(weights, fractions)
+        quantised_flow = _weighted_flow(comm.demand_gbps, weights[inst.comm_rows])
+        mlu_quantized, load = _mlu(graph, inst.comm_paths, quantised_flow)
+        _, lp_load = _mlu(graph, inst.comm_paths, lp.flow_gbps)
+        if topology is self.mesh:
+            mesh_graph, mesh_paths = graph, inst.comm_paths
+        else:
+            mesh_graph = build_link_graph(self.fabric, self.mesh, spine)
+            mesh_paths = candidate_paths(mesh_graph, comm.src, comm.dst)
+
+        demand_of_pair = np.zeros(pairs.count)
+        demand_of_pair[inst.comm_rows] = comm.demand_gbps
+        groups = _groups(
+            graph, pairs, weights, fractions, group_oversubscription, demand_of_pair, equal_split
+        )
+        with_demand = group_oversubscription[inst.comm_rows]
+        return TeResult(
+            fabric=self.fabric.name,
+            topology=topology,
+            hedge=self.hedge,
+            table_size=self.table_size,
+            max_oversubscription=self.max_oversubscription,
+            mlu=lp.mlu,
+            mlu_quantized=mlu_quantized,
+            stretch=_stretch(inst.comm_paths, quantised_flow),
+            stretch_lp=_stretch(inst.comm_paths, lp.flow_gbps),
+            oversubscription=float(with_demand.max()) if len(with_demand) else 1.0,
+            groups=groups,
+            links=_links(graph, load, lp_load),
+            baseline_mlu=_ecmp_mlu(mesh_graph, comm, mesh_paths),
+            total_demand_gbps=float(comm.demand_gbps.sum()),
+            lp_columns=lp.columns,
+            lp_rounds=lp.rounds,
+            lp_optimal=lp.optimal,
+            equal_split_groups=int(equal_split.sum()),
+        )
+
+    def _fallback_to_equal_split(
+        self, inst: _Instance, fractions: np.ndarray, reduced: ReducedWeights
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The reduced weights, or, if it routes the matrix with a lower MLU, the same with
+        an equal split over all paths (ECMP) in every group that missed the bound.
+
+        When a group spreads over more paths than its table has room for (an ML ring over
+        63 transits in 128 entries), one entry is a large slice of a link, and rounding
+        unequal shares can cost more than ECMP: the plan should never deploy worse.
+        """
+        weights = reduced.weights
+        comm, rows = inst.comm, inst.comm_rows
+        missed = np.zeros(inst.pairs.count, dtype=bool)
+        missed[rows] = reduced.oversubscription[rows] > self.max_oversubscription * (1 + 1e-9)
+        if not missed.any():
+            return weights, missed
+        every_path = inst.pairs.valid[missed].astype(np.float64)
+        equal = reduce_weights(every_path, self.table_size, 1.0).weights
+        candidate = weights.copy()
+        candidate[missed] = equal
+        graph, paths = inst.graph, inst.comm_paths
+        mlu_reduced = _mlu(graph, paths, _weighted_flow(comm.demand_gbps, weights[rows]))[0]
+        mlu_candidate = _mlu(graph, paths, _weighted_flow(comm.demand_gbps, candidate[rows]))[0]
+        if mlu_candidate < mlu_reduced:
+            return candidate, missed
+        return weights, np.zeros_like(missed)
+
+
+def _groups(
+    graph: LinkGraph,
+    pairs: CandidatePaths,
+    weights: np.ndarray,
+    fractions: np.ndarray,
+    oversubscription: np.ndarray,
+    demand: np.ndarray,
+    equal_split: np.ndarray,
+) -> tuple[Group, ...]:
+    nodes = graph.nodes
+    rows, vias = np.nonzero(weights)
+    ends = np.searchsorted(rows, np.arange(pairs.count), side="right").tolist()
+    vias_list, weight_list = vias.tolist(), weights[rows, vias].tolist()
+    share_list = fractions[rows, vias].tolist()
+    src, dst = pairs.src.tolist(), pairs.dst.tolist()
+    groups = []
+    begin = 0
+    for row, end in enumerate(ends):
+        if end == begin:
+            continue
+        hops = tuple(
+            NextHop(nodes[vias_list[i]], weight_list[i], share_list[i]) for i in range(begin, end)
+        )
+        groups.append(
+            Group(
+                nodes[src[row]],
+                nodes[dst[row]],
+                hops,
+                float(oversubscription[row]),
+                float(demand[row]),
+                bool(equal_split[row]),
+            )
+        )
+        begin = end
+    return tuple(groups)
+
+
+def _links(graph: LinkGraph, load: np.ndarray, lp_load: np.ndarray) -> tuple[LinkUtilisation, ...]:
+    nodes = graph.nodes
+    caps = graph.capacity_gbps
+    return tuple(
+        LinkUtilisation(nodes[s], nodes[d], float(c), float(q), float(q / c), float(p / c))
+        for s, d, c, q, p in zip(
+            graph.link_src.tolist(), graph.link_dst.tolist(), caps.tolist(), load.tolist(),
+            lp_load.tolist(), strict=True,
+        )
+    )
+
+
+def solve_te(
+    fabric: Fabric,
+    topology: Topology | None,
+    tm: TrafficMatrix,
+    spine: Sequence[SpineSwitch] | None = None,
+    hedge: float | None = None,
+    table_size: int = DEFAULT_TABLE_SIZE,
+    max_oversubscription: float = DEFAULT_MAX_OVERSUBSCRIPTION,
+) -> TeResult:
+    """Plan TE for ``tm`` on ``topology`` (None: the uniform mesh) and the spine.
+
+    ``spine`` defaults to the fabric's spine; pass ``()`` to route without it. ``hedge`` is
+    S in (0, 1] (None: plain min-MLU). Raises InfeasibleError if a demand has no path.
+    """
+    return TeSolver(fabric, hedge, table_size, max_oversubscription).solve(topology, tm, spine)
+
+
+def min_mlu(
+    fabric: Fabric,
+    topology: Topology | None,
+    tm: TrafficMatrix,
+    spine: Sequence[SpineSwitch] | None = None,
+    hedge: float | None = None,
+    pool: PathPool | None = None,
+) -> float:
+    """The LP's minimum MLU only (no weights): for staging, which asks many times."""
+    _check_parameters(hedge, DEFAULT_TABLE_SIZE, DEFAULT_MAX_OVERSUBSCRIPTION)
+    topology = mesh_topology(fabric) if topology is None else topology
+    inst = _instance(fabric, topology, tm, spine)
+    return solve_path_lp(inst.graph, inst.comm, inst.comm_paths, hedge, pool)[0].mlu
+
+
+__all__ = [
+    "Group",
+    "LinkUtilisation",
+    "NextHop",
+    "PathPool",
+    "TeResult",
+    "TeSolver",
+    "ecmp_mlu",
+    "min_mlu",
+    "solve_te",
+]

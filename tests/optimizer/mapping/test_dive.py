@@ -1,0 +1,137 @@
+"""The LP-guided dive (optimizer/mapping_dive.py) on Jupiter-shaped domains: one north and
+one south port per block per OCS, every port in use."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import optimizer.mapping.dive as mapping_dive
+import optimizer.mapping.mapper as mapping_module
+from optimizer.config import generate_fabric
+from optimizer.mapping import map_topology
+from optimizer.mapping.dive import _eulerian_orientation, dive, dive_applies
+from optimizer.mapping.ports import build_port_model
+from optimizer.topology import mesh_topology, uniform_mesh
+from tests.support.circuit_checker import check_mapping
+from tests.support.mapping_helpers import as_pairs, jupiter_like, perturb
+
+
+def domain_case(blocks: int, ocs: int, changes: int, seed: int):
+    """Domain 0 of a Jupiter-shaped fabric from the uniform mesh to a perturbed mesh: its OCSes
+    (today's circuits on them) and the pair counts a 1/domains share of the target puts there."""
+    fabric = jupiter_like(blocks=blocks, ocs=ocs, domains=1)
+    model = build_port_model(fabric, uniform_mesh(fabric))
+    target = perturb(mesh_topology(fabric), changes, np.random.default_rng(seed))
+    return model.ocs, np.asarray(target.counts)
+
+
+def check_perfect(per_ocs: list[np.ndarray], pairs: np.ndarray) -> None:
+    """Every OCS joins each block's north port to another block's south port; together they
+    give the pair counts."""
+    for counts in per_ocs:
+        assert (counts.sum(axis=1) == 1).all() and (counts.sum(axis=0) == 1).all()
+        assert np.trace(counts) == 0 and counts.min() >= 0
+    placed = sum(per_ocs)
+    assert np.array_equal(placed + placed.T, pairs)
+
+
+def torn_down(ocs_list, per_ocs) -> int:
+    return sum(
+        max(0, len(circuits) - int(counts[a, b]))
+        for o, counts in zip(ocs_list, per_ocs, strict=True)
+        for (a, b), circuits in o.current.items()
+    )
+
+
+def test_the_dive_applies_only_to_full_jupiter_shaped_domains() -> None:
+    ocs_list, pairs = domain_case(8, 16, 6, seed=1)
+    assert dive_applies(ocs_list, pairs)
+    fewer = pairs.copy()
+    fewer[0, 1] -= 1
+    fewer[1, 0] -= 1  # two ports left free
+    assert not dive_applies(ocs_list, fewer)
+    with pytest.MonkeyPatch.context() as patch:  # too big a domain for the time it would take
+        patch.setattr(mapping_dive, "MAX_DOMAIN_WORK", len(ocs_list) * 8**3 - 1)
+        assert not dive_applies(ocs_list, pairs)
+    two_per_side = generate_fabric(8, 32, 8, 40, domains=1)  # 4 ports per block per OCS
+    model = build_port_model(two_per_side, uniform_mesh(two_per_side))
+    assert not dive_applies(model.ocs, np.asarray(mesh_topology(two_per_side).counts))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    blocks=st.integers(min_value=4, max_value=10),
+    ocs=st.integers(min_value=2, max_value=12),
+    changes=st.integers(min_value=0, max_value=30),
+    seed=st.integers(min_value=0, max_value=10_000),
+)
+def test_the_dive_always_finishes_with_a_perfect_matching_on_every_ocs(
+    blocks: int, ocs: int, changes: int, seed: int
+) -> None:
+    ocs_list, pairs = domain_case(blocks, ocs, changes, seed)
+    check_perfect(dive(ocs_list, pairs), pairs)
+
+
+def test_an_unchanged_domain_keeps_every_circuit() -> None:
+    ocs_list, _ = domain_case(10, 20, 0, seed=0)
+    pairs = np.zeros((10, 10), dtype=np.int64)
+    for o in ocs_list:
+        for (a, b), circuits in o.current.items():
+            pairs[a, b] += len(circuits)
+            pairs[b, a] += len(circuits)
+    per_ocs = dive(ocs_list, pairs)
+    assert torn_down(ocs_list, per_ocs) == 0
+
+
+def test_the_eulerian_orientation_finishes_a_step_the_penalties_do_not(monkeypatch) -> None:
+    """With no penalty rounds allowed, every OCS takes its matching within an Eulerian
+    orientation of what is left: still perfect and exact."""
+    monkeypatch.setattr(mapping_dive, "_CONFLICT_TRIES", 0)
+    ocs_list, pairs = domain_case(9, 12, 25, seed=3)
+    check_perfect(dive(ocs_list, pairs), pairs)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_an_eulerian_orientation_gives_every_block_as_many_out_as_in(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 7
+    counts = np.zeros((n, n), dtype=np.int64)
+    for _ in range(12):  # a union of closed walks: every degree even
+        walk = rng.choice(n, size=int(rng.integers(3, n + 1)), replace=False)
+        for a, b in zip(walk, np.roll(walk, -1), strict=True):
+            counts[a, b] += 1
+            counts[b, a] += 1
+    directed = _eulerian_orientation(counts)
+    assert np.array_equal(directed + directed.T, counts)
+    assert np.array_equal(directed.sum(axis=1), directed.sum(axis=0))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_dive_tears_down_fewer_circuits_than_the_other_candidates(seed: int, monkeypatch) -> None:
+    """12 blocks on 24 OCSes in 4 domains, 30 pair swaps: the mapping with the dive as a
+    candidate removes fewer circuits than without it (recolouring and repairs only)."""
+    fabric = jupiter_like(blocks=12, ocs=24)
+    mesh = uniform_mesh(fabric)
+    target = perturb(mesh_topology(fabric), 30, np.random.default_rng(seed))
+    with_dive = map_topology(fabric, target, mesh)
+    assert check_mapping(fabric, with_dive.circuits, as_pairs(target)) == []
+    assert with_dive.domain_balanced
+    monkeypatch.setattr(mapping_module, "dive_applies", lambda *args: False)
+    without = map_topology(fabric, target, mesh)
+    assert with_dive.removed < without.removed
+
+
+def test_a_dive_that_gets_stuck_leaves_the_other_candidates(monkeypatch, caplog) -> None:
+    def stuck(*args, **kwargs):
+        raise mapping_dive.DiveStuck("internal error: test")
+
+    monkeypatch.setattr(mapping_module, "dive", stuck)
+    fabric = jupiter_like(blocks=8, ocs=16)
+    target = perturb(mesh_topology(fabric), 10, np.random.default_rng(4))
+    with caplog.at_level("ERROR", logger="optimizer.mapping.mapper"):
+        result = map_topology(fabric, target, uniform_mesh(fabric))
+    assert check_mapping(fabric, result.circuits, as_pairs(target)) == []
+    assert any("internal error: test" in r.getMessage() for r in caplog.records)

@@ -1,0 +1,98 @@
+"""The uniform mesh and circuit validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.config import generate_fabric, load_fabric
+from optimizer.errors import ConfigError
+from optimizer.topology import (
+    Circuit,
+    Topology,
+    check_circuits,
+    circuits_from_json,
+    circuits_to_json,
+    mesh_topology,
+    topology_from_json,
+    uniform_mesh,
+)
+from tests.support import CONFIGS, shipped_fabric
+
+
+@pytest.mark.parametrize("name", ["fabric-4", "fabric-8", "fabric-hybrid-8"])
+def test_mesh_uses_every_port_once_and_is_nearly_uniform(name: str) -> None:
+    fabric = load_fabric(CONFIGS / f"{name}.yaml")
+    circuits = uniform_mesh(fabric)
+    check_circuits(fabric, circuits)
+    assert 2 * len(circuits) == len(fabric.wiring)
+    counts = mesh_topology(fabric).counts
+    off_diagonal = counts[~__import__("numpy").eye(fabric.n_blocks, dtype=bool)]
+    assert off_diagonal.min() >= 1
+    assert off_diagonal.max() - off_diagonal.min() <= 1 or name == "fabric-4"
+
+
+def test_mesh_at_jupiter_scale_spreads_pairs_over_domains() -> None:
+    fabric = generate_fabric(64, 512, 256, 136, 4)
+    circuits = uniform_mesh(fabric)
+    topo = Topology.from_circuits(fabric, circuits)
+    assert topo.degree().tolist() == [512] * 64
+    per_domain: dict[tuple[str, str], set[int]] = {}
+    for c in circuits:
+        a, b = sorted(c.blocks(fabric))
+        per_domain.setdefault((a, b), set()).add(fabric.ocs_named(c.ocs).domain)
+    assert all(len(domains) >= 3 for domains in per_domain.values())
+
+
+def test_circuit_json_round_trip() -> None:
+    fabric = shipped_fabric("fabric-4")
+    circuits = uniform_mesh(fabric)
+    again = circuits_from_json(circuits_to_json(fabric, circuits), fabric, "c.json")
+    assert sorted(again) == sorted(circuits)
+
+
+@pytest.mark.parametrize(
+    ("circuit", "words"),
+    [
+        (Circuit("ocs1", 0, 1), "same side"),
+        (Circuit("ocs1", 0, 99), "outside"),
+        (Circuit("ocs9", 0, 8), "unknown OCS"),
+        (Circuit("ocs1", 0, 9), "both belong to block b1"),
+    ],
+)
+def test_invalid_circuits_are_named(circuit: Circuit, words: str) -> None:
+    fabric = shipped_fabric("fabric-4")
+    with pytest.raises(ConfigError) as info:
+        check_circuits(fabric, [circuit], "c.json")
+    assert words in info.value.problem and info.value.key == "circuits[0]"
+
+
+def test_reused_port_is_rejected() -> None:
+    fabric = shipped_fabric("fabric-4")
+    with pytest.raises(ConfigError) as info:
+        check_circuits(fabric, [Circuit("ocs1", 0, 10), Circuit("ocs1", 0, 12)])
+    assert info.value.key == "circuits[1]" and "already used" in info.value.problem
+
+
+def test_topology_json_errors() -> None:
+    fabric = shipped_fabric("fabric-4")
+    ok = topology_from_json({"topology": {"links": [{"a": "b1", "b": "b2", "count": 8}]}}, fabric)
+    assert ok.count("b2", "b1") == 8
+    with pytest.raises(ConfigError) as info:
+        topology_from_json({"links": [{"a": "b1", "b": "b5", "count": 1}]}, fabric, "t.json")
+    assert info.value.key == "links[0].b"
+    with pytest.raises(ConfigError) as info:
+        topology_from_json({"links": [{"a": "b1", "b": "b2", "count": 9}]}, fabric, "t.json")
+    assert "only 8 uplinks" in info.value.problem
+
+
+@pytest.mark.parametrize(
+    ("blocks", "uplinks", "ocs", "domains"),
+    [(4, 8, 2, 2), (6, 12, 3, 3), (10, 40, 4, 4), (16, 64, 8, 4), (12, 24, 6, 3), (16, 512, 256, 4)],
+)
+def test_mesh_is_domain_balanced(blocks: int, uplinks: int, ocs: int, domains: int) -> None:
+    from optimizer.mapping import domain_balance_violations
+
+    fabric = generate_fabric(blocks, uplinks, ocs, blocks * uplinks // ocs + 8, domains)
+    circuits = uniform_mesh(fabric)
+    check_circuits(fabric, circuits)
+    assert domain_balance_violations(fabric, circuits) == ()

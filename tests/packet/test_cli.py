@@ -1,0 +1,58 @@
+"""``heliostat emulate --packet``'s entry point: it brings the fabric up, writes a devices
+file that the drivers use, and leaves nothing behind when it ends."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from emulation.mininet import cli
+from southbound.devices import load_devices_file
+from southbound.registry import default_registry
+from tests.support.packet_fixtures import FABRIC_4, requires_packet_fabric
+
+pytestmark = [pytest.mark.mininet, requires_packet_fabric]
+
+
+TAG = "tcl"  # names this test's bridges, so fabrics other runs build beside it don't count
+
+
+def bridges() -> set[str]:
+    listed = subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True, check=True)
+    return {name for name in listed.stdout.split() if name.startswith(TAG)}
+
+
+def test_cli_runs_the_fabric_for_a_while_and_cleans_up(tmp_path: Path) -> None:
+    devices_file = tmp_path / "devices.yaml"
+    before = bridges()
+    seen: dict[str, object] = {}
+
+    def probe_while_running() -> None:  # the CLI blocks; look at the fabric meanwhile
+        for _ in range(600):
+            if devices_file.exists():
+                devices = load_devices_file(devices_file)
+                with default_registry().create(devices["b1"]) as b1:
+                    seen["peers"] = {p.peer_block for p in b1.ports()}
+                seen["bridges"] = bridges() - before
+                return
+            threading.Event().wait(0.1)
+
+    watcher = threading.Thread(target=probe_while_running)
+    watcher.start()
+    code = cli.main(["--packet", "--fabric", str(FABRIC_4), "--bootstrap", "--duration", "4",
+                     "--tag", TAG, "--devices-file", str(devices_file), "--workdir", str(tmp_path / "work")])
+    watcher.join()
+    assert code == 0
+    assert seen["peers"] == {"b2", "b3", "b4"}  # the mesh is up: b1 hears every other block
+    assert seen["bridges"] == {f"{TAG}{kind}" for kind in ("b1", "b2", "b3", "b4", "o1", "o2")}
+    assert bridges() == before
+
+
+def test_cli_refuses_a_fabric_it_cannot_build(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["--fabric", str(FABRIC_4.with_name("fabric-hybrid-8.yaml")), "--duration", "1",
+                     "--devices-file", str(tmp_path / "d.yaml")])
+    assert code == 2 and "spine" in capsys.readouterr().err
+    assert not (tmp_path / "d.yaml").exists()
