@@ -28,8 +28,7 @@ import numpy as np
 
 from controller import decision as dec
 from controller.config import ControllerConfig
-from controller.drivers import (
-    FabricDrivers,
+from controller.device_view import (
     GroupTables,
     PollResult,
     PortsByBlock,
@@ -37,6 +36,7 @@ from controller.drivers import (
     merge_ports,
     ports_of_circuits,
 )
+from controller.drivers import FabricDrivers
 from controller.metrics import ControllerMetrics
 from controller.reconfig.executor import (
     ExecutorInterrupted,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from controller.device_view import GroupTables, OcsReading, PollResult
 from optimizer.errors import HeliostatError
 from optimizer.fabric import Fabric
 from optimizer.topology import Circuit
@@ -28,12 +28,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: block -> {destination block: {via block: weight}}
-GroupTables = dict[str, dict[str, dict[str, int]]]
-#: block -> block ports
-PortsByBlock = dict[str, tuple[int, ...]]
-
-
 class DevicesMismatch(HeliostatError):
     """The devices file does not cover the fabric (a block or OCS has no device)."""
 
@@ -45,51 +39,6 @@ class PushFailed(HeliostatError):
         self.failures = dict(failures)
         detail = "; ".join(f"{b}: {e}" for b, e in sorted(self.failures.items()))
         super().__init__(f"group push failed on {len(self.failures)} block(s): {detail}")
-
-
-@dataclass(frozen=True)
-class OcsReading:
-    """One OCS as polled: its generation, circuits (established and switching), power."""
-
-    name: str
-    generation: int
-    circuits: frozenset[Circuit]  # established
-    switching: frozenset[Circuit]
-    powered: bool
-
-
-@dataclass(frozen=True)
-class PollResult:
-    ocs: dict[str, OcsReading]
-    counters: dict[str, SwitchCounters]
-    errors: dict[str, str]  # device -> what went wrong
-    ports: dict[str, list[SwitchPort]] = field(default_factory=dict)
-
-    @property
-    def unreachable(self) -> frozenset[str]:
-        return frozenset(self.errors)
-
-
-def circuit_ends(fabric: Fabric, circuit: Circuit) -> tuple[tuple[str, int], tuple[str, int]]:
-    """The two block ports ``(block, port)`` a circuit joins."""
-    pa, pb = circuit.ends(fabric)
-    return (pa.block, pa.block_port), (pb.block, pb.block_port)
-
-
-def ports_of_circuits(fabric: Fabric, circuits: Iterable[Circuit]) -> PortsByBlock:
-    out: dict[str, set[int]] = {}
-    for c in circuits:
-        for block, port in circuit_ends(fabric, c):
-            out.setdefault(block, set()).add(port)
-    return {b: tuple(sorted(ps)) for b, ps in sorted(out.items())}
-
-
-def merge_ports(*groups: Mapping[str, Iterable[int]]) -> PortsByBlock:
-    out: dict[str, set[int]] = {}
-    for group in groups:
-        for block, ports in group.items():
-            out.setdefault(block, set()).update(ports)
-    return {b: tuple(sorted(ps)) for b, ps in sorted(out.items()) if ps}
 
 
 class FabricDrivers:

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.config import StepTimeouts
-from controller.drivers import FabricDrivers, PortsByBlock, merge_ports, ports_of_circuits
+from controller.device_view import PortsByBlock, merge_ports, ports_of_circuits
+from controller.drivers import FabricDrivers
 from controller.reconfig.journal import IntentState, Journal, RecoveryPoint, StepName, StepRecord, StepState
 from controller.reconfig.stage_plan import StageSpec, stage_count, stage_spec
 from controller.sensing.qualify import qualified_links

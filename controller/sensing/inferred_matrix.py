@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from controller.drivers import GroupTables, circuit_ends
+from controller.device_view import GroupTables, circuit_ends
 from controller.sensing.tomogravity import (
     TomogravityEstimate,
     aggregate_link_loads,

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from controller.decision import Maintenance, MaintenanceTarget
-from controller.drivers import OcsReading, PortsByBlock, circuit_ends, merge_ports, ports_of_circuits
+from controller.device_view import OcsReading, PortsByBlock, circuit_ends, merge_ports, ports_of_circuits
 from controller.sensing.estimation import CounterSample
 from optimizer.fabric import Fabric
 from optimizer.topology import Circuit

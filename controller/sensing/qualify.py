@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from controller.drivers import FabricDrivers, circuit_ends
+from controller.device_view import circuit_ends
+from controller.drivers import FabricDrivers
 from optimizer.fabric import Fabric
 from optimizer.topology import Circuit
 from southbound.errors import SouthboundError

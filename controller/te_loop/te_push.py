@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from controller.drivers import FabricDrivers, GroupTables, circuit_ends
+from controller.device_view import GroupTables, circuit_ends
+from controller.drivers import FabricDrivers
 from controller.te_loop.transition import (
     fractions,
     mix_utilisation,

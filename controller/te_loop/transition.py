@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from controller.drivers import GroupTables
+from controller.device_view import GroupTables
 from optimizer.te import reduce_weights
 
 MAX_INTERMEDIATE = 7

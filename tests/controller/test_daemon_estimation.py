@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.drivers import circuit_ends
+from controller.device_view import circuit_ends
 from controller.sensing.inferred_matrix import infer_matrix, routing_of_groups
 from controller.te_loop.te_push import group_tables
 from optimizer.te import solve_te

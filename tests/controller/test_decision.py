@@ -12,7 +12,7 @@ import pytest
 
 from controller import decision as dec
 from controller.decision import Maintenance, MaintenanceTarget
-from controller.drivers import OcsReading, circuit_ends
+from controller.device_view import OcsReading, circuit_ends
 from controller.reconfig.executor import PausePoint
 from controller.reconfig.toe_run import ToePlanner
 from controller.sensing.observe import fresh_fabric, live_circuits, maintenance_ports, measured_mlu, reconcile

@@ -1,0 +1,68 @@
+"""What the devices reported, and the pure helpers over it (no gRPC, no I/O).
+
+The daemon's decisions, the sensing loop and the TE loop read the fabric through these types:
+:class:`OcsReading` and :class:`PollResult` (one poll), :data:`GroupTables` (the next-hop
+groups pushed to the blocks) and :data:`PortsByBlock` (ports to drain or undrain), with the
+helpers that turn circuits into the block ports they join. :mod:`controller.drivers` fills
+them from the devices; everything else only reads them, so it can be tested without servers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from optimizer.fabric import Fabric
+from optimizer.topology import Circuit
+from southbound.types import SwitchCounters, SwitchPort
+
+#: block -> {destination block: {via block: weight}}
+GroupTables = dict[str, dict[str, dict[str, int]]]
+#: block -> block ports
+PortsByBlock = dict[str, tuple[int, ...]]
+
+
+
+@dataclass(frozen=True)
+class OcsReading:
+    """One OCS as polled: its generation, circuits (established and switching), power."""
+
+    name: str
+    generation: int
+    circuits: frozenset[Circuit]  # established
+    switching: frozenset[Circuit]
+    powered: bool
+
+
+@dataclass(frozen=True)
+class PollResult:
+    ocs: dict[str, OcsReading]
+    counters: dict[str, SwitchCounters]
+    errors: dict[str, str]  # device -> what went wrong
+    ports: dict[str, list[SwitchPort]] = field(default_factory=dict)
+
+    @property
+    def unreachable(self) -> frozenset[str]:
+        return frozenset(self.errors)
+
+
+def circuit_ends(fabric: Fabric, circuit: Circuit) -> tuple[tuple[str, int], tuple[str, int]]:
+    """The two block ports ``(block, port)`` a circuit joins."""
+    pa, pb = circuit.ends(fabric)
+    return (pa.block, pa.block_port), (pb.block, pb.block_port)
+
+
+def ports_of_circuits(fabric: Fabric, circuits: Iterable[Circuit]) -> PortsByBlock:
+    out: dict[str, set[int]] = {}
+    for c in circuits:
+        for block, port in circuit_ends(fabric, c):
+            out.setdefault(block, set()).add(port)
+    return {b: tuple(sorted(ps)) for b, ps in sorted(out.items())}
+
+
+def merge_ports(*groups: Mapping[str, Iterable[int]]) -> PortsByBlock:
+    out: dict[str, set[int]] = {}
+    for group in groups:
+        for block, ports in group.items():
+            out.setdefault(block, set()).update(ports)
+    return {b: tuple(sorted(ps)) for b, ps in sorted(out.items()) if ps}
