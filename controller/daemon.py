@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
@@ -43,12 +43,13 @@ from controller.reconfig.executor import (
     ExecutorSettings,
     PausePoint,
     StageExecutor,
+    StageOutcome,
     TeInputs,
 )
-from controller.reconfig.journal import Journal
+from controller.reconfig.journal import Journal, RecoveryPoint
 from controller.reconfig.stage_plan import stage_count
-from controller.reconfig.toe_run import ToePlanner
-from controller.sensing.estimation import PeakPredictor, RateEstimator, TrafficEstimation, matrix_change
+from controller.reconfig.toe_run import Proposal, ToePlanner
+from controller.sensing.estimation import PeakPredictor, RateEstimator, TrafficEstimation
 from controller.sensing.inferred_matrix import infer_matrix
 from controller.sensing.observe import (
     blocks_out,
@@ -63,14 +64,14 @@ from controller.sensing.observe import (
 )
 from controller.sensing.qualify import qualified_links
 from controller.status import StatusBoard
-from controller.te_loop.te_push import TePusher, demand_without, group_tables, usable_circuits
+from controller.te_loop.te_push import TePusher, TeRun, demand_without, group_tables, usable_circuits
 from optimizer.config import load_fabric
-from optimizer.errors import HeliostatError
+from optimizer.errors import ConfigError, HeliostatError
 from optimizer.policy import ReconfigurePolicy
 from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION
 from optimizer.topology import Circuit, Topology, uniform_mesh
 from optimizer.traffic import TrafficMatrix
-from southbound.devices import DevicesFileError, load_devices_file
+from southbound.devices import load_devices_file
 from southbound.errors import SouthboundError
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ PREDICTION_KEY = "prediction"
 QUARANTINE_KEY = "quarantined_ports"
 
 #: event name, details -> None (the demo prints these; tests record them)
-EventListener = Callable[[str, dict[str, Any]], None]
+EventListener = Callable[[str, dict[str, object]], None]
 
 
 class DaemonError(HeliostatError):
@@ -141,7 +142,7 @@ class Daemon:
         """Open the journal and drivers, reconcile with the devices, recover a crashed stage."""
         try:
             devices = load_devices_file(self.config.devices)
-        except DevicesFileError as exc:
+        except ConfigError as exc:
             raise DaemonError(str(exc)) from exc
         self.journal = Journal(self.config.store, clock=self.clock)
         self.drivers = FabricDrivers(self.fabric, devices)
@@ -225,7 +226,7 @@ class Daemon:
         if history:
             self.matrix = history[-1][1]
 
-    def _recover(self, recovery: Any) -> None:
+    def _recover(self, recovery: RecoveryPoint) -> None:
         self.board.update(phase="rolling_back", reconfiguration_id=recovery.intent.id)
         self._emit("recovering", intent=recovery.intent.id, steps=len(recovery.steps))
         outcome = self.executor.resume(recovery)
@@ -401,8 +402,10 @@ class Daemon:
                 return False
             circuits = self.state.te_circuits or self._usable(self.live)
             matrix = infer_matrix(self.fabric, self.pushed_tables, circuits, rates).matrix
-            change = matrix_change(matrix, self.estimation.te_matrix, self.estimation.settings.floor_gbps)
-            te_due = change.distance > self.estimation.settings.te_matrix_change
+            settings = self.estimation.settings
+            te_due = dec.inferred_te_due(
+                matrix, self.estimation.te_matrix, settings.floor_gbps, settings.te_matrix_change
+            )
             prediction = self.estimation.predictor.observe(now, matrix)
         self.matrix = matrix
         journal = self._journal()
@@ -502,7 +505,7 @@ class Daemon:
             seconds=elapsed,
         )
 
-    def _te_done(self, run: Any, now: float, elapsed: float | None = None) -> None:
+    def _te_done(self, run: TeRun, now: float, elapsed: float | None = None) -> None:
         self.metrics.te_runs.inc()
         self.metrics.te_solve_seconds.observe(run.solve_s)
         if elapsed is not None:
@@ -527,13 +530,12 @@ class Daemon:
         )
 
     def _plan_toe(self, trigger: str, now: float) -> None:
-        prediction = self.estimation.predictor.prediction or self.matrix
-        if trigger == "auto" and (prediction is None or prediction.total() <= 0):
-            # An idle fabric is healthy: nothing to plan for is not an error.
-            log.info("ToE (auto) skipped: no traffic is predicted")
+        skip = dec.toe_skip_reason(trigger, self.estimation.predictor.prediction or self.matrix)
+        if skip is not None:
+            log.info("ToE (%s) skipped: %s", trigger, skip)
             self.state = dec.toe_checked(self.state, now)
             self.board.update(last_toe_time=now)
-            self._emit("toe", trigger=trigger, apply=False, reason="skipped: no traffic is predicted")
+            self._emit("toe", trigger=trigger, apply=False, reason=f"skipped: {skip}")
             return
         self.board.update(phase="planning")
         try:
@@ -565,7 +567,7 @@ class Daemon:
         self.state = dec.reconfiguration_started(self.state, now, intent_id, total)
         self.board.update(phase="reconfiguring", reconfiguration_id=intent_id, stages_total=total, stage=0)
 
-    def _propose(self, trigger: str, now: float) -> Any:
+    def _propose(self, trigger: str, now: float) -> Proposal:
         prediction = self.estimation.predictor.prediction or self.matrix
         if prediction is None:
             raise DaemonError("no traffic measured yet")
@@ -609,18 +611,15 @@ class Daemon:
             outcome = self.executor.run_stage(action.intent_id, action.stage, before)
         self._after_stage(outcome, now)
 
-    def _after_stage(self, outcome: Any, now: float) -> None:
+    def _after_stage(self, outcome: StageOutcome, now: float) -> None:
         self._set_quarantine(add=outcome.quarantined)
         if outcome.te is not None:
             self._te_done(outcome.te, now)
         if outcome.next_stage is not None and not outcome.finished:
             total = stage_count(self._journal().intent(outcome.intent_id).plan)
-            if outcome.te is not None:
-                self.state = dec.te_finished(self.state, now, outcome.circuits, True)
-            self.state = replace(
-                self.state,
-                intended=outcome.circuits,
-                reconfiguration=dec.Reconfiguration(outcome.intent_id, total, outcome.next_stage),
+            self.state = dec.stage_advanced(
+                self.state, now, outcome.intent_id, total, outcome.next_stage, outcome.circuits,
+                te_ran=outcome.te is not None,
             )
             self.board.update(
                 phase="reconfiguring",
@@ -629,19 +628,10 @@ class Daemon:
                 stage=outcome.next_stage,
             )
             return
-        self.state = dec.stage_finished(
-            replace(
-                self.state,
-                reconfiguration=self.state.reconfiguration
-                or dec.Reconfiguration(outcome.intent_id, outcome.stage + 1, outcome.stage),
-            ),
-            now,
-            outcome.ok,
-            outcome.circuits,
-            outcome.reason,
+        self.state = dec.reconfiguration_ended(
+            self.state, now, outcome.intent_id, outcome.stage, outcome.ok, outcome.circuits, outcome.reason,
+            te_ran=outcome.te is not None,
         )
-        if outcome.te is not None:
-            self.state = dec.te_finished(self.state, now, outcome.circuits, True)
         self.metrics.reconfig_stage.set(-1)
         result = "done" if outcome.ok else "rolled_back"
         self.metrics.reconfigurations.labels(result).inc()
@@ -665,7 +655,7 @@ class Daemon:
         self.board.update(step=step, phase="reconfiguring")
         self._emit("step", intent=intent, stage=stage, step=step, event=event)
 
-    def _emit(self, kind: str, **details: Any) -> None:
+    def _emit(self, kind: str, **details: object) -> None:
         if self.listener is not None:
             try:
                 self.listener(kind, details)

@@ -29,8 +29,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from controller.sensing.estimation import matrix_change
 from optimizer.policy import Decision, ReconfigurePolicy, relative_gains, should_reconfigure
 from optimizer.topology import Circuit
+from optimizer.traffic import TrafficMatrix
 
 
 class MaintenanceTarget(StrEnum):
@@ -208,6 +210,23 @@ def te_reason(state: ControlState, obs: Observation) -> str | None:
     return None
 
 
+def inferred_te_due(
+    matrix: TrafficMatrix, te_matrix: TrafficMatrix | None, floor_gbps: float, te_matrix_change: float
+) -> bool:
+    """TE is due on a matrix inferred by tomogravity (no per-destination counters) when it
+    moved more than ``te_matrix_change`` from the matrix TE last ran on (the estimator's rule
+    for measured matrices, applied to the inferred one)."""
+    return matrix_change(matrix, te_matrix, floor_gbps).distance > te_matrix_change
+
+
+def toe_skip_reason(trigger: str, predicted: TrafficMatrix | None) -> str | None:
+    """Why a ToE check is skipped without planning, or None. An idle fabric is healthy:
+    nothing to plan for is not an error (an operator's request is planned regardless)."""
+    if trigger == "auto" and (predicted is None or predicted.total() <= 0):
+        return "no traffic is predicted"
+    return None
+
+
 def missing_circuits(
     intended: frozenset[Circuit] | None, installed: frozenset[Circuit], ocs_down: frozenset[str]
 ) -> tuple[Circuit, ...]:
@@ -273,6 +292,43 @@ def stage_finished(
     if following >= r.stages_total:
         return replace(state, reconfiguration=None, intended=intended, last_reconfig_at=now)
     return replace(state, reconfiguration=replace(r, next_stage=following), intended=intended)
+
+
+def stage_advanced(
+    state: ControlState,
+    now: float,
+    intent_id: int,
+    stages_total: int,
+    next_stage: int,
+    circuits: frozenset[Circuit],
+    te_ran: bool,
+) -> ControlState:
+    """A stage completed and the reconfiguration goes on at ``next_stage``; ``circuits`` is
+    what the OCSes now hold (``te_ran``: the stage's undrain ran TE on them)."""
+    if te_ran:
+        state = te_finished(state, now, circuits, True)
+    return replace(
+        state, intended=circuits, reconfiguration=Reconfiguration(intent_id, stages_total, next_stage)
+    )
+
+
+def reconfiguration_ended(
+    state: ControlState,
+    now: float,
+    intent_id: int,
+    stage: int,
+    ok: bool,
+    circuits: frozenset[Circuit],
+    error: str | None,
+    te_ran: bool,
+) -> ControlState:
+    """The reconfiguration ended at ``stage``: its last stage completed (``ok``) or it was
+    rolled back. A stage resumed after a restart may end one the state does not know yet."""
+    record = state.reconfiguration or Reconfiguration(intent_id, stage + 1, stage)
+    state = stage_finished(replace(state, reconfiguration=record), now, ok, circuits, error)
+    if te_ran:
+        state = te_finished(state, now, circuits, True)
+    return state
 
 
 def toe_verdict(

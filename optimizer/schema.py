@@ -2,7 +2,8 @@
 
 Every reader takes the source (a file name) and the key path of the value, so that the
 :class:`ConfigError` it raises says exactly where the problem is. Used by every config
-loader in the project (fabric, devices file, controller config) so they all speak alike.
+loader in the project (fabric, traffic matrices, devices file, controller config, the OpenFlow
+agent spec) so they all speak alike.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ YAML (or JSON, which is YAML)::
       blk-a:  {kind: block, address: "127.0.0.1:40002", tls: null}   # null: plaintext
 
 ``kind`` is ``ocs`` or ``block``. Relative TLS paths are relative to the file. Unknown
-keys are errors; every error names the file and the key.
+keys are errors; every error is a :class:`~optimizer.errors.ConfigError` naming the file and
+the key, read through :mod:`optimizer.schema` like the fabric and controller configs.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from typing import Any
 
 import yaml
 
+from optimizer import schema
+from optimizer.config import parse_yaml
+from optimizer.errors import ConfigError
 from southbound.rpc import CallOptions, RetryPolicy
 from southbound.tls import TlsConfig
 
@@ -36,11 +40,6 @@ DEVICE_KINDS = ("ocs", "block")
 _DEVICE_KEYS = {"kind", "address", "transport", "deadline_s", "max_attempts", "tls"}
 _DEFAULT_KEYS = _DEVICE_KEYS - {"kind", "address"}
 _TLS_KEYS = {"ca_cert", "client_cert", "client_key", "server_name"}
-_UNSET = object()
-
-
-class DevicesFileError(ValueError):
-    """The devices file is unreadable or invalid; the message names the file and key."""
 
 
 @dataclass(frozen=True)
@@ -54,112 +53,86 @@ class DeviceConfig:
 
 
 def load_devices_file(path: str | Path) -> dict[str, DeviceConfig]:
-    """Read and validate a devices file; device name -> DeviceConfig."""
+    """Read and validate a devices file; device name -> DeviceConfig. Errors are
+    :class:`~optimizer.errors.ConfigError` naming the file and the key (``devices.x.kind``)."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise DevicesFileError(f"{path}: cannot read: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise DevicesFileError(f"{path}: not valid YAML: {exc}") from exc
+    raw = parse_yaml(schema.read_file(path), str(path))
     return parse_devices(raw, source=str(path), base_dir=path.parent)
 
 
-def parse_devices(raw: Any, *, source: str = "<devices>", base_dir: Path = Path(".")) -> dict[
-    str, DeviceConfig
-]:
-    def fail(key: str, message: str) -> DevicesFileError:
-        return DevicesFileError(f"{source}: {key}: {message}")
-
-    if not isinstance(raw, Mapping):
-        raise fail("<top>", "expected a mapping with 'devices'")
-    unknown = set(raw) - {"version", "defaults", "devices"}
-    if unknown:
-        raise fail(sorted(unknown)[0], "unknown key")
-    if raw.get("version", 1) != 1:
-        raise fail("version", f"unsupported version {raw.get('version')!r} (expected 1)")
-    defaults = raw.get("defaults") or {}
-    if not isinstance(defaults, Mapping):
-        raise fail("defaults", "expected a mapping")
-    for key in defaults:
-        if key not in _DEFAULT_KEYS:
-            raise fail(f"defaults.{key}", "unknown key")
-    devices = raw.get("devices")
-    if not isinstance(devices, Mapping) or not devices:
-        raise fail("devices", "expected a non-empty mapping of device name -> settings")
-
-    result: dict[str, DeviceConfig] = {}
-    for name, entry in devices.items():
-        where = f"devices.{name}"
-        if not isinstance(name, str) or not name:
-            raise fail(where, "device names must be non-empty strings")
-        if not isinstance(entry, Mapping):
-            raise fail(where, "expected a mapping")
-        for key in entry:
-            if key not in _DEVICE_KEYS:
-                raise fail(f"{where}.{key}", "unknown key")
-
-        def setting(key: str, entry: Mapping[str, Any] = entry, default: Any = _UNSET) -> Any:
-            if key in entry:
-                return entry[key]
-            if key in defaults:
-                return defaults[key]
-            return default
-
-        kind = entry.get("kind")
-        if kind not in DEVICE_KINDS:
-            raise fail(f"{where}.kind", f"must be one of {', '.join(DEVICE_KINDS)}, got {kind!r}")
-        address = entry.get("address")
-        if not isinstance(address, str) or ":" not in address:
-            raise fail(f"{where}.address", f"expected 'host:port', got {address!r}")
-        transport = setting("transport", default="grpc")
-        if not isinstance(transport, str) or not transport:
-            raise fail(f"{where}.transport", "expected a transport name")
-        deadline = setting("deadline_s", default=CallOptions.deadline_s)
-        if isinstance(deadline, bool) or not isinstance(deadline, int | float) or deadline <= 0:
-            raise fail(f"{where}.deadline_s", f"expected a positive number, got {deadline!r}")
-        attempts = setting("max_attempts", default=RetryPolicy.max_attempts)
-        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
-            raise fail(f"{where}.max_attempts", f"expected an integer >= 1, got {attempts!r}")
-        tls = _parse_tls(setting("tls", default=None), f"{where}.tls", fail, base_dir)
-        result[name] = DeviceConfig(
-            name=name,
-            kind=kind,
-            address=address,
-            transport=transport,
-            tls=tls,
-            options=CallOptions(float(deadline), RetryPolicy(max_attempts=attempts)),
+def parse_devices(
+    raw: Any, *, source: str = "<devices>", base_dir: Path = Path(".")
+) -> dict[str, DeviceConfig]:
+    top = schema.mapping(raw, source, "")
+    schema.check_keys(top, source, "", {"version", "defaults", "devices"})
+    if top.get("version", 1) != 1:
+        raise ConfigError(source, "version", f"unsupported version {top.get('version')!r} (expected 1)")
+    defaults = schema.mapping(top.get("defaults") or {}, source, "defaults")
+    schema.check_keys(defaults, source, "defaults", _DEFAULT_KEYS)
+    devices = schema.mapping(top.get("devices"), source, "devices")
+    if not devices:
+        raise ConfigError(source, "devices", "expected a non-empty mapping of device name -> settings")
+    return {
+        name: _device(
+            name, schema.mapping(entry, source, schema.join("devices", name)), defaults, source, base_dir
         )
-    return result
+        for name, entry in devices.items()
+    }
 
 
-def _parse_tls(raw: Any, where: str, fail: Any, base_dir: Path) -> TlsConfig | None:
+def _device(
+    name: str, entry: Mapping[str, Any], defaults: Mapping[str, Any], source: str, base_dir: Path
+) -> DeviceConfig:
+    where = schema.join("devices", name)
+    schema.check_keys(entry, source, where, _DEVICE_KEYS, required=("kind", "address"))
+
+    def setting(key: str, default: Any) -> Any:
+        return entry[key] if key in entry else defaults.get(key, default)
+
+    kind = entry["kind"]
+    if kind not in DEVICE_KINDS:
+        raise ConfigError(source, f"{where}.kind", f"expected one of {', '.join(DEVICE_KINDS)}, got {kind!r}")
+    address = entry["address"]
+    if not isinstance(address, str) or ":" not in address:
+        raise ConfigError(source, f"{where}.address", f"expected 'host:port', got {address!r}")
+    transport = schema.string(setting("transport", "grpc"), source, f"{where}.transport")
+    deadline = schema.number(
+        setting("deadline_s", CallOptions.deadline_s), source, f"{where}.deadline_s", positive=True
+    )
+    attempts = schema.integer(
+        setting("max_attempts", RetryPolicy.max_attempts), source, f"{where}.max_attempts", minimum=1
+    )
+    tls = _parse_tls(setting("tls", None), source, f"{where}.tls", base_dir)
+    return DeviceConfig(
+        name=name,
+        kind=kind,
+        address=address,
+        transport=transport,
+        tls=tls,
+        options=CallOptions(deadline, RetryPolicy(max_attempts=attempts)),
+    )
+
+
+def _parse_tls(raw: Any, source: str, where: str, base_dir: Path) -> TlsConfig | None:
     if raw is None:
         return None
-    if not isinstance(raw, Mapping):
-        raise fail(where, "expected a mapping or null")
-    for key in raw:
-        if key not in _TLS_KEYS:
-            raise fail(f"{where}.{key}", "unknown key")
-    if "ca_cert" not in raw:
-        raise fail(f"{where}.ca_cert", "required when tls is set")
-    if ("client_cert" in raw) != ("client_key" in raw):
-        raise fail(f"{where}.client_key", "client_cert and client_key go together")
+    tls = schema.mapping(raw, source, where)
+    schema.check_keys(tls, source, where, _TLS_KEYS, required=("ca_cert",))
+    if ("client_cert" in tls) != ("client_key" in tls):
+        raise ConfigError(source, f"{where}.client_key", "client_cert and client_key go together")
 
     def path(key: str) -> Path:
-        value = raw[key]
-        if not isinstance(value, str) or not value:
-            raise fail(f"{where}.{key}", "expected a file path")
+        value = schema.string(tls[key], source, f"{where}.{key}")
         resolved = (base_dir / value) if not Path(value).is_absolute() else Path(value)
         if not resolved.is_file():
-            raise fail(f"{where}.{key}", f"no such file: {resolved}")
+            raise ConfigError(source, f"{where}.{key}", f"no such file: {resolved}")
         return resolved
 
-    server_name = raw.get("server_name")
-    if server_name is not None and not isinstance(server_name, str):
-        raise fail(f"{where}.server_name", "expected a string")
-    client_cert = path("client_cert") if "client_cert" in raw else None
-    client_key = path("client_key") if "client_key" in raw else None
+    server_name = tls.get("server_name")
+    if server_name is not None:
+        server_name = schema.string(server_name, source, f"{where}.server_name")
+    client_cert = path("client_cert") if "client_cert" in tls else None
+    client_key = path("client_key") if "client_key" in tls else None
     return TlsConfig(path("ca_cert"), client_cert, client_key, server_name)
 
 

@@ -1,11 +1,13 @@
 """Driver registry: (transport, device kind) -> client factory.
 
-The gRPC transport is built in; another transport (the OpenFlow agent) registers its own
-factories on the registry the controller uses::
+The gRPC transport is the only one built in, and the only one Heliostat uses: the packet-level
+fabric's OpenFlow agents (``emulation/openflow``) serve the same gRPC services, so the
+controller drives them with these clients. A driver for another device API would register
+its factories on the registry the controller uses::
 
     registry = default_registry()
-    registry.register("openflow", "block", make_openflow_switch_client)
-    client = registry.create(devices["blk-a"])
+    registry.register("vendor-x", "ocs", VendorXOcsClient)   # hypothetical
+    client = registry.create(devices["ocs1"])
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """TE as the daemon runs it: the topology TE may use, the solve, and the groups per block.
 
-:func:`usable_topology` is pure: live circuits minus those with a drained end (maintenance,
-a stage in flight, links that failed qualification), blocks under maintenance left out as
-transit and as endpoints. :class:`TePusher` solves with a warm :class:`TeSolver` and pushes
-each block's groups (atomically per block, generation-checked).
+:func:`usable_circuits` is pure: live circuits minus those with a drained end (maintenance,
+a stage in flight, links that failed qualification) or an end in a block under maintenance;
+:func:`demand_without` leaves those blocks out as endpoints. :class:`TePusher` solves with a
+warm :class:`TeSolver` and pushes each block's groups (atomically per block, generation-checked).
 """
 
 from __future__ import annotations

@@ -17,15 +17,14 @@ Block ``i`` (0-based, fabric order) owns the prefix ``10.<i+1>.0.0/16``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from optimizer import schema
+from optimizer.errors import ConfigError
+
 HOST_PORT_BASE = 1000
-
-
-class SpecError(ValueError):
-    """The agent spec is invalid; the message names the key."""
 
 
 def ocs_ofport(port: int) -> int:
@@ -112,76 +111,127 @@ class AgentSpec:
                     "dpid": b.dpid,
                     "uplinks": b.uplinks,
                     "speed_gbps": b.speed_gbps,
-                    "hosts": [vars(h) for h in b.hosts],
+                    "hosts": [asdict(h) for h in b.hosts],
                     "bridge": b.bridge,
                 }
                 for b in self.blocks
             ],
-            "ocs": [vars(o) for o in self.ocs],
+            "ocs": [asdict(o) for o in self.ocs],
         }
 
 
 BUCKET_SCHEMES = ("weighted", "replicated")
+OCS_SIDES = ("split", "any")
+_TOP_KEYS = {
+    "blocks",
+    "ocs",
+    "of_port",
+    "of_host",
+    "probe_interval_s",
+    "max_group_entries",
+    "table_capacity",
+    "bucket_scheme",
+    "ocs_switching_time_s",
+    "grpc_ports",
+}
+_BLOCK_KEYS = {"name", "dpid", "uplinks", "speed_gbps", "hosts", "bridge"}
+_HOST_KEYS = {"name", "ip", "mac", "ofport"}
+_OCS_KEYS = {"name", "dpid", "ports", "sides"}
 
 
 def spec_from_json(raw: Any, source: str = "<spec>") -> AgentSpec:
-    def fail(key: str, message: str) -> SpecError:
-        return SpecError(f"{source}: {key}: {message}")
-
-    if not isinstance(raw, dict):
-        raise fail("<top>", "expected a mapping")
-    try:
-        blocks = tuple(
-            BlockSpec(
-                name=str(b["name"]),
-                dpid=int(b["dpid"]),
-                uplinks=int(b["uplinks"]),
-                speed_gbps=float(b.get("speed_gbps", 100.0)),
-                hosts=tuple(HostSpec(str(h["name"]), str(h["ip"]), str(h["mac"]), int(h["ofport"]))
-                            for h in b.get("hosts", ())),
-                bridge=str(b["bridge"]) if b.get("bridge") else None,
-            )
-            for b in raw.get("blocks", ())
-        )
-        ocs = tuple(
-            OcsSpec(str(o["name"]), int(o["dpid"]), int(o["ports"]), str(o.get("sides", "split")))
-            for o in raw.get("ocs", ())
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise fail("blocks/ocs", f"malformed entry: {exc!r}") from exc
-    scheme = raw.get("bucket_scheme", "replicated")
+    """Validate a spec mapping; errors are :class:`~optimizer.errors.ConfigError` naming the key."""
+    top = schema.mapping(raw, source, "")
+    schema.check_keys(top, source, "", _TOP_KEYS, required=("blocks", "ocs"))
+    blocks = tuple(
+        _block(b, source, schema.join("blocks", i))
+        for i, b in enumerate(schema.sequence(top["blocks"], source, "blocks"))
+    )
+    ocs = tuple(
+        _ocs(o, source, schema.join("ocs", i))
+        for i, o in enumerate(schema.sequence(top["ocs"], source, "ocs"))
+    )
+    scheme = top.get("bucket_scheme", "replicated")
     if scheme not in BUCKET_SCHEMES:
-        raise fail("bucket_scheme", f"must be one of {', '.join(BUCKET_SCHEMES)}, got {scheme!r}")
+        raise ConfigError(
+            source, "bucket_scheme", f"expected one of {', '.join(BUCKET_SCHEMES)}, got {scheme!r}"
+        )
     dpids = [d.dpid for d in (*blocks, *ocs)]
     if len(set(dpids)) != len(dpids):
-        raise fail("dpid", "datapath ids must be unique")
-    for o in ocs:
-        if o.sides not in ("split", "any"):
-            raise fail(f"ocs.{o.name}.sides", f"must be 'split' or 'any', got {o.sides!r}")
+        raise ConfigError(source, "dpid", "datapath ids must be unique")
+    ports = schema.mapping(top.get("grpc_ports") or {}, source, "grpc_ports")
     return AgentSpec(
         blocks=blocks,
         ocs=ocs,
-        of_port=int(raw.get("of_port", 6653)),
-        of_host=str(raw.get("of_host", "127.0.0.1")),
-        probe_interval_s=float(raw.get("probe_interval_s", 0.5)),
-        max_group_entries=int(raw.get("max_group_entries", 128)),
-        table_capacity=int(raw.get("table_capacity", 4096)),
+        of_port=schema.integer(top.get("of_port", 6653), source, "of_port", minimum=0),
+        of_host=schema.string(top.get("of_host", "127.0.0.1"), source, "of_host"),
+        probe_interval_s=schema.number(
+            top.get("probe_interval_s", 0.5), source, "probe_interval_s", positive=True
+        ),
+        max_group_entries=schema.integer(
+            top.get("max_group_entries", 128), source, "max_group_entries", minimum=1
+        ),
+        table_capacity=schema.integer(top.get("table_capacity", 4096), source, "table_capacity", minimum=1),
         bucket_scheme=scheme,
-        ocs_switching_time_s=_non_negative(raw.get("ocs_switching_time_s", 0.0), fail),
-        grpc_ports=tuple(sorted((str(k), int(v)) for k, v in (raw.get("grpc_ports") or {}).items())),
+        ocs_switching_time_s=schema.number(
+            top.get("ocs_switching_time_s", 0.0), source, "ocs_switching_time_s", minimum=0.0
+        ),
+        grpc_ports=tuple(
+            sorted(
+                (k, schema.integer(v, source, schema.join("grpc_ports", k), minimum=0))
+                for k, v in ports.items()
+            )
+        ),
     )
 
 
-def _non_negative(value: Any, fail: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise fail("ocs_switching_time_s", f"expected a number >= 0, got {value!r}")
-    return float(value)
+def _block(raw: Any, source: str, key: str) -> BlockSpec:
+    block = schema.mapping(raw, source, key)
+    schema.check_keys(block, source, key, _BLOCK_KEYS, required=("name", "dpid", "uplinks"))
+    hosts_key = schema.join(key, "hosts")
+    hosts = schema.sequence(block.get("hosts", []), source, hosts_key)
+    bridge = block.get("bridge")
+    return BlockSpec(
+        name=schema.string(block["name"], source, schema.join(key, "name")),
+        dpid=schema.integer(block["dpid"], source, schema.join(key, "dpid"), minimum=1),
+        uplinks=schema.integer(block["uplinks"], source, schema.join(key, "uplinks"), minimum=0),
+        speed_gbps=schema.number(
+            block.get("speed_gbps", 100.0), source, schema.join(key, "speed_gbps"), positive=True
+        ),
+        hosts=tuple(_host(h, source, schema.join(hosts_key, i)) for i, h in enumerate(hosts)),
+        bridge=None if not bridge else schema.string(bridge, source, schema.join(key, "bridge")),
+    )
+
+
+def _host(raw: Any, source: str, key: str) -> HostSpec:
+    host = schema.mapping(raw, source, key)
+    schema.check_keys(host, source, key, _HOST_KEYS, required=_HOST_KEYS)
+    return HostSpec(
+        schema.string(host["name"], source, schema.join(key, "name")),
+        schema.string(host["ip"], source, schema.join(key, "ip")),
+        schema.string(host["mac"], source, schema.join(key, "mac")),
+        schema.integer(host["ofport"], source, schema.join(key, "ofport"), minimum=1),
+    )
+
+
+def _ocs(raw: Any, source: str, key: str) -> OcsSpec:
+    ocs = schema.mapping(raw, source, key)
+    schema.check_keys(ocs, source, key, _OCS_KEYS, required=("name", "dpid", "ports"))
+    sides = ocs.get("sides", "split")
+    if sides not in OCS_SIDES:
+        raise ConfigError(source, schema.join(key, "sides"), f"expected 'split' or 'any', got {sides!r}")
+    return OcsSpec(
+        schema.string(ocs["name"], source, schema.join(key, "name")),
+        schema.integer(ocs["dpid"], source, schema.join(key, "dpid"), minimum=1),
+        schema.integer(ocs["ports"], source, schema.join(key, "ports"), minimum=1),
+        sides,
+    )
 
 
 def load_spec(path: str | Path) -> AgentSpec:
-    path = Path(path)
+    text = schema.read_file(path)
     try:
-        raw = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read the agent spec: {exc}") from exc
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(str(path), f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from exc
     return spec_from_json(raw, str(path))

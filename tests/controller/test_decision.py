@@ -162,6 +162,43 @@ def test_a_failed_stage_ends_the_reconfiguration_with_its_reason() -> None:
     assert dec.RunStage not in kinds(actions)
 
 
+def test_a_stage_that_advances_records_the_circuits_and_te_it_ran_on() -> None:
+    state = dec.reconfiguration_started(settled(), 100.0, intent_id=7, stages=3)
+    fewer = frozenset(sorted(MESH)[1:])
+    after = dec.stage_advanced(state, 105.0, 7, 3, 1, fewer, te_ran=True)
+    assert after.reconfiguration == dec.Reconfiguration(7, 3, 1)
+    assert after.intended == fewer and after.te_circuits == fewer and after.last_te_at == 105.0
+    untouched = dec.stage_advanced(state, 105.0, 7, 3, 1, fewer, te_ran=False)
+    assert untouched.te_circuits == MESH and untouched.last_te_at == 100.0
+
+
+def test_a_reconfiguration_resumed_after_a_restart_ends_even_when_the_state_never_knew_it() -> None:
+    fewer = frozenset(sorted(MESH)[1:])
+    ended = dec.reconfiguration_ended(settled(), 110.0, 9, 2, False, fewer, "qualify failed", te_ran=True)
+    assert ended.reconfiguration is None and ended.last_reconfig_at == 110.0
+    assert ended.last_error == "qualify failed" and ended.intended == fewer and ended.te_circuits == fewer
+    running = dec.reconfiguration_started(settled(), 100.0, intent_id=9, stages=3)
+    still = dec.reconfiguration_ended(running, 110.0, 9, 0, True, fewer, None, te_ran=False)
+    assert still.reconfiguration == dec.Reconfiguration(9, 3, 1)  # stage 0 of 3 done: it goes on
+
+
+def test_an_idle_fabric_skips_the_automatic_toe_but_not_an_operator_request() -> None:
+    idle = uniform_matrix(FABRIC, 0.0)
+    busy = uniform_matrix(FABRIC, 0.3)
+    assert dec.toe_skip_reason("auto", None) == "no traffic is predicted"
+    assert dec.toe_skip_reason("auto", idle) == "no traffic is predicted"
+    assert dec.toe_skip_reason("auto", busy) is None
+    assert dec.toe_skip_reason("operator", idle) is None
+
+
+def test_te_is_due_on_an_inferred_matrix_only_when_it_moved_past_the_threshold() -> None:
+    before = uniform_matrix(FABRIC, 0.3)
+    moved = hotspot_matrix(FABRIC, seed=2, load=0.6)
+    assert dec.inferred_te_due(before, None, 1.0, 0.1)
+    assert not dec.inferred_te_due(before, before, 1.0, 0.1)
+    assert dec.inferred_te_due(moved, before, 1.0, 0.1)
+
+
 # -- the ToE verdict ------------------------------------------------------------------------
 
 

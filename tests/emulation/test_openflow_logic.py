@@ -21,8 +21,9 @@ from emulation.openflow.pipeline import (
     round_to_slots,
 )
 from emulation.openflow.probes import ProbeNeighbours, parse_probe, probe_frame
-from emulation.openflow.spec import SpecError, spec_from_json
+from emulation.openflow.spec import spec_from_json
 from optimizer.config import load_fabric
+from optimizer.errors import ConfigError
 
 BLOCKS = ("a", "b", "c", "d")
 # uplinks of block "a": 0,1,2 -> b; 3,4 -> c; 5 -> d; 6 not connected
@@ -114,13 +115,22 @@ def test_spec_round_trips_and_rejects_bad_values() -> None:
     spec = plan.agent
     again = spec_from_json(json.loads(json.dumps(spec.to_json())))
     assert again == spec
-    with pytest.raises(SpecError, match="bucket_scheme"):
+    with pytest.raises(ConfigError, match="bucket_scheme"):
         spec_from_json(spec.to_json() | {"bucket_scheme": "random"})
-    with pytest.raises(SpecError, match="ocs_switching_time_s"):
+    with pytest.raises(ConfigError, match="ocs_switching_time_s"):
         spec_from_json(spec.to_json() | {"ocs_switching_time_s": -1})
-    with pytest.raises(SpecError, match="dpid"):
+    with pytest.raises(ConfigError, match="dpid"):
         raw = spec.to_json()
         raw["ocs"][0]["dpid"] = raw["blocks"][0]["dpid"]
+        spec_from_json(raw)
+    # the same dialect as the fabric and controller configs: the key path, then the problem
+    raw = spec.to_json()
+    raw["blocks"][1]["hosts"][0]["ofport"] = "one"
+    with pytest.raises(ConfigError, match=r"^<spec>: blocks\[1\]\.hosts\[0\]\.ofport: expected an integer"):
+        spec_from_json(raw)
+    with pytest.raises(ConfigError, match=r"ocs\[0\]\.colour: unknown key"):
+        raw = spec.to_json()
+        raw["ocs"][0]["colour"] = "blue"
         spec_from_json(raw)
 
 

@@ -1,4 +1,4 @@
-"""The LP-guided dive (optimizer/mapping_dive.py) on Jupiter-shaped domains: one north and
+"""The LP-guided dive (optimizer/mapping/dive.py) on Jupiter-shaped domains: one north and
 one south port per block per OCS, every port in use."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Mapping by repair (optimizer/mapping_repair.py) and the wiring lower bound
+"""Mapping by repair (optimizer/mapping/repair.py) and the wiring lower bound
 (benchmarks/mapping_bound.py) on Jupiter-shaped fabrics: one north and one south port per
 block per OCS, where the pair-level bound is out of reach."""
 
