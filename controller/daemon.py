@@ -35,6 +35,7 @@ from controller.device_view import (
     circuit_ends,
     merge_ports,
     ports_of_circuits,
+    ports_without,
 )
 from controller.drivers import FabricDrivers
 from controller.metrics import ControllerMetrics
@@ -54,13 +55,12 @@ from controller.sensing.inferred_matrix import infer_matrix
 from controller.sensing.observe import (
     blocks_out,
     egress_samples,
-    fresh_fabric,
     links_up,
     live_circuits,
     maintenance_ports,
     measured_mlu,
     port_samples,
-    reconcile,
+    startup_intent,
 )
 from controller.sensing.qualify import qualified_links
 from controller.status import StatusBoard
@@ -69,7 +69,7 @@ from optimizer.config import load_fabric
 from optimizer.errors import ConfigError, HeliostatError
 from optimizer.policy import ReconfigurePolicy
 from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION
-from optimizer.topology import Circuit, Topology, uniform_mesh
+from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 from southbound.devices import load_devices_file
 from southbound.errors import SouthboundError
@@ -184,24 +184,21 @@ class Daemon:
             self._recover(recovery)
         else:
             journaled = None if record is None else record.circuits
-            result = reconcile(journaled, self.installed)
-            intended = result.intended
-            if fresh_fabric(journaled, poll.ocs, (o.name for o in self.fabric.ocs)):
-                # Never configured: intend the uniform mesh; the restore rule installs it
-                # (generation-checked, per OCS) and TE follows once its links are up.
-                intended = frozenset(uniform_mesh(self.fabric))
+            start = startup_intent(self.fabric, journaled, poll.ocs, self.installed)
+            if start.fresh:
                 log.info("start-up: a fresh fabric (nothing journaled, every OCS empty): "
-                         "configuring the uniform mesh, %d circuits", len(intended))
-                self.journal.save_topology(Topology.from_circuits(self.fabric, intended), intended)
-                self._emit("fresh_fabric", circuits=len(intended))
-            elif result.adopted or result.dropped or record is None:
+                         "configuring the uniform mesh, %d circuits", len(start.intended))
+                self._emit("fresh_fabric", circuits=len(start.intended))
+            elif start.save:
                 log.info(
                     "start-up: adopted %d circuits from the devices, dropped %d from the journal",
-                    len(result.adopted),
-                    len(result.dropped),
+                    len(start.reconciled.adopted),
+                    len(start.reconciled.dropped),
                 )
-                self.journal.save_topology(Topology.from_circuits(self.fabric, intended), intended)
-            self.state = replace(self.state, intended=intended)
+            if start.save:
+                topology = Topology.from_circuits(self.fabric, start.intended)
+                self.journal.save_topology(topology, start.intended)
+            self.state = replace(self.state, intended=start.intended)
         paused = bool(self.journal.get_state("toe_paused", False))
         self.state = replace(self.state, toe_paused=paused)
         self.board.update(phase="idle", toe_paused=paused)
@@ -329,13 +326,7 @@ class Daemon:
 
     def _set_quarantine(self, add: PortsByBlock | None = None, remove: PortsByBlock | None = None) -> None:
         """Change the quarantined ports and journal them (a restarted daemon keeps them drained)."""
-        held = merge_ports(self.quarantined, add or {})
-        freed = {(b, p) for b, plist in (remove or {}).items() for p in plist}
-        self.quarantined = {
-            b: tuple(p for p in plist if (b, p) not in freed)
-            for b, plist in held.items()
-            if any((b, p) not in freed for p in plist)
-        }
+        self.quarantined = ports_without(merge_ports(self.quarantined, add or {}), remove or {})
         self._journal().put_state(QUARANTINE_KEY, {b: list(p) for b, p in self.quarantined.items()})
 
     def _drain_requests(self) -> tuple[tuple[dec.Request, ...], list[DryRun]]:

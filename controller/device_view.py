@@ -66,3 +66,10 @@ def merge_ports(*groups: Mapping[str, Iterable[int]]) -> PortsByBlock:
         for block, ports in group.items():
             out.setdefault(block, set()).update(ports)
     return {b: tuple(sorted(ps)) for b, ps in sorted(out.items()) if ps}
+
+
+def ports_without(held: Mapping[str, Iterable[int]], freed: Mapping[str, Iterable[int]]) -> PortsByBlock:
+    """``held`` less the ports in ``freed``; blocks left with no port are dropped."""
+    gone = {(b, p) for b, plist in freed.items() for p in plist}
+    out = {b: tuple(p for p in plist if (b, p) not in gone) for b, plist in held.items()}
+    return {b: plist for b, plist in out.items() if plist}

@@ -23,7 +23,7 @@ from controller.decision import Maintenance, MaintenanceTarget
 from controller.device_view import OcsReading, PortsByBlock, circuit_ends, merge_ports, ports_of_circuits
 from controller.sensing.estimation import CounterSample
 from optimizer.fabric import Fabric
-from optimizer.topology import Circuit
+from optimizer.topology import Circuit, uniform_mesh
 from southbound.types import SwitchCounters, SwitchPort
 
 
@@ -116,6 +116,33 @@ def reconcile(journaled: Iterable[Circuit] | None, live: frozenset[Circuit]) -> 
     taken = {(c.ocs, p) for c in adopted for p in (c.a, c.b)}
     dropped = frozenset(c for c in known - live if (c.ocs, c.a) in taken or (c.ocs, c.b) in taken)
     return Reconciled((known - dropped) | adopted, adopted, dropped)
+
+
+@dataclass(frozen=True)
+class StartupIntent:
+    """What the OCSes should hold when the daemon starts with nothing in flight."""
+
+    intended: frozenset[Circuit]
+    fresh: bool  # never configured: the uniform mesh is intended
+    save: bool  # the journal's topology is to be rewritten with ``intended``
+    reconciled: Reconciled
+
+
+def startup_intent(
+    fabric: Fabric,
+    journaled: Iterable[Circuit] | None,
+    readings: Mapping[str, OcsReading],
+    installed: frozenset[Circuit],
+) -> StartupIntent:
+    """The start-up rule: reconcile the journal with the devices (they are the truth); a
+    fabric never configured (nothing journaled, every OCS empty) intends the uniform mesh,
+    which the restore rule then installs OCS by OCS before any TE or ToE."""
+    known = None if journaled is None else tuple(journaled)
+    result = reconcile(known, installed)
+    if fresh_fabric(known, readings, (o.name for o in fabric.ocs)):
+        return StartupIntent(frozenset(uniform_mesh(fabric)), True, True, result)
+    save = bool(result.adopted or result.dropped or known is None)
+    return StartupIntent(result.intended, False, save, result)
 
 
 def fresh_fabric(

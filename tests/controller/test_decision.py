@@ -12,10 +12,17 @@ import pytest
 
 from controller import decision as dec
 from controller.decision import Maintenance, MaintenanceTarget
-from controller.device_view import OcsReading, circuit_ends
+from controller.device_view import OcsReading, circuit_ends, ports_without
 from controller.reconfig.executor import PausePoint
 from controller.reconfig.toe_run import ToePlanner
-from controller.sensing.observe import fresh_fabric, live_circuits, maintenance_ports, measured_mlu, reconcile
+from controller.sensing.observe import (
+    fresh_fabric,
+    live_circuits,
+    maintenance_ports,
+    measured_mlu,
+    reconcile,
+    startup_intent,
+)
 from controller.te_loop.te_push import demand_without, group_tables, usable_circuits
 from optimizer.mapping import map_topology
 from optimizer.policy import ReconfigurePolicy
@@ -256,6 +263,29 @@ def test_a_fresh_fabric_is_recognised_only_when_nothing_is_journaled_and_every_o
     del unanswered[first]  # unreachable: its circuits are unknown
     assert not fresh_fabric(None, unanswered, names)
     assert not fresh_fabric(None, {}, [])
+
+
+def test_the_start_up_intent_configures_a_fresh_fabric_and_rewrites_only_a_changed_journal() -> None:
+    fresh = startup_intent(FABRIC, None, _empty_readings(), frozenset())
+    assert fresh.fresh and fresh.save and fresh.intended == MESH
+    same = startup_intent(FABRIC, sorted(MESH), _empty_readings(), MESH)
+    assert not same.fresh and not same.save and same.intended == MESH
+    gone = sorted(MESH)[0]
+    adopted = Circuit(gone.ocs, gone.a, 70)
+    moved = startup_intent(FABRIC, sorted(MESH), _empty_readings(), (MESH - {gone}) | {adopted})
+    assert moved.save and adopted in moved.intended and gone not in moved.intended
+    holding = {
+        o.name: OcsReading(o.name, 1, frozenset(c for c in MESH if c.ocs == o.name), frozenset(), True)
+        for o in FABRIC.ocs
+    }
+    unknown = startup_intent(FABRIC, None, holding, MESH)  # nothing journaled, the OCSes hold the mesh
+    assert not unknown.fresh and unknown.save and unknown.intended == MESH
+
+
+def test_ports_without_drops_freed_ports_and_emptied_blocks() -> None:
+    held = {"b1": (1, 2), "b2": (3,)}
+    assert ports_without(held, {"b2": (3,), "b1": (2,)}) == {"b1": (1,)}
+    assert ports_without(held, {}) == held
 
 
 def test_a_fresh_fabric_intending_the_mesh_gets_it_installed_before_any_toe() -> None:
