@@ -79,7 +79,8 @@ def render(rows: list[dict], machine: str) -> str:
         "",
         f"Fabric per size: N blocks x {UPLINKS} uplinks, {OCS_COUNT} OCS x {OCS_PORTS} ports in "
         f"{DOMAINS} domains (one north and one south port per block per OCS). Targets: gravity-shaped "
-        f"topologies (`tests/support/mapping_helpers.gravity_topology`, skew {SKEW}) using every uplink; step 1 "
+        f"topologies (`tests/support/mapping_helpers.gravity_topology`, skew {SKEW}) using every uplink; "
+        "step 1 "
         "starts from the uniform mesh, step 2 from step 1's circuits. `removed` is the number of "
         "circuits torn down (each re-made elsewhere); `lower bound` = sum over pairs of "
         "max(0, L_old - L_new). Peak memory is the subprocess's max RSS (includes numpy/scipy).",

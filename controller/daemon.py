@@ -29,6 +29,7 @@ import numpy as np
 from controller import decision as dec
 from controller.config import ControllerConfig
 from controller.device_view import (
+    FabricPort,
     GroupTables,
     PollResult,
     PortsByBlock,
@@ -105,9 +106,17 @@ class Daemon:
         listener: EventListener | None = None,
         clock: Callable[[], float] = time.time,
         metrics: ControllerMetrics | None = None,
+        devices: FabricPort | None = None,
+        wait: Callable[[float], bool] | None = None,
     ) -> None:
+        """``devices`` replaces the drivers the devices file names (``heliostat replay`` runs
+        the daemon on devices held in memory); ``wait(seconds)`` replaces the executor's
+        sleeps between its checks (replay moves its simulated clock instead; it returns
+        True when the daemon is stopping), and ``clock`` is then the simulated clock."""
         self.config = config
         self.clock = clock
+        self._given_devices = devices
+        self._wait = wait
         self.listener = listener
         self.pause = pause
         self.metrics = metrics or ControllerMetrics()
@@ -134,18 +143,21 @@ class Daemon:
         self.pushed_tables: GroupTables | None = None  # the groups TE last pushed (for tomogravity)
         self.te_runs = 0
         self.journal: Journal | None = None
-        self.drivers: FabricDrivers | None = None
+        self.drivers: FabricPort | None = None
 
     # -- start-up --------------------------------------------------------------------------
 
     def start(self) -> None:
         """Open the journal and drivers, reconcile with the devices, recover a crashed stage."""
-        try:
-            devices = load_devices_file(self.config.devices)
-        except ConfigError as exc:
-            raise DaemonError(str(exc)) from exc
+        if self._given_devices is not None:
+            self.drivers = self._given_devices
+        else:
+            try:
+                devices = load_devices_file(self.config.devices)
+            except ConfigError as exc:
+                raise DaemonError(str(exc)) from exc
+            self.drivers = FabricDrivers(self.fabric, devices)
         self.journal = Journal(self.config.store, clock=self.clock)
-        self.drivers = FabricDrivers(self.fabric, devices)
         # Transitions between groups aim under the stage threshold less the WCMP rounding margin,
         # as staging does, so that measured loads stay under the threshold itself.
         mix_floor = self.config.thresholds.stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
@@ -170,6 +182,7 @@ class Daemon:
             stop=self.stop_event,
             pause=self.pause,
             listener=self._step_event,
+            **({} if self._wait is None else {"clock": self.clock, "wait": self._wait}),
         )
         self._restore_estimation()
         self.quarantined = {b: tuple(p) for b, p in (self.journal.get_state(QUARANTINE_KEY) or {}).items()}
@@ -234,28 +247,34 @@ class Daemon:
     def run(self) -> None:
         """Cycle until stop() (SIGTERM/SIGINT in ``heliostat run``)."""
         interval = self.config.intervals.te_interval
-        next_cycle = time.monotonic()
+        due = time.monotonic()
         while not self.stop_event.is_set():
-            healthy = False
             try:
-                self.cycle()
-                healthy = True
+                healthy = self.cycle_safely()
             except ExecutorInterrupted:
                 break
-            except (HeliostatError, SouthboundError) as exc:  # a bad cycle never ends the loop
-                log.error("cycle failed: %s", exc)
-                self.board.update(last_error=str(exc))
-            except Exception:  # the loop must survive a bug in one cycle
-                log.exception("cycle failed unexpectedly")
-            next_cycle += interval
             now = time.monotonic()
-            if next_cycle < now:
-                next_cycle = now
-            if healthy and self.state.reconfiguration is not None:
-                continue  # the next stage right away
-            self.wake.wait(max(0.0, next_cycle - now))
-            self.wake.clear()
+            due = dec.next_cycle_at(due, interval, now, healthy and self.state.reconfiguration is not None)
+            if due > now:
+                self.wake.wait(due - now)
+                self.wake.clear()
         self.board.update(phase="stopping")
+
+    def cycle_safely(self) -> bool:
+        """One cycle; False when it failed (logged, and on the status page). A bad cycle never
+        ends the loop; only ExecutorInterrupted (the daemon is stopping) goes through."""
+        try:
+            self.cycle()
+        except ExecutorInterrupted:
+            raise
+        except (HeliostatError, SouthboundError) as exc:
+            log.error("cycle failed: %s", exc)
+            self.board.update(last_error=str(exc))
+            return False
+        except Exception:  # the loop must survive a bug in one cycle
+            log.exception("cycle failed unexpectedly")
+            return False
+        return True
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -658,7 +677,7 @@ class Daemon:
             raise DaemonError("the daemon is not started")
         return self.journal
 
-    def _drivers(self) -> FabricDrivers:
+    def _drivers(self) -> FabricPort:
         if self.drivers is None:
             raise DaemonError("the daemon is not started")
         return self.drivers

@@ -169,6 +169,15 @@ def decide(
     return state, actions
 
 
+def next_cycle_at(last_due: float, interval: float, now: float, reconfiguring: bool) -> float:
+    """When the next cycle runs: right away while a reconfiguration has stages left (one
+    stage per cycle), else one ``interval`` after the last cycle was due, or now if that has
+    passed (a long cycle is not made up for by a burst of short ones)."""
+    if reconfiguring:
+        return now
+    return max(last_due + interval, now)
+
+
 def _toe_check_due(state: ControlState, now: float, settings: Settings) -> bool:
     if state.last_reconfig_at is not None and now - state.last_reconfig_at < settings.policy.min_interval_s:
         return False  # the policy would refuse any plan: do not compute one

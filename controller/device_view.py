@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from optimizer.fabric import Fabric
 from optimizer.topology import Circuit
@@ -73,3 +74,45 @@ def ports_without(held: Mapping[str, Iterable[int]], freed: Mapping[str, Iterabl
     gone = {(b, p) for b, plist in freed.items() for p in plist}
     out = {b: tuple(p for p in plist if (b, p) not in gone) for b, plist in held.items()}
     return {b: plist for b, plist in out.items() if plist}
+
+
+class FabricPort(Protocol):
+    """The verbs the daemon, the executor, TE and qualification use on the devices.
+
+    :class:`controller.drivers.FabricDrivers` implements them over gRPC;
+    ``heliostat replay`` implements them in memory (:mod:`controller.replay.series_fabric`),
+    so that replay runs the daemon's own code. Every verb reports per-device failures as
+    :class:`controller.drivers.FabricDrivers` does.
+    """
+
+    @property
+    def ocs(self) -> Mapping[str, object]:
+        """The OCS devices by name."""
+        ...
+
+    def poll(self, ocs_names: Iterable[str] | None = None) -> PollResult: ...
+
+    def read_ocs(self, name: str) -> OcsReading: ...
+
+    def counters(self, blocks: Iterable[str]) -> tuple[dict[str, SwitchCounters], dict[str, str]]: ...
+
+    def switch_ports(self, blocks: Iterable[str]) -> tuple[dict[str, list[SwitchPort]], dict[str, str]]: ...
+
+    def ocs_light(self, ocs: str, ports: Iterable[int]) -> dict[int, bool]: ...
+
+    def push_groups(self, tables: GroupTables, request_prefix: str) -> dict[str, int]: ...
+
+    def drain(self, ports: Mapping[str, Iterable[int]]) -> None: ...
+
+    def undrain(self, ports: Mapping[str, Iterable[int]]) -> None: ...
+
+    def apply_ocs(
+        self,
+        ocs: str,
+        expected_generation: int,
+        add: Iterable[Circuit],
+        remove: Iterable[Circuit],
+        request_id: str,
+    ) -> int: ...
+
+    def close(self) -> None: ...

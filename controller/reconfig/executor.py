@@ -34,8 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.config import StepTimeouts
-from controller.device_view import PortsByBlock, merge_ports, ports_of_circuits
-from controller.drivers import FabricDrivers
+from controller.device_view import FabricPort, PortsByBlock, merge_ports, ports_of_circuits
 from controller.reconfig.journal import IntentState, Journal, RecoveryPoint, StepName, StepRecord, StepState
 from controller.reconfig.stage_plan import StageSpec, stage_count, stage_spec
 from controller.sensing.qualify import qualified_links
@@ -144,7 +143,7 @@ class StageExecutor:
     def __init__(
         self,
         fabric: Fabric,
-        drivers: FabricDrivers,
+        drivers: FabricPort,
         journal: Journal,
         te: TePusher,
         te_inputs: Callable[[], TeInputs],
@@ -153,6 +152,7 @@ class StageExecutor:
         pause: PausePoint | None = None,
         listener: StepListener | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wait: Callable[[float], bool] | None = None,
     ) -> None:
         self.fabric = fabric
         self.drivers = drivers
@@ -164,6 +164,8 @@ class StageExecutor:
         self.pause = pause
         self.listener = listener
         self.clock = clock
+        # seconds -> True when stopping; a simulated clock (replay) moves instead of sleeping
+        self.wait = wait if wait is not None else self.stop.wait
 
     # -- running a stage -------------------------------------------------------------------
 
@@ -234,7 +236,7 @@ class StageExecutor:
             raise ExecutorInterrupted(f"stopped while paused {when} {step}")
 
     def _wait(self, seconds: float) -> None:
-        if self.stop.wait(seconds):
+        if self.wait(seconds):
             raise ExecutorInterrupted("the daemon is stopping")
 
     def _payload(self, stage: _Stage, name: StepName) -> dict[str, Any]:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from controller.device_view import circuit_ends
-from controller.drivers import FabricDrivers
+from controller.device_view import FabricPort, circuit_ends
 from optimizer.fabric import Fabric
 from optimizer.topology import Circuit
 from southbound.errors import SouthboundError
@@ -20,7 +19,7 @@ from southbound.errors import SouthboundError
 log = logging.getLogger(__name__)
 
 
-def qualified_links(fabric: Fabric, drivers: FabricDrivers, links: Iterable[Circuit]) -> set[Circuit]:
+def qualified_links(fabric: Fabric, drivers: FabricPort, links: Iterable[Circuit]) -> set[Circuit]:
     """The ``links`` that qualify now (a block or OCS that cannot be read qualifies none of its)."""
     links = tuple(links)
     ends = {c: circuit_ends(fabric, c) for c in links}

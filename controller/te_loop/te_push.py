@@ -16,8 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from controller.device_view import GroupTables, circuit_ends
-from controller.drivers import FabricDrivers
+from controller.device_view import FabricPort, GroupTables, circuit_ends
 from controller.te_loop.transition import (
     fractions,
     mix_utilisation,
@@ -92,7 +91,7 @@ class TePusher:
     a warning when neither keeps the bound within that limit.
     """
 
-    def __init__(self, fabric: Fabric, drivers: FabricDrivers, mix_floor: float = 0.8) -> None:
+    def __init__(self, fabric: Fabric, drivers: FabricPort, mix_floor: float = 0.8) -> None:
         self.fabric = fabric
         self.drivers = drivers
         self.solver = TeSolver(fabric)

@@ -1,0 +1,76 @@
+"""What a set of group tables does to a matrix: trunk loads and utilisation. Pure.
+
+The switches' forwarding model (``southbound/README.md``): a source block splits each
+destination's traffic over its group's next hops by weight (a destination without a group
+goes direct); a transit block sends what it receives straight to the destination (the
+transit tables' loop-freedom rule); a trunk's load is spread equally over its members, the
+block's undrained ports with a circuit to the next hop. Replay measures the MLU the integer
+weights in force give on each snapshot with these functions, and its in-memory devices
+count bytes with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from controller.device_view import GroupTables, circuit_ends
+from controller.te_loop.transition import fractions, source_loads
+from optimizer.fabric import Fabric
+from optimizer.topology import Circuit
+
+
+@dataclass(frozen=True)
+class TrunkLoads:
+    """Gbit/s offered to each directed trunk ``[a, b]`` and the trunk's live capacity."""
+
+    load: np.ndarray  # [n, n]
+    capacity: np.ndarray  # [n, n]: undrained members x link speed
+
+    def utilisation(self) -> np.ndarray:
+        """load / capacity per trunk; inf where load meets no capacity (blackholed), 0 if idle."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            util = np.where(self.capacity > 0, self.load / np.where(self.capacity > 0, self.capacity, 1), 0.0)
+        return np.where((self.capacity <= 0) & (self.load > 1e-9), np.inf, util)
+
+    def mlu(self) -> float:
+        util = self.utilisation()
+        return float(util.max()) if util.size else 0.0
+
+    def blackholed_gbps(self) -> float:
+        """Load sent to trunks that have no live member."""
+        return float(self.load[(self.capacity <= 0) & (self.load > 1e-9)].sum())
+
+
+def trunk_members(
+    fabric: Fabric, circuits: Iterable[Circuit], drained: Iterable[tuple[str, int]] = ()
+) -> dict[tuple[str, str], list[int]]:
+    """(block, next hop) -> the block's undrained ports with a circuit to that next hop."""
+    off = set(drained)
+    members: dict[tuple[str, str], list[int]] = {}
+    for c in circuits:
+        (ba, pa), (bb, pb) = circuit_ends(fabric, c)
+        for (here, port), there in (((ba, pa), bb), ((bb, pb), ba)):
+            if (here, port) not in off:
+                members.setdefault((here, there), []).append(port)
+    return members
+
+
+def trunk_capacity(fabric: Fabric, members: Mapping[tuple[str, str], list[int]]) -> np.ndarray:
+    blocks = fabric.block_names
+    index = {b: i for i, b in enumerate(blocks)}
+    capacity = np.zeros((len(blocks), len(blocks)))
+    for (a, b), ports in members.items():
+        capacity[index[a], index[b]] = len(ports) * fabric.link_speed_gbps(a, b)
+    return capacity
+
+
+def routed_loads(
+    fabric: Fabric, tables: GroupTables, demand: np.ndarray, members: Mapping[tuple[str, str], list[int]]
+) -> TrunkLoads:
+    """The trunk loads of ``demand`` (``[n, n]`` Gbit/s in fabric block order) under ``tables``."""
+    split = fractions(tables, fabric.block_names)
+    load = source_loads(split, np.asarray(demand, dtype=np.float64)).sum(axis=0)
+    return TrunkLoads(load, trunk_capacity(fabric, members))
