@@ -39,6 +39,7 @@ from controller.device_view import (
     ports_without,
 )
 from controller.drivers import FabricDrivers
+from controller.dry_runs import DryRunner
 from controller.metrics import ControllerMetrics
 from controller.reconfig.executor import (
     ExecutorInterrupted,
@@ -144,6 +145,7 @@ class Daemon:
         self.te_runs = 0
         self.journal: Journal | None = None
         self.drivers: FabricPort | None = None
+        self.dry_runs = DryRunner(lambda: self._propose("dry_run", self.clock()))
 
     # -- start-up --------------------------------------------------------------------------
 
@@ -249,12 +251,14 @@ class Daemon:
         interval = self.config.intervals.te_interval
         due = time.monotonic()
         while not self.stop_event.is_set():
+            started = time.monotonic()
             try:
                 healthy = self.cycle_safely()
             except ExecutorInterrupted:
                 break
             now = time.monotonic()
-            due = dec.next_cycle_at(due, interval, now, healthy and self.state.reconfiguration is not None)
+            reconfiguring = healthy and self.state.reconfiguration is not None
+            due = dec.next_cycle_at(due, interval, now, reconfiguring, started=started)
             if due > now:
                 self.wake.wait(due - now)
                 self.wake.clear()
@@ -281,6 +285,7 @@ class Daemon:
         self.wake.set()
 
     def close(self) -> None:
+        self.dry_runs.close()
         if self.drivers is not None:
             self.drivers.close()
         if self.journal is not None:
@@ -601,11 +606,8 @@ class Daemon:
         return proposal
 
     def _dry_run(self, request: DryRun, now: float) -> None:
-        try:
-            proposal = self._propose("dry_run", now)
-            request.result.set_result(proposal)
-        except HeliostatError as exc:
-            request.result.set_exception(exc)
+        """Planned on the dry-run worker: the loop does not wait for it (controller/dry_runs.py)."""
+        self.dry_runs.submit(request.result)
 
     def _run_stage(self, action: dec.RunStage, now: float) -> None:
         record = self._journal().current_topology()

@@ -8,6 +8,7 @@ and queued for the loop, which is woken up to take them.
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DRY_RUN_WAIT_S = 120.0
+#: Dry runs waiting for a plan at once; more are refused (each holds an API worker thread).
+MAX_DRY_RUNS_WAITING = 2
 MAX_HISTORY = 1000
 
 
@@ -48,6 +51,7 @@ class DaemonApi(ControllerApi):
     def __init__(self, daemon: Daemon, dry_run_wait_s: float = DRY_RUN_WAIT_S) -> None:
         self.daemon = daemon
         self.dry_run_wait_s = dry_run_wait_s
+        self._dry_run_slots = threading.BoundedSemaphore(MAX_DRY_RUNS_WAITING)
 
     def _ready(self) -> None:
         phase = self.daemon.board.get("phase")
@@ -135,14 +139,21 @@ class DaemonApi(ControllerApi):
         if dry_run:
             from controller.daemon import DryRun
 
+            if not self._dry_run_slots.acquire(blocking=False):
+                raise ApiError(
+                    ApiErrorCode.UNAVAILABLE,
+                    f"{MAX_DRY_RUNS_WAITING} dry runs are already waiting for a plan; try again later",
+                )
             future: Future = Future()
-            self._queue(DryRun(future))
             try:
+                self._queue(DryRun(future))
                 proposal = future.result(timeout=self.dry_run_wait_s)
             except FutureTimeout as exc:
                 raise ApiError(ApiErrorCode.UNAVAILABLE, "the controller did not plan in time") from exc
             except HeliostatError as exc:
                 raise ApiError(ApiErrorCode.FAILED_PRECONDITION, f"cannot plan: {exc}") from exc
+            finally:
+                self._dry_run_slots.release()
             return ToeRequestResult(True, True, proposal.verdict.reason, proposal.plan)
         if self.daemon.board.get("reconfiguration_id") is not None:
             raise ApiError(ApiErrorCode.FAILED_PRECONDITION, "a reconfiguration is already in flight")
