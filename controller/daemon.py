@@ -50,6 +50,7 @@ from controller.reconfig.executor import (
     TeInputs,
 )
 from controller.reconfig.journal import Journal, RecoveryPoint
+from controller.reconfig.journal_lock import JournalLock
 from controller.reconfig.stage_plan import stage_count
 from controller.reconfig.toe_run import Proposal, ToePlanner
 from controller.sensing.estimation import PeakPredictor, RateEstimator, TrafficEstimation
@@ -144,13 +145,19 @@ class Daemon:
         self.pushed_tables: GroupTables | None = None  # the groups TE last pushed (for tomogravity)
         self.te_runs = 0
         self.journal: Journal | None = None
+        self.journal_lock = JournalLock(config.store)
         self.drivers: FabricPort | None = None
         self.dry_runs = DryRunner(lambda: self._propose("dry_run", self.clock()))
 
     # -- start-up --------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Open the journal and drivers, reconcile with the devices, recover a crashed stage."""
+        """Open the journal and drivers, reconcile with the devices, recover a crashed stage.
+        A journal another controller holds is refused first (controller/reconfig/journal_lock.py)."""
+        try:
+            self.journal_lock.acquire()
+        except HeliostatError as exc:
+            raise DaemonError(str(exc)) from exc
         if self._given_devices is not None:
             self.drivers = self._given_devices
         else:
@@ -290,6 +297,7 @@ class Daemon:
             self.drivers.close()
         if self.journal is not None:
             self.journal.close()
+        self.journal_lock.release()
 
     def cycle(self) -> list[dec.Action]:
         """One poll, decision and the actions it asks for. Returns the actions."""
