@@ -64,6 +64,7 @@ from controller.sensing.observe import (
     measured_mlu,
     port_samples,
     startup_intent,
+    unexplained_drains,
 )
 from controller.sensing.qualify import qualified_links
 from controller.status import StatusBoard
@@ -81,6 +82,7 @@ log = logging.getLogger(__name__)
 
 PREDICTION_KEY = "prediction"
 QUARANTINE_KEY = "quarantined_ports"
+MAINTENANCE_KEY = "maintenance"
 
 #: event name, details -> None (the demo prints these; tests record them)
 EventListener = Callable[[str, dict[str, object]], None]
@@ -222,9 +224,46 @@ class Daemon:
                 self.journal.save_topology(topology, start.intended)
             self.state = replace(self.state, intended=start.intended)
         paused = bool(self.journal.get_state("toe_paused", False))
-        self.state = replace(self.state, toe_paused=paused)
+        self.state = replace(self.state, toe_paused=paused, maintenance=self._journaled_maintenance())
+        self._adopt_unexplained_drains()
         self.board.update(phase="idle", toe_paused=paused)
         self._emit("started", circuits=len(self.live), unreachable=sorted(poll.unreachable))
+
+    def _journaled_maintenance(self) -> frozenset[dec.Maintenance]:
+        targets = set()
+        for text in self._journal().get_state(MAINTENANCE_KEY) or ():
+            kind, _, name = str(text).partition(":")
+            try:
+                targets.add(dec.Maintenance(dec.MaintenanceTarget(kind), name))
+            except ValueError:
+                log.warning("journal: ignoring unknown maintenance target %r", text)
+        return frozenset(targets)
+
+    def _adopt_unexplained_drains(self) -> None:
+        """Drained ports that neither the journal's quarantine nor maintenance explain (a lost
+        or wrong journal, a crash mid-stage before it): the devices are the truth. They are
+        reported and quarantined, so each returns to service once its link qualifies
+        (:meth:`_release_quarantine`); a port whose circuit is gone stays drained until a
+        stage gives it one."""
+        ports, errors = self._drivers().switch_ports(self.fabric.block_names)
+        if errors:
+            log.warning("start-up: drains of %s not read: %s", ", ".join(sorted(errors)), "; ".join(
+                sorted(errors.values())))
+        maintained = maintenance_ports(self.fabric, self.state.maintenance, self.installed)
+        stray = unexplained_drains(ports, self.quarantined, maintained)
+        if not stray:
+            return
+        count = sum(len(p) for p in stray.values())
+        where = "; ".join(f"{b}: {', '.join(map(str, p))}" for b, p in stray.items())
+        log.warning(
+            "start-up: %d drained ports no journal explains (%s): quarantined; each returns to "
+            "service once its link qualifies",
+            count,
+            where,
+        )
+        self._set_quarantine(add=stray)
+        self.board.update(unexplained_drains=count)
+        self._emit("unexplained_drains", ports=count, blocks=sorted(stray))
 
     def _restore_estimation(self) -> None:
         journal = self._journal()
@@ -312,7 +351,10 @@ class Daemon:
             requests=requests,
             installed=self.installed,
         )
+        before = self.state.maintenance
         self.state, actions = dec.decide(self.state, obs, now, self.settings)
+        if self.state.maintenance != before:
+            self._journal().put_state(MAINTENANCE_KEY, sorted(str(m) for m in self.state.maintenance))
         self.board.update(
             toe_paused=self.state.toe_paused,
             maintenance=tuple(str(m) for m in sorted(self.state.maintenance)),

@@ -88,6 +88,7 @@ class DaemonApi(ControllerApi):
                 "circuits_installed": v["circuits_installed"],
                 "circuits_up": v["circuits_up"],
                 "poll_seconds": v["poll_s"],
+                "unexplained_drains": v["unexplained_drains"],
             },
         )
 

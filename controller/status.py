@@ -27,6 +27,7 @@ _DEFAULTS: dict[str, Any] = {
     "circuits_installed": None,
     "circuits_up": None,
     "poll_s": None,
+    "unexplained_drains": 0,  # drained ports found at start-up that no journal explained
 }
 
 

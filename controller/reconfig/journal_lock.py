@@ -57,7 +57,8 @@ class JournalLock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
-            raise JournalError(self.journal, f"cannot open its lock {self.path}: {exc.strerror or exc}") from exc
+            problem = f"cannot open its lock {self.path}: {exc.strerror or exc}"
+            raise JournalError(self.journal, problem) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
