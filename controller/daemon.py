@@ -41,6 +41,7 @@ from controller.device_view import (
 from controller.drivers import FabricDrivers
 from controller.dry_runs import DryRunner
 from controller.metrics import ControllerMetrics
+from controller.operator_requests import RequestJournal
 from controller.reconfig.executor import (
     ExecutorInterrupted,
     ExecutorSettings,
@@ -49,7 +50,7 @@ from controller.reconfig.executor import (
     StageOutcome,
     TeInputs,
 )
-from controller.reconfig.journal import Journal, RecoveryPoint
+from controller.reconfig.journal import Journal, JournalError, RecoveryPoint
 from controller.reconfig.journal_lock import JournalLock
 from controller.reconfig.stage_plan import stage_count
 from controller.reconfig.toe_run import Proposal, ToePlanner
@@ -82,7 +83,6 @@ log = logging.getLogger(__name__)
 
 PREDICTION_KEY = "prediction"
 QUARANTINE_KEY = "quarantined_ports"
-MAINTENANCE_KEY = "maintenance"
 
 #: event name, details -> None (the demo prints these; tests record them)
 EventListener = Callable[[str, dict[str, object]], None]
@@ -148,6 +148,9 @@ class Daemon:
         self.te_runs = 0
         self.journal: Journal | None = None
         self.journal_lock = JournalLock(config.store)
+        self.request_journal: RequestJournal | None = None
+        self._pending: list[dec.Request] = []  # dequeued, not yet folded into the state by decide
+        self._cycle_error: str | None = None  # last_error set by a failed cycle or journal write
         self.drivers: FabricPort | None = None
         self.dry_runs = DryRunner(lambda: self._propose("dry_run", self.clock()))
 
@@ -169,6 +172,7 @@ class Daemon:
                 raise DaemonError(str(exc)) from exc
             self.drivers = FabricDrivers(self.fabric, devices)
         self.journal = Journal(self.config.store, clock=self.clock)
+        self.request_journal = RequestJournal(self.journal)
         # Transitions between groups aim under the stage threshold less the WCMP rounding margin,
         # as staging does, so that measured loads stay under the threshold itself.
         mix_floor = self.config.thresholds.stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
@@ -223,21 +227,16 @@ class Daemon:
                 topology = Topology.from_circuits(self.fabric, start.intended)
                 self.journal.save_topology(topology, start.intended)
             self.state = replace(self.state, intended=start.intended)
-        paused = bool(self.journal.get_state("toe_paused", False))
-        self.state = replace(self.state, toe_paused=paused, maintenance=self._journaled_maintenance())
+        requested = self.request_journal.restore()
+        self.state = replace(
+            self.state,
+            toe_paused=requested.toe_paused,
+            maintenance=requested.maintenance,
+            toe_requested=self.state.toe_requested or requested.toe_requested,
+        )
         self._adopt_unexplained_drains()
-        self.board.update(phase="idle", toe_paused=paused)
+        self.board.update(phase="idle", toe_paused=requested.toe_paused)
         self._emit("started", circuits=len(self.live), unreachable=sorted(poll.unreachable))
-
-    def _journaled_maintenance(self) -> frozenset[dec.Maintenance]:
-        targets = set()
-        for text in self._journal().get_state(MAINTENANCE_KEY) or ():
-            kind, _, name = str(text).partition(":")
-            try:
-                targets.add(dec.Maintenance(dec.MaintenanceTarget(kind), name))
-            except ValueError:
-                log.warning("journal: ignoring unknown maintenance target %r", text)
-        return frozenset(targets)
 
     def _adopt_unexplained_drains(self) -> None:
         """Drained ports that neither the journal's quarantine nor maintenance explain (a lost
@@ -319,12 +318,27 @@ class Daemon:
             raise
         except (HeliostatError, SouthboundError) as exc:
             log.error("cycle failed: %s", exc)
-            self.board.update(last_error=str(exc))
+            self._cycle_error = str(exc)
+            self.board.update(last_error=self._cycle_error)
+            if isinstance(exc, JournalError):
+                self.board.update(journal_error=str(exc))
             return False
-        except Exception:  # the loop must survive a bug in one cycle
+        except Exception as exc:  # the loop must survive a bug in one cycle
             log.exception("cycle failed unexpectedly")
+            self._cycle_error = f"cycle failed unexpectedly: {type(exc).__name__}: {exc}"
+            self.board.update(last_error=self._cycle_error)
             return False
         return True
+
+    def submit(self, request: dec.Request | DryRun) -> None:
+        """Queue an operator request once it is durable (controller/operator_requests.py);
+        raises JournalError, and queues nothing, when the journal cannot take it."""
+        if not isinstance(request, DryRun):
+            if self.request_journal is None:
+                raise DaemonError("the daemon is not started")
+            self.request_journal.record(request)
+        self.requests.put(request)
+        self.wake.set()
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -342,7 +356,7 @@ class Daemon:
         """One poll, decision and the actions it asks for. Returns the actions."""
         now = self.clock()
         requests, dry_runs = self._drain_requests()
-        te_due = self._poll(now)
+        te_due = self._poll(now)  # if it fails, the requests wait in _pending for the next cycle
         obs = dec.Observation(
             live_circuits=self.live,
             have_matrix=self.matrix is not None,
@@ -351,10 +365,11 @@ class Daemon:
             requests=requests,
             installed=self.installed,
         )
-        before = self.state.maintenance
+        toe_wanted = self.state.toe_requested is not None or any(
+            isinstance(r, dec.ToeTrigger) for r in requests
+        )
         self.state, actions = dec.decide(self.state, obs, now, self.settings)
-        if self.state.maintenance != before:
-            self._journal().put_state(MAINTENANCE_KEY, sorted(str(m) for m in self.state.maintenance))
+        self._pending.clear()
         self.board.update(
             toe_paused=self.state.toe_paused,
             maintenance=tuple(str(m) for m in sorted(self.state.maintenance)),
@@ -367,6 +382,14 @@ class Daemon:
             self._carry_out(action, now)
         if self.state.reconfiguration is None:
             self._release_quarantine(now)
+        if toe_wanted and self.state.toe_requested is None and self.request_journal is not None:
+            self.request_journal.forget_toe_request()
+        if self._cycle_error is not None and self.board.get("journal_error") is None:
+            # A whole cycle after a failed one (or a failed journal write): that error is
+            # gone, unless a newer one (TE, ToE, a stage) has replaced it since.
+            if self.board.get("last_error") == self._cycle_error:
+                self.board.update(last_error=None)
+            self._cycle_error = None
         return actions
 
     def _release_quarantine(self, now: float) -> None:
@@ -404,7 +427,8 @@ class Daemon:
         self._journal().put_state(QUARANTINE_KEY, {b: list(p) for b, p in self.quarantined.items()})
 
     def _drain_requests(self) -> tuple[tuple[dec.Request, ...], list[DryRun]]:
-        requests: list[dec.Request] = []
+        """The requests queued since the last cycle, after any a failed cycle left pending."""
+        requests = self._pending
         dry_runs: list[DryRun] = []
         while True:
             try:
@@ -415,8 +439,6 @@ class Daemon:
                 dry_runs.append(item)
             else:
                 requests.append(item)
-                if isinstance(item, dec.SetToePaused):
-                    self._journal().put_state("toe_paused", item.paused)
         return tuple(requests), dry_runs
 
     def _poll(self, now: float) -> bool:
@@ -474,11 +496,32 @@ class Daemon:
             prediction = self.estimation.predictor.observe(now, matrix)
         self.matrix = matrix
         journal = self._journal()
-        journal.append_matrix(now, matrix, retention_s=self.config.intervals.prediction_window)
+        self._journal_softly(
+            "the matrix history",
+            lambda: journal.append_matrix(now, matrix, retention_s=self.config.intervals.prediction_window),
+        )
         if prediction.refreshed:
-            journal.put_matrix_state(PREDICTION_KEY, prediction.prediction)
+            self._journal_softly(
+                "the prediction", lambda: journal.put_matrix_state(PREDICTION_KEY, prediction.prediction)
+            )
         self.metrics.demand_gbps.set(matrix.total())
         return te_due
+
+    def _journal_softly(self, what: str, write: Callable[[], object]) -> None:
+        """A journal write the loop can go on without (the matrix history, the prediction):
+        when it fails (a full disk) the loop still polls and runs TE, the status shows it, and
+        the first write that succeeds again clears it."""
+        try:
+            write()
+        except JournalError as exc:
+            if self.board.get("journal_error") is None:
+                log.warning("journal: cannot write %s (%s); going on without it", what, exc.problem)
+            self._cycle_error = f"journal: cannot write {what}: {exc}"
+            self.board.update(journal_error=str(exc), last_error=self._cycle_error)
+            return
+        if self.board.get("journal_error") is not None:
+            log.warning("journal %s: writable again", self.config.store)
+            self.board.update(journal_error=None)
 
     def _down(self, poll: PollResult) -> frozenset[str]:
         unpowered = {name for name, r in poll.ocs.items() if not r.powered}
@@ -609,6 +652,9 @@ class Daemon:
             log.warning("ToE (%s) failed: %s", trigger, exc)
             self.state = dec.toe_checked(self.state, now, f"ToE failed: {exc}")
             self.board.update(phase="idle", last_error=f"ToE failed: {exc}", last_toe_time=now)
+            if isinstance(exc, JournalError):  # cleared once the journal is writable again
+                self._cycle_error = f"ToE failed: {exc}"
+                self.board.update(journal_error=str(exc))
             self._emit("toe", trigger=trigger, apply=False, reason=f"failed: {exc}")
             return
         self.board.update(toe_runs=self.board.get("toe_runs") + 1, last_toe_time=now)

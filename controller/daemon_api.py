@@ -23,6 +23,7 @@ from controller.api import (
     ToeRequestResult,
 )
 from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, SetToePaused, ToeTrigger
+from controller.reconfig.journal import JournalError
 from optimizer.errors import HeliostatError
 from optimizer.topology import Topology
 from optimizer.traffic import TrafficMatrix
@@ -59,8 +60,14 @@ class DaemonApi(ControllerApi):
             raise ApiError(ApiErrorCode.UNAVAILABLE, f"the controller is {phase}")
 
     def _queue(self, request: Any) -> None:
-        self.daemon.requests.put(request)
-        self.daemon.wake.set()
+        """Queue once durable: a request the journal cannot take is refused, not lost."""
+        try:
+            self.daemon.submit(request)
+        except JournalError as exc:
+            log.warning("request %s refused: %s", request, exc)
+            raise ApiError(
+                ApiErrorCode.UNAVAILABLE, f"not accepted: the request could not be journaled ({exc})"
+            ) from exc
 
     def status(self) -> StatusSnapshot:
         v = self.daemon.board.snapshot()
@@ -89,6 +96,7 @@ class DaemonApi(ControllerApi):
                 "circuits_up": v["circuits_up"],
                 "poll_seconds": v["poll_s"],
                 "unexplained_drains": v["unexplained_drains"],
+                "journal_error": v["journal_error"],
             },
         )
 
@@ -163,13 +171,13 @@ class DaemonApi(ControllerApi):
 
     def pause_toe(self) -> None:
         self._ready()
-        self.daemon.board.update(toe_paused=True)
         self._queue(SetToePaused(True))
+        self.daemon.board.update(toe_paused=True)
 
     def resume_toe(self) -> None:
         self._ready()
-        self.daemon.board.update(toe_paused=False)
         self._queue(SetToePaused(False))
+        self.daemon.board.update(toe_paused=False)
 
     def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool) -> str:
         self._ready()

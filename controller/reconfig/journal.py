@@ -283,6 +283,8 @@ class Journal:
                 self._depth = 0
 
     def _rollback(self) -> None:
+        if not self._conn.in_transaction:  # SQLite already rolled back (e.g. SQLITE_FULL)
+            return
         try:
             self._conn.execute("ROLLBACK")
         except sqlite3.Error as exc:  # the original error matters more

@@ -152,7 +152,7 @@ def test_a_maintenance_drain_survives_a_restart_and_is_not_taken_for_a_stray(tmp
         try:
             wait_for(lambda: first.cycle() is not None and first.state.last_te_at is not None, 30,
                      interval=0.2, what="TE")
-            first.requests.put(dec.SetMaintenance(dec.Maintenance(dec.MaintenanceTarget.BLOCK, "b1"), True))
+            first.submit(dec.SetMaintenance(dec.Maintenance(dec.MaintenanceTarget.BLOCK, "b1"), True))
             first.cycle()
             held = drained_ports(fabric)
             assert held and {b for b, _ in held} >= {"b1"}
