@@ -38,7 +38,8 @@ from controller.device_view import (
     ports_of_circuits,
     ports_without,
 )
-from controller.drivers import FabricDrivers
+from controller.devices_watch import DevicesFileWatch
+from controller.drivers import DevicesMismatch, FabricDrivers
 from controller.dry_runs import DryRunner
 from controller.metrics import ControllerMetrics
 from controller.operator_requests import RequestJournal
@@ -152,6 +153,7 @@ class Daemon:
         self._pending: list[dec.Request] = []  # dequeued, not yet folded into the state by decide
         self._cycle_error: str | None = None  # last_error set by a failed cycle or journal write
         self.drivers: FabricPort | None = None
+        self.devices_watch: DevicesFileWatch | None = None  # None: devices given, not from a file
         self.dry_runs = DryRunner(lambda: self._propose("dry_run", self.clock()))
 
     # -- start-up --------------------------------------------------------------------------
@@ -171,6 +173,7 @@ class Daemon:
             except ConfigError as exc:
                 raise DaemonError(str(exc)) from exc
             self.drivers = FabricDrivers(self.fabric, devices)
+            self.devices_watch = DevicesFileWatch(self.config.devices, devices)
         self.journal = Journal(self.config.store, clock=self.clock)
         self.request_journal = RequestJournal(self.journal)
         # Transitions between groups aim under the stage threshold less the WCMP rounding margin,
@@ -450,6 +453,8 @@ class Daemon:
             log.warning("poll: %s", error)
         self.metrics.counter_polls.labels("ok").inc(len(poll.counters))
         self.metrics.counter_polls.labels("failed").inc(len(poll.errors))
+        self.metrics.devices_unreachable.set(len(poll.unreachable))
+        self._follow_devices_file(poll.unreachable)
         self.installed = live_circuits(poll.ocs, self.installed, poll.unreachable)
         self.installed |= frozenset().union(*(r.switching for r in poll.ocs.values()))
         self.live = links_up(self.fabric, self.installed, poll.ports)
@@ -506,6 +511,24 @@ class Daemon:
             )
         self.metrics.demand_gbps.set(matrix.total())
         return te_due
+
+    def _follow_devices_file(self, unreachable: frozenset[str]) -> None:
+        """While devices do not answer, re-read the devices file with backoff and reconnect
+        to the devices whose address changed (controller/devices_watch.py)."""
+        drivers = self.drivers
+        if self.devices_watch is None or not isinstance(drivers, FabricDrivers):
+            return
+        devices = self.devices_watch.check(unreachable, time.monotonic())
+        if devices is None:
+            return
+        try:
+            moved = drivers.replace_devices(devices)
+        except DevicesMismatch as exc:
+            log.warning("devices file %s not followed: %s", self.config.devices, exc)
+            return
+        if moved:
+            log.warning("reconnected to %d devices at their new addresses: %s", len(moved), ", ".join(moved))
+            self._emit("devices_moved", devices=moved)
 
     def _journal_softly(self, what: str, write: Callable[[], object]) -> None:
         """A journal write the loop can go on without (the matrix history, the prediction):

@@ -48,6 +48,24 @@ def _matrix_json(matrix: TrafficMatrix | None) -> dict[str, dict[str, float]] | 
     }
 
 
+def health(board: dict[str, Any], devices: int) -> dict[str, Any]:
+    """``health`` (``ok`` or ``degraded``) and, when degraded, ``degraded``: why, one line
+    per reason (devices that do not answer, OCSes without power, a journal that cannot be
+    written). The phase says what the controller does; this says whether it sees the fabric."""
+    reasons = []
+    unreachable = list(board["unreachable"])
+    if unreachable:
+        stale = " (MLU and circuits are the last known)" if len(unreachable) >= devices else ""
+        names = ", ".join(unreachable)
+        reasons.append(f"{len(unreachable)} of {devices} devices unreachable: {names}{stale}")
+    unpowered = [o for o in board["ocs_down"] if o not in unreachable]
+    if unpowered:
+        reasons.append(f"OCS without power: {', '.join(unpowered)}")
+    if board["journal_error"]:
+        reasons.append(f"journal: {board['journal_error']}")
+    return {"health": "degraded" if reasons else "ok", "degraded": reasons}
+
+
 class DaemonApi(ControllerApi):
     def __init__(self, daemon: Daemon, dry_run_wait_s: float = DRY_RUN_WAIT_S) -> None:
         self.daemon = daemon
@@ -97,6 +115,7 @@ class DaemonApi(ControllerApi):
                 "poll_seconds": v["poll_s"],
                 "unexplained_drains": v["unexplained_drains"],
                 "journal_error": v["journal_error"],
+                **health(v, len(self.daemon.fabric.blocks) + len(self.daemon.fabric.ocs)),
             },
         )
 
