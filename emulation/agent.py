@@ -13,6 +13,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from emulation.limits import SERVER_OPTIONS, StreamGate, stream_capacity
 from emulation.ocs_device import OcsDevice
 from emulation.servicers import OcsServicer, PacketSwitchServicer
 from emulation.switch_device import BlockSwitch
@@ -71,7 +72,7 @@ class DeviceAgent:
                 return self.address
             server = grpc.server(
                 futures.ThreadPoolExecutor(self._max_workers, thread_name_prefix=self.name),
-                options=[("grpc.so_reuseport", 0)],
+                options=[("grpc.so_reuseport", 0), *SERVER_OPTIONS],
             )
             self._register(server)
             health_servicer = health.HealthServicer()
@@ -120,14 +121,19 @@ class DeviceAgent:
             log.debug("%s stopped", self.name)
 
 
+#: Worker threads of a device server (event streams may hold at most half of them).
+WORKERS = 8
+
+
 def ocs_agent(device: OcsDevice, tls: ServerTlsConfig | None = None) -> DeviceAgent:
-    servicer = OcsServicer(device)
+    servicer = OcsServicer(device, StreamGate(stream_capacity(WORKERS)))
     return DeviceAgent(
         device.name,
         "ocs",
         lambda server: ocs_pb2_grpc.add_OcsServiceServicer_to_server(servicer, server),
         OCS_SERVICE,
         tls=tls,
+        max_workers=WORKERS,
     )
 
 
@@ -141,4 +147,5 @@ def switch_agent(device: BlockSwitch, tls: ServerTlsConfig | None = None) -> Dev
         ),
         SWITCH_SERVICE,
         tls=tls,
+        max_workers=WORKERS,
     )
