@@ -18,7 +18,7 @@ from emulation.ocs_device import OcsDevice
 from emulation.servicers import OcsServicer, PacketSwitchServicer
 from emulation.switch_device import BlockSwitch
 from southbound.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
-from southbound.tls import ServerTlsConfig
+from southbound.tls import ServerTlsConfig, warn_if_exposed
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ class DeviceAgent:
                 (self._service_name, health.SERVICE_NAME, reflection.SERVICE_NAME), server
             )
             target = f"{self.host}:{self.port}"
+            warn_if_exposed(f"device {self.name}'s gRPC server", self.host, self._tls)
             try:
                 if self._tls is None:
                     port = server.add_insecure_port(target)
