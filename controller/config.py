@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.sensing.estimation import EstimationSettings
-from optimizer import schema
+from optimizer import limits, schema
 from optimizer.config import parse_yaml
 from optimizer.errors import ConfigError
 from southbound.tls import CERTIFICATE, PRIVATE_KEY, ClientRoles, ServerTlsConfig, TlsConfigError, read_pem
@@ -147,7 +147,7 @@ _LISTEN_KEYS = tuple(Listen.__dataclass_fields__)
 def load_controller_config(path: str | Path) -> ControllerConfig:
     """Read and validate the controller config at ``path``."""
     source = str(path)
-    text = schema.read_file(path)
+    text = schema.read_file(path, limits.MAX_YAML_FILE_BYTES)
     return parse_controller_config(text, source, base_dir=Path(path).resolve().parent)
 
 
@@ -191,7 +191,10 @@ def _path(value: object, source: str, key: str, base: Path) -> Path:
 
 
 def _seconds(section: dict[str, Any], name: str, default: float, source: str, section_key: str) -> float:
-    return schema.number(section.get(name, default), source, schema.join(section_key, name), positive=True)
+    return schema.number(
+        section.get(name, default), source, schema.join(section_key, name), positive=True,
+        maximum=limits.MAX_SECONDS,
+    )
 
 
 def _intervals(section: dict[str, Any], source: str) -> Intervals:
@@ -199,6 +202,10 @@ def _intervals(section: dict[str, Any], source: str) -> Intervals:
     values = {k: _seconds(section, k, getattr(d, k), source, "intervals") for k in _INTERVAL_KEYS}
     result = Intervals(**values)
     te = result.te_interval
+    if te < limits.MIN_TE_INTERVAL_S:
+        raise ConfigError(
+            source, "intervals.te_interval", f"must be at least {limits.MIN_TE_INTERVAL_S:g} s, got {te:g}"
+        )
     for name in ("prediction_window", "toe_check_interval", "stale_after"):
         if getattr(result, name) < te:
             raise ConfigError(

@@ -71,7 +71,7 @@ from controller.sensing.observe import (
 from controller.sensing.qualify import qualified_links
 from controller.status import StatusBoard
 from controller.te_loop.te_push import TePusher, TeRun, demand_without, group_tables, usable_circuits
-from optimizer.config import load_fabric
+from optimizer.config import load_plannable_fabric
 from optimizer.errors import ConfigError, HeliostatError
 from optimizer.policy import ReconfigurePolicy
 from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION
@@ -128,7 +128,7 @@ class Daemon:
         self.stop_event = threading.Event()
         self.wake = threading.Event()
         self.requests: queue.SimpleQueue[dec.Request | DryRun] = queue.SimpleQueue()
-        self.fabric = load_fabric(config.fabric)
+        self.fabric = load_plannable_fabric(config.fabric)
         self.board = StatusBoard(self.fabric.name)
         self.settings = dec.Settings(
             toe_check_interval=config.intervals.toe_check_interval,

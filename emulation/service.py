@@ -92,6 +92,7 @@ def run_command(args: argparse.Namespace) -> int:
         print("error: --speed, --tick and --demand-period must be positive", file=sys.stderr)
         return 2
     try:
+        check_output_file(args.devices_file, "--devices-file")
         fabric_model = load_fabric(args.fabric)
         demand = _demand(args, fabric_model)
         server_tls, client_tls = tls_from_args(args)
@@ -109,6 +110,14 @@ def run_command(args: argparse.Namespace) -> int:
 
     with stop_on_signals() as stop:
         return _serve(fabric, demand, stop, args.speed, args.duration)
+
+
+def check_output_file(path: Path, option: str) -> None:
+    """A file this command will write: its directory must exist and it must not be a directory."""
+    if path.is_dir():
+        raise ConfigError(str(path), option, "is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise ConfigError(str(path), option, f"the directory {path.parent} does not exist")
 
 
 def tls_from_args(args: argparse.Namespace) -> tuple[ServerTlsConfig | None, TlsConfig | None]:

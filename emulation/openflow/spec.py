@@ -16,7 +16,6 @@ Block ``i`` (0-based, fabric order) owns the prefix ``10.<i+1>.0.0/16``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -260,9 +259,4 @@ def _ocs(raw: Any, source: str, key: str) -> OcsSpec:
 
 
 def load_spec(path: str | Path) -> AgentSpec:
-    text = schema.read_file(path)
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(str(path), f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from exc
-    return spec_from_json(raw, str(path))
+    return spec_from_json(schema.parse_json(schema.read_file(path), str(path)), str(path))

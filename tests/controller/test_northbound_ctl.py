@@ -110,8 +110,10 @@ def test_api_errors_exit_non_zero_with_the_message(served: Served) -> None:
     assert unknown.returncode != 0
     assert "heliostat: error: invalid_argument: name: no block 'b99' in fabric fake-4" in unknown.stderr
     bad_limit = ctl(servers, "history", "--limit", "-5")
-    assert bad_limit.returncode != 0 and "invalid_argument: limit: " in bad_limit.stderr
-    for result in (missing, unknown, bad_limit):
+    assert bad_limit.returncode != 0 and "--limit: must be from 1 to 1000, got -5" in bad_limit.stderr
+    huge_limit = ctl(servers, "history", "--limit", "999999999999")  # past int32: used to be a traceback
+    assert huge_limit.returncode == 2 and "--limit: must be from 1 to 1000" in huge_limit.stderr
+    for result in (missing, unknown, bad_limit, huge_limit):
         _no_traceback(result.stderr)
 
 
