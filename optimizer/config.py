@@ -62,8 +62,9 @@ def parse_yaml(text: str, source: str) -> Any:
     """Parse YAML text (safe types only) within the limits of :mod:`optimizer.limits`: nesting,
     aliases and what they expand to, integer digits, and no duplicate keys (the last one
     silently won). Syntax errors and limits become a ConfigError with the line."""
-    loader = _LimitedLoader(text, source)
+    loader = None
     try:
+        loader = _LimitedLoader(text, source)  # its reader refuses control characters already
         return loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -73,7 +74,8 @@ def parse_yaml(text: str, source: str) -> Any:
     except RecursionError:
         raise ConfigError(source, "", f"nested deeper than {limits.MAX_NESTING} levels") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 class _LimitedLoader(yaml.SafeLoader):

@@ -94,8 +94,7 @@ def load_matrix(path: str | Path, fabric: Fabric) -> TrafficMatrix:
 
 
 def parse_csv(text: str, fabric: Fabric, source: str = "<csv>") -> TrafficMatrix:
-    reader = csv.reader(io.StringIO(text))
-    rows = list(reader)
+    rows = read_csv_rows(text, source)
     if not rows or [c.strip() for c in rows[0]] != ["src", "dst", "gbps"]:
         raise ConfigError(source, "line 1", "expected the header 'src,dst,gbps'")
     arr = np.zeros((fabric.n_blocks, fabric.n_blocks))
@@ -112,6 +111,16 @@ def parse_csv(text: str, fabric: Fabric, source: str = "<csv>") -> TrafficMatrix
             raise ConfigError(source, where, f"gbps {value!r} is not a number") from None
         _add(arr, fabric, src, dst, gbps, source, where)
     return TrafficMatrix(fabric.block_names, arr)
+
+
+def read_csv_rows(text: str, source: str) -> list[list[str]]:
+    """The rows of CSV text; malformed CSV (a stray quote or carriage return, a NUL) is a
+    ConfigError naming the line."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        return list(reader)
+    except csv.Error as exc:
+        raise ConfigError(source, f"line {reader.line_num}", f"invalid CSV: {exc}") from None
 
 
 def parse_json(text: str, fabric: Fabric, source: str = "<json>") -> TrafficMatrix:

@@ -15,8 +15,6 @@ the file and the row (``line 7``) and what is wrong with it.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +25,7 @@ from optimizer.errors import ConfigError
 from optimizer.fabric import Fabric
 from optimizer.limits import MAX_DEMAND_GBPS, MAX_SERIES_FILE_BYTES
 from optimizer.schema import read_file
-from optimizer.traffic import TrafficMatrix
+from optimizer.traffic import TrafficMatrix, read_csv_rows
 
 CSV_HEADER = ["time", "src", "dst", "gbps"]
 #: Refuse series larger than this many snapshots x pairs (about 1.6 GB of float64).
@@ -75,7 +73,7 @@ def load_series(
 
 
 def parse_series_csv(text: str, fabric: Fabric, source: str = "<series>") -> Series:
-    rows = csv.reader(io.StringIO(text))
+    rows = iter(read_csv_rows(text, source))
     header = next(rows, None)
     if header is None or [c.strip() for c in header] != CSV_HEADER:
         raise ConfigError(source, "line 1", "expected the header 'time,src,dst,gbps'")
