@@ -238,7 +238,11 @@ class Daemon:
             toe_requested=self.state.toe_requested or requested.toe_requested,
         )
         self._adopt_unexplained_drains()
-        self.board.update(phase="idle", toe_paused=requested.toe_paused)
+        self.board.update(  # what the journal restored shows at once, not after the first cycle
+            phase="idle",
+            toe_paused=requested.toe_paused,
+            maintenance=tuple(str(m) for m in sorted(self.state.maintenance)),
+        )
         self._emit("started", circuits=len(self.live), unreachable=sorted(poll.unreachable))
 
     def _adopt_unexplained_drains(self) -> None:
