@@ -162,6 +162,7 @@ def test_a_maintenance_drain_survives_a_restart_and_is_not_taken_for_a_stray(tmp
         second.start()
         try:
             assert str(sorted(second.state.maintenance)[0]) == "block:b1"
+            assert second.board.get("maintenance") == ("block:b1",)  # in status before any cycle
             assert second.board.get("unexplained_drains") == 0
             for _ in range(5):
                 second.cycle()
