@@ -256,6 +256,7 @@ def _int(value: object) -> int:
 def replay_settings(config: ControllerConfig, toe: bool) -> dict[str, object]:
     """The settings a replay ran with, as its report names them."""
     return {
+        "te": config.te.describe(),
         "te_interval_s": config.intervals.te_interval,
         "prediction_window_s": config.intervals.prediction_window,
         "te_matrix_change": config.thresholds.te_matrix_change,

@@ -106,7 +106,10 @@ def replay_table(result: ReplayResult) -> str:
         )
     if s["blackholed_bytes"]:
         lines.append(f"blackholed: {s['blackholed_bytes']:.0f} bytes")
-    lines.append("settings: " + ", ".join(f"{k} {v}" for k, v in result.settings.items()))
+    te = result.settings.get("te", {})
+    if isinstance(te, dict):
+        lines.append("te: " + ", ".join(f"{k} {v}" for k, v in te.items()))
+    lines.append("settings: " + ", ".join(f"{k} {v}" for k, v in result.settings.items() if k != "te"))
     return "\n".join(lines)
 
 
