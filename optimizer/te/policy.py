@@ -6,8 +6,12 @@ next interval's traffic. :class:`TePolicy` says what TE plans for, from
 
 - ``method: min_mlu`` routes one predicted matrix by the min-MLU LP, the ``predictor``
   choosing it: ``last`` (the latest measurement) or ``peak`` (per pair, the peak of the
-  last ``window``, as Jupiter's TE does); ``hedge`` caps each path's share (see
-  :func:`optimizer.te.lp.hedge_bounds`).
+  last ``window``, as Jupiter's TE does);
+- ``method: scenarios`` routes the last ``window`` measurements together: the routing whose
+  MLU on each, relative to that matrix's own best, is lowest on average
+  (:mod:`optimizer.te.scenarios`).
+
+``hedge`` caps each path's share of a pair in both (see :func:`optimizer.te.lp.hedge_bounds`).
 
 Pure: no I/O, no clock.
 """
@@ -29,6 +33,7 @@ from optimizer.traffic import TrafficMatrix
 
 class TeMethod(StrEnum):
     MIN_MLU = "min_mlu"  # one predicted matrix, min-MLU LP (optionally hedged)
+    SCENARIOS = "scenarios"  # the recent matrices together (optimizer.te.scenarios)
 
 
 class Predictor(StrEnum):
@@ -117,4 +122,6 @@ def predicted_matrix(demand: RecentDemand, policy: TePolicy) -> TrafficMatrix:
 
 def route(solver: TeSolver, topology: Topology, demand: RecentDemand, policy: TePolicy) -> TeResult:
     """The TE plan ``policy`` gives for ``demand`` on ``topology`` (spine paths included)."""
+    if policy.method is TeMethod.SCENARIOS:
+        return solver.solve_scenarios(topology, demand.last(policy.window))
     return solver.solve(topology, predicted_matrix(demand, policy))
