@@ -51,9 +51,13 @@ from controller.sensing.estimation import EstimationSettings
 from optimizer import limits, schema
 from optimizer.config import parse_yaml
 from optimizer.errors import ConfigError
+from optimizer.te import MAX_WINDOW, Predictor, TeMethod, TePolicy
 from southbound.tls import CERTIFICATE, PRIVATE_KEY, ClientRoles, ServerTlsConfig, TlsConfigError, read_pem
 
-TOP_KEYS = ("fabric", "devices", "store", "solver", "intervals", "thresholds", "timeouts", "listen")
+#: Entries a WCMP group may have at most (switch group tables hold 128 to 4096).
+MAX_TABLE_SIZE = 65536
+
+TOP_KEYS = ("fabric", "devices", "store", "solver", "intervals", "thresholds", "timeouts", "listen", "te")
 
 
 class Solver(StrEnum):
@@ -126,6 +130,7 @@ class ControllerConfig:
     thresholds: Thresholds = field(default_factory=Thresholds)
     timeouts: StepTimeouts = field(default_factory=StepTimeouts)
     listen: Listen = field(default_factory=Listen)
+    te: TePolicy = field(default_factory=TePolicy)
 
     def estimation_settings(self) -> EstimationSettings:
         return EstimationSettings(
@@ -142,6 +147,7 @@ _THRESHOLD_KEYS = tuple(Thresholds.__dataclass_fields__)
 _TIMEOUT_KEYS = tuple(StepTimeouts.__dataclass_fields__)
 _STEP_KEYS = tuple(k for k in _TIMEOUT_KEYS if k != "toe_solve")
 _LISTEN_KEYS = tuple(Listen.__dataclass_fields__)
+_TE_KEYS = tuple(TePolicy.__dataclass_fields__)
 
 
 def load_controller_config(path: str | Path) -> ControllerConfig:
@@ -174,6 +180,7 @@ def controller_config_from_dict(
         thresholds=_thresholds(_section(top, "thresholds", _THRESHOLD_KEYS, source), source),
         timeouts=_timeouts(_section(top, "timeouts", _TIMEOUT_KEYS, source), source),
         listen=_listen(_section(top, "listen", _LISTEN_KEYS, source), source, base),
+        te=_te(_section(top, "te", _TE_KEYS, source), source),
     )
 
 
@@ -246,6 +253,39 @@ def _thresholds(section: dict[str, Any], source: str) -> Thresholds:
             section, "min_qualified_fraction", d.min_qualified_fraction, source, low_open=False
         ),
     )
+
+
+def _te(section: dict[str, Any], source: str) -> TePolicy:
+    d = TePolicy()
+    hedge = section.get("hedge", d.hedge)
+    if hedge is not None:
+        hedge = schema.number(hedge, source, "te.hedge", positive=True)
+        if hedge > 1.0:
+            raise ConfigError(source, "te.hedge", f"must be in (0, 1] (1 is an even split), got {hedge:g}")
+    return TePolicy(
+        method=schema.choice(section.get("method", d.method.value), source, "te.method", TeMethod),
+        predictor=schema.choice(
+            section.get("predictor", d.predictor.value), source, "te.predictor", Predictor
+        ),
+        window=_bounded_int(section.get("window", d.window), source, "te.window", 1, MAX_WINDOW),
+        hedge=hedge,
+        table_size=_bounded_int(
+            section.get("table_size", d.table_size), source, "te.table_size", 1, MAX_TABLE_SIZE
+        ),
+        max_oversubscription=schema.number(
+            section.get("max_oversubscription", d.max_oversubscription),
+            source,
+            "te.max_oversubscription",
+            minimum=1.0,
+        ),
+    )
+
+
+def _bounded_int(value: object, source: str, key: str, low: int, high: int) -> int:
+    number = schema.integer(value, source, key, minimum=low)
+    if number > high:
+        raise ConfigError(source, key, f"must be at most {high}, got {number}")
+    return number
 
 
 def _timeouts(section: dict[str, Any], source: str) -> StepTimeouts:

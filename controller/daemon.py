@@ -19,12 +19,11 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import cast
-
-import numpy as np
 
 from controller import decision as dec
 from controller.config import ControllerConfig
@@ -70,11 +69,11 @@ from controller.sensing.observe import (
 )
 from controller.sensing.qualify import qualified_links
 from controller.status import StatusBoard
-from controller.te_loop.te_push import TePusher, TeRun, demand_without, group_tables, usable_circuits
+from controller.te_loop.te_push import TePusher, TeRun, group_tables, usable_circuits
 from optimizer.config import load_plannable_fabric
 from optimizer.errors import ConfigError, HeliostatError
 from optimizer.policy import ReconfigurePolicy
-from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION
+from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION, RecentDemand
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 from southbound.devices import load_devices_file
@@ -145,6 +144,8 @@ class Daemon:
         self.estimation = TrafficEstimation(self.fabric.block_names, config.estimation_settings())
         self.port_rates = RateEstimator()
         self.matrix: TrafficMatrix | None = None
+        # the latest measurements, newest last: what TE plans for (config te.window of them)
+        self.recent: deque[TrafficMatrix] = deque(maxlen=config.te.window)
         self.pushed_tables: GroupTables | None = None  # the groups TE last pushed (for tomogravity)
         self.te_runs = 0
         self.journal: Journal | None = None
@@ -179,7 +180,7 @@ class Daemon:
         # Transitions between groups aim under the stage threshold less the WCMP rounding margin,
         # as staging does, so that measured loads stay under the threshold itself.
         mix_floor = self.config.thresholds.stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
-        self.te = TePusher(self.fabric, self.drivers, mix_floor=mix_floor)
+        self.te = TePusher(self.fabric, self.drivers, mix_floor=mix_floor, policy=self.config.te)
         self.planner = ToePlanner(
             self.fabric, self.config.thresholds.stage_mlu, time_limit=self.config.timeouts.toe_solve
         )
@@ -289,6 +290,7 @@ class Daemon:
                 self.estimation.rates.set_ceiling((block.name, dst), block.uplinks * block.speed_gbps * 1.05)
         if history:
             self.matrix = history[-1][1]
+            self.recent.extend(m for _, m in history[-self.config.te.window :])
 
     def _recover(self, recovery: RecoveryPoint) -> None:
         self.board.update(phase="rolling_back", reconfiguration_id=recovery.intent.id)
@@ -504,6 +506,7 @@ class Daemon:
             )
             prediction = self.estimation.predictor.observe(now, matrix)
         self.matrix = matrix
+        self.recent.append(matrix)
         journal = self._journal()
         self._journal_softly(
             "the matrix history",
@@ -588,12 +591,13 @@ class Daemon:
             self._emit("restore", ocs=ocs, circuits=len(adds))
 
     def _te_inputs(self) -> TeInputs:
-        matrix = self.matrix or TrafficMatrix(
-            self.fabric.block_names, np.zeros((self.fabric.n_blocks, self.fabric.n_blocks))
-        )
+        if self.recent:
+            demand = RecentDemand(tuple(self.recent))
+        else:
+            demand = RecentDemand.of(TrafficMatrix.zeros(self.fabric.block_names))
         drained = maintenance_ports(self.fabric, self.state.maintenance, self.installed)
         return TeInputs(
-            matrix,
+            demand,
             merge_ports(drained, self.quarantined),
             blocks_out(self.state.maintenance),
             down=self.installed - self.live,
@@ -615,9 +619,9 @@ class Daemon:
         try:
             drivers.undrain(released)  # back in service before TE routes over them
             circuits = usable_circuits(self.fabric, self.live, inputs.drained_ports, inputs.blocks_out)
-            matrix = demand_without(inputs.matrix, inputs.blocks_out)
+            demand = inputs.demand.without(inputs.blocks_out)
             self.te_runs += 1
-            run = self.te.run(circuits, matrix, f"heliostat-te{self.te_runs}-t{int(now)}")
+            run = self.te.run(circuits, demand, f"heliostat-te{self.te_runs}-t{int(now)}")
             drivers.drain(wanted)  # out of service only once TE avoids them
         except (HeliostatError, SouthboundError) as exc:
             log.warning("TE (%s) failed: %s", reason, exc)
@@ -626,7 +630,7 @@ class Daemon:
             self.board.update(last_error=f"TE failed: {exc}")
             return
         self.maintenance_drained = wanted
-        self.estimation.te_ran(inputs.matrix)
+        self.estimation.te_ran(inputs.demand.latest)
         self.state = dec.te_finished(self.state, now, self.live, True)
         elapsed = time.monotonic() - started
         self._te_done(run, now, elapsed)

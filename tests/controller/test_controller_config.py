@@ -18,6 +18,7 @@ from controller.config import (
 from controller.reconfig.journal import StepName
 from optimizer.config import load_fabric
 from optimizer.errors import ConfigError
+from optimizer.te import Predictor, TeMethod, TePolicy
 from tests.support import ROOT
 
 CONTROLLER_FILES = sorted((ROOT / "configs").glob("controller*.yaml"))
@@ -117,6 +118,16 @@ def test_every_step_has_a_timeout() -> None:
         timeouts.for_step("toe_solve")  # a solver budget, not an executor step
 
 
+def test_the_te_section_sets_the_policy_the_daemon_routes_with() -> None:
+    config = controller_config_from_dict(
+        with_section("te", method="min_mlu", predictor="peak", window=12, hedge=0.5, table_size=64),
+        "c",
+        Path("/"),
+    )
+    assert config.te == TePolicy(TeMethod.MIN_MLU, Predictor.PEAK, 12, 0.5, 64)
+    assert controller_config_from_dict(with_section("te", hedge=None), "c", Path("/")).te.hedge is None
+
+
 def test_the_toe_solver_budget_is_configured_under_timeouts() -> None:
     assert controller_config_from_dict(MINIMAL, "c", Path("/")).timeouts.toe_solve == 60.0
     config = controller_config_from_dict(with_section("timeouts", toe_solve=15), "c", Path("/"))
@@ -144,16 +155,31 @@ def test_the_toe_solver_budget_is_configured_under_timeouts() -> None:
         (with_section("timeouts", toe_solve=0), "timeouts.toe_solve", "must be > 0"),
         (with_section("timeouts", toe_solve=".inf"), "timeouts.toe_solve", "expected a number"),
         (with_section("timeouts", toe_solve=float("inf")), "timeouts.toe_solve", "must be a finite number"),
+        (with_section("te", method="oracle"), "te.method", "expected one of"),
+        (with_section("te", predictor="future"), "te.predictor", "expected one of last, peak"),
+        (with_section("te", window=0), "te.window", "must be >= 1"),
+        (with_section("te", window=10**6), "te.window", "at most 1024"),
+        (with_section("te", hedge=1.5), "te.hedge", "must be in (0, 1]"),
+        (with_section("te", hedge=0), "te.hedge", "must be > 0"),
+        (with_section("te", table_size=10**9), "te.table_size", "at most 65536"),
+        (with_section("te", max_oversubscription=0.9), "te.max_oversubscription", ">= 1.0"),
+        (with_section("te", hedging=0.5), "te.hedging", "unknown key"),
         (with_section("listen", northbound="localhost"), "listen.northbound", "host:port"),
         (with_section("listen", metrics="0.0.0.0:99999"), "listen.metrics", "0 to 65535"),
         (with_section("listen", metrics=":9100"), "listen.metrics", "host is empty"),
         ({**MINIMAL, "listen": [1]}, "listen", "expected a mapping"),
         (with_section("listen", northbound_tls="on"), "listen.northbound_tls", "expected a mapping"),
         (with_section("listen", northbound_tls={"cert": "c.pem"}), "listen.northbound_tls.key", "missing"),
-        (with_section("listen", northbound_tls={"cert": "c", "key": "k", "ca": "a"}),
-         "listen.northbound_tls.ca", "unknown key"),
-        (with_section("listen", northbound_tls={"cert": "/nonexistent/c.pem", "key": "k"}),
-         "listen.northbound_tls.cert", "cannot read /nonexistent/c.pem"),
+        (
+            with_section("listen", northbound_tls={"cert": "c", "key": "k", "ca": "a"}),
+            "listen.northbound_tls.ca",
+            "unknown key",
+        ),
+        (
+            with_section("listen", northbound_tls={"cert": "/nonexistent/c.pem", "key": "k"}),
+            "listen.northbound_tls.cert",
+            "cannot read /nonexistent/c.pem",
+        ),
     ],
 )
 def test_errors_name_the_file_and_the_key(data: dict, key: str, problem: str) -> None:
