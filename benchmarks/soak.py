@@ -10,8 +10,10 @@ injected, in a seeded random order (each kind once first):
 - ``fibre_cut``: one uplink fibre is cut, repaired later;
 - ``daemon_kill``: the daemon is SIGKILLed and started again on the same journal;
 - ``demand_shift``: a new traffic matrix (kind, seed and load drawn at random);
-- ``drain``: ``ctl drain`` of a block, ``ctl undrain`` of it at the next drain event;
-- ``burst``: 20 ``ctl pause``/``resume`` calls 0.05 s apart.
+- ``drain``: ``ctl drain`` of a block (its traffic evacuated first), ``ctl undrain`` a few
+  seconds later;
+- ``burst``: 20 ``ctl pause``/``resume`` calls 0.05 s apart;
+- ``toe``: ``ctl toe``, so reconfigurations run (and meet the faults) however the policy judges.
 
 Invariants, checked throughout (each breach is recorded with the time and what happened):
 
@@ -60,7 +62,7 @@ from optimizer.traffic import TrafficMatrix, generate_matrix
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-KINDS = ("ocs_power", "agent_kill", "fibre_cut", "daemon_kill", "demand_shift", "drain", "burst")
+KINDS = ("ocs_power", "agent_kill", "fibre_cut", "daemon_kill", "demand_shift", "drain", "burst", "toe")
 
 log = logging.getLogger("soak")
 
@@ -167,6 +169,11 @@ class Soak:
     # -- faults -------------------------------------------------------------------------------
 
     def _inject(self, kind: str) -> None:
+        busy = {p[1] for p in self._pending}
+        if kind == "agent_kill" and all(("agent", d) in busy for d in self.fabric.agents):
+            return
+        if kind == "drain" and self._drained is not None:
+            return  # one block at a time; its undrain is pending
         self.report.injected[kind] += 1
         log.info("inject %s", kind)
         now = time.monotonic()
@@ -180,10 +187,10 @@ class Soak:
             self._optical(now + hold)
             self._pending.append((now + hold, ("ocs", ocs)))
         elif kind == "agent_kill":
-            device = self.rng.choice(sorted(fabric.agents))
-            if not any(p[1] == ("agent", device) for p in self._pending):
-                fabric.kill_agent(device)
-                self._pending.append((now + hold, ("agent", device)))
+            busy = {p[1] for p in self._pending}
+            device = self.rng.choice([d for d in sorted(fabric.agents) if ("agent", d) not in busy])
+            fabric.kill_agent(device)
+            self._pending.append((now + hold, ("agent", device)))
         elif kind == "fibre_cut":
             block = self.rng.choice(fabric.fabric.blocks)
             port = self.rng.randrange(block.uplinks)
@@ -203,10 +210,16 @@ class Soak:
             self._matrix = matrix
             self._apply_demand()
         elif kind == "drain":
-            self._drain_or_undrain()
+            if self._drain_or_undrain():
+                self._pending.append((now + 2 * hold, ("undrain", self._drained)))
+            else:
+                self.report.injected[kind] -= 1  # refused, not acknowledged: nothing injected
         elif kind == "burst":
             self._burst()
-        if kind in ("demand_shift", "drain", "burst", "daemon_kill"):
+        elif kind == "toe":
+            with self._client() as client, contextlib.suppress(Exception):  # refused while one runs
+                client.trigger_toe()
+        if kind in ("demand_shift", "burst", "daemon_kill", "toe"):
             self.report.survived[kind] += 1
 
     def _optical(self, until: float) -> None:
@@ -228,10 +241,16 @@ class Soak:
                 self.fabric.restore_link(*target)
                 self._optical(now)
                 self.report.survived["fibre_cut"] += 1
+            elif what == "undrain":
+                if self._drain_or_undrain():
+                    self.report.survived["drain"] += 1
+                else:  # refused (e.g. the daemon is starting): try again shortly
+                    self._pending.append((now + 1.0, ("undrain", target)))
 
     # -- operator actions --------------------------------------------------------------------
 
-    def _drain_or_undrain(self) -> None:
+    def _drain_or_undrain(self) -> bool:
+        """Drain a random block, or undrain the drained one; True when acknowledged."""
         with self._client() as client:
             try:
                 if self._drained is None:
@@ -243,15 +262,16 @@ class Soak:
                     self._drained = None
             except ControllerClientError as exc:
                 log.info("drain not acknowledged (%s)", exc)  # refused: nothing is expected of it
-                return
+                return False
             except Exception as exc:  # an ApiError refusal is fine too: it was not acknowledged
                 log.info("drain refused: %s", exc)
-                return
+                return False
         if self._drained is not None:  # its hosts are evacuated: its traffic stops with the drain
             self._block_out = self._drained
             self._apply_demand()
         self._expected_maintenance = {f"block:{self._drained}"} if self._drained else set()
         self._maintenance_due.append((time.monotonic() + self.s.grace, set(self._expected_maintenance)))
+        return True
 
     def _burst(self) -> None:
         with self._client() as client:

@@ -1,5 +1,5 @@
-"""A short chaos soak (54 s of events) (benchmarks/soak.py) in the test suite: every kind of fault and operator
-action at least once on a running ``heliostat run``, and no invariant broken."""
+"""A short chaos soak (benchmarks/soak.py, 54 s of events) in the test suite: every kind of
+fault and operator action at least once on a running ``heliostat run``, and no invariant broken."""
 
 from __future__ import annotations
 
