@@ -103,19 +103,32 @@ class TePusher:
             table_size=self.policy.table_size,
             max_oversubscription=self.policy.max_oversubscription,
         )
+        # min-MLU without a hedge, as staging checks it: the MLU figures and a stage's drain
+        self.exact = TeSolver(
+            fabric, table_size=self.policy.table_size, max_oversubscription=self.policy.max_oversubscription
+        )
         self.mix_floor = mix_floor
         self.pushed: GroupTables | None = None
         self._lock = threading.Lock()
 
-    def solve(self, circuits: Iterable[Circuit], demand: RecentDemand) -> TeResult:
-        """TE on ``circuits`` for the recent demand, as the policy says (see :mod:`optimizer.te.policy`)."""
+    def solve(self, circuits: Iterable[Circuit], demand: RecentDemand, for_latest: bool = False) -> TeResult:
+        """TE on ``circuits`` for the recent demand, as the policy says (see :mod:`optimizer.te.policy`).
+
+        ``for_latest``: the min-MLU routing of the latest matrix instead (no hedge), whatever the
+        policy: a stage's drain routes for the matrix its staging rule was checked against, so
+        that the rule holds on it (the policy's routing, planned for the next interval, comes
+        back at the undrain).
+        """
         topology = Topology.from_circuits(self.fabric, circuits)
         with self._lock:
+            if for_latest:
+                return self.exact.solve(topology, demand.latest)
             return route(self.solver, topology, demand, self.policy)
 
     def min_mlu(self, topology: Topology, matrix: TrafficMatrix) -> float:
+        """The LP optimum of ``matrix`` on ``topology`` (no hedge: the figure staging checks)."""
         with self._lock:
-            return self.solver.min_mlu(topology, matrix, ())
+            return self.exact.min_mlu(topology, matrix, ())
 
     def run(self, circuits: Iterable[Circuit], demand: RecentDemand, request_prefix: str) -> TeRun:
         circuits = frozenset(circuits)
