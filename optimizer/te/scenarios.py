@@ -65,6 +65,7 @@ class ScenarioResult:
     fractions: np.ndarray  # (P, N): share of each pair on its path via node v
     objective: float  # mean over the matrices of max utilisation / bound
     iterations: int
+    step: float = 1.0  # the gradient step the backtracking ended on (the next solve starts there)
 
 
 class PathOperator:
@@ -83,17 +84,25 @@ class PathOperator:
         self.A = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(graph.n_links, pairs * vias))
         self.AT = self.A.T.tocsr()
         self.inv_capacity = 1.0 / graph.capacity_gbps
+        self._expanded: tuple[np.ndarray, np.ndarray] | None = None
 
     def utilisation(self, fractions: np.ndarray, demands: np.ndarray) -> np.ndarray:
         """(K, links): utilisation of each link under matrix k; ``demands`` is (K, P) Gbit/s."""
-        flows = (demands[:, :, None] * fractions[None, :, :]).reshape(len(demands), -1)
-        return (self.A @ flows.T).T * self.inv_capacity
+        flows = fractions.reshape(-1, 1) * self._per_path(demands)  # (P * N, K), contiguous
+        return (self.A @ flows).T * self.inv_capacity
 
     def gradient(self, link_weights: np.ndarray, demands: np.ndarray) -> np.ndarray:
         """d/dF of sum_k <link_weights_k, U_k(F)>; ``link_weights`` is (K, links)."""
-        per_path = (self.AT @ (link_weights * self.inv_capacity).T).T  # (K, P * N)
-        per_path = per_path.reshape(len(demands), *self.paths.valid.shape)
-        return (per_path * demands[:, :, None]).sum(axis=0)
+        weighted = np.ascontiguousarray((link_weights * self.inv_capacity).T)  # (links, K)
+        per_path = self.AT @ weighted  # (P * N, K)
+        return np.einsum("ik,ik->i", per_path, self._per_path(demands)).reshape(self.paths.valid.shape)
+
+    def _per_path(self, demands: np.ndarray) -> np.ndarray:
+        """(P * N, K): each pair's demand repeated for its vias, kept for the matrices at hand."""
+        if self._expanded is None or self._expanded[0] is not demands:
+            vias = self.paths.valid.shape[1]
+            self._expanded = (demands, np.repeat(np.ascontiguousarray(demands.T), vias, axis=0))
+        return self._expanded[1]
 
 
 def hose_bounds(graph: LinkGraph, demands: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -184,6 +193,7 @@ def solve_scenarios(
     *,
     betas: tuple[float, ...] = COLD_BETAS,
     steps_per_beta: int = COLD_STEPS,
+    step: float = 1.0,
 ) -> ScenarioResult:
     """Minimise mean_k max_e U_k,e(F) / scale_k over capped-simplex routings (see the module
     docstring). ``demands`` (K, P) Gbit/s, ``scale`` (K,) > 0, ``cap`` (P, N), ``start`` a
@@ -199,7 +209,6 @@ def solve_scenarios(
         true = float(u.max(axis=1).mean())
         return float(smooth.mean()), soft, true
 
-    step = 1.0
     best_value, best, iterations = np.inf, x, 0
     for beta in betas:
         y, t = x, 1.0
@@ -228,7 +237,7 @@ def solve_scenarios(
             y = nxt + ((t - 1) / t_next) * (nxt - x)
             x, fx, t = nxt, fn, t_next
             step *= 1.25
-    return ScenarioResult(best, best_value, iterations)
+    return ScenarioResult(best, best_value, iterations, step)
 
 
 class ScenarioPlanner:
@@ -248,6 +257,7 @@ class ScenarioPlanner:
         self.graph_key: bytes | None = None
         self.shift_at: bytes | None = None  # digest of the matrix the traffic shifted at
         self.suspect: bytes | None = None  # the newest matrix looked shifted: is the next too?
+        self.step = 1.0  # where the last solve's backtracking ended
         self.shifts = 0
 
     def plan(
@@ -292,6 +302,15 @@ class ScenarioPlanner:
             betas, steps = COLD_BETAS, COLD_STEPS
         else:
             betas, steps = (COLD_BETAS[-1],), 2 * warm_steps
-        result = solve_scenarios(operator, demands, scale, caps, start, betas=betas, steps_per_beta=steps)
-        self.start, self.graph_key = result.fractions, key
+        result = solve_scenarios(
+            operator,
+            demands,
+            scale,
+            caps,
+            start,
+            betas=betas,
+            steps_per_beta=steps,
+            step=1.0 if cold else self.step,
+        )
+        self.start, self.graph_key, self.step = result.fractions, key, result.step
         return result, len(demands)
