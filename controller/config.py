@@ -18,6 +18,7 @@ The accepted form (every section but the three paths is optional; times in secon
       reconfig_gain: 0.1               # ToE acts when the predicted MLU improves by this fraction
       min_reconfig_interval: 3600      # at least this long between two reconfigurations
       stage_mlu: 0.8                   # a stage may not push the MLU above max(this, MLU at its start)
+                                       # (the LP's MLU is held to stage_mlu / 1.02 for integer weights)
       min_qualified_fraction: 0.95     # below this share of new links qualified, the stage rolls back
     timeouts:                          # per executor step
       drain: 30

@@ -521,6 +521,12 @@ class Daemon:
         if elapsed is not None:
             self.metrics.te_cycle_seconds.observe(elapsed)
         self.metrics.mlu.set(run.result.mlu)
+        self.metrics.overloaded.set(1 if run.result.mlu > 1.0 else 0)
+        if run.result.mlu > 1.0:
+            self.metrics.overloaded_runs.inc()
+            log.warning("TE: MLU %.4f is above 1: the live topology cannot carry the demand "
+                        "(%.0f Gbit/s); traffic is being dropped",
+                        run.result.mlu, run.result.total_demand_gbps)
         self.metrics.group_pushes.labels("ok").inc(len(run.generations))
         self.pushed_tables = group_tables(run.result, self.fabric.block_names)
         predicted = None

@@ -99,6 +99,7 @@ def _toe(args: argparse.Namespace) -> int:
         data = plan.to_json()
         timing = {"seconds": round(seconds, 3), "time_limit": args.time_limit}
         data["solver"] = {**timing, **plan.toe.solver_json()}
+        data["reached_mlu"] = round(plan.staging.final_mlu, 6)
         emit_json(data, args.out)
     else:
         emit(format_table(plan, seconds), args.out)
@@ -117,7 +118,8 @@ def format_table(plan: ReconfigurationPlan, seconds: float) -> str:
         f"  throughput scale (new)       {toe.throughput_scale:.4f}",
         f"  throughput scale (today)     {toe.current_throughput_scale:.4f}",
         f"  LP relaxation bound          {bound}",
-        f"  MLU of the predicted demand  {toe.current_mlu:.4f} -> {staging.final_mlu:.4f}",
+        f"  MLU of the predicted demand  {toe.current_mlu:.4f} -> {staging.final_mlu:.4f}"
+        + ("" if staging.complete else f"  (a step towards the planned {toe.mlu:.4f})"),
         f"  circuits kept/removed/added  {mapping.kept} / {mapping.removed} / {mapping.added}"
         f"  (lower bound {mapping.lower_bound} removed)",
         f"  routing MLU (int. weights)   {plan.routing.mlu_quantized:.4f}, "
@@ -134,6 +136,9 @@ def format_table(plan: ReconfigurationPlan, seconds: float) -> str:
             f"  {i:>3}. domain {s.domain}: -{len(s.remove)} +{len(s.add)} circuits, "
             f"MLU {s.mlu_start:.4f} -> drained {s.mlu_drained:.4f} -> {s.mlu_after:.4f}"
         )
+    if not staging.complete:
+        lines += ["", f"not reached yet: {staging.blocked}",
+                  "(plan again from the reached circuits to go on)"]
     return "\n".join(lines) + "\n"
 
 

@@ -281,7 +281,12 @@ def map_topology(
     per_ocs = _map_domains(model, domains, split.counts, names, exchange_plan, dive)
     if not _odd_any_ocs(model.ocs, n) and small_change(model.ocs, wanted):
         repaired = _repair_globally(model, domains, wanted, layout, names, exchange_plan)
-        if repaired is not None and _kept(model.ocs, repaired) > _kept(model.ocs, per_ocs):
+        if (
+            repaired is not None
+            and _kept(model.ocs, repaired) > _kept(model.ocs, per_ocs)
+            and _over_limits(model, domains, repaired, layout)
+            <= _over_limits(model, domains, per_ocs, layout)
+        ):
             per_ocs = repaired
     circuits: list[Circuit] = []
     for o, counts in zip(model.ocs, per_ocs, strict=True):
@@ -290,6 +295,19 @@ def map_topology(
     if not np.array_equal(realised, wanted):
         raise SolverError("internal error: the mapped circuits do not realise the target topology")
     return _result(fabric, current, circuits)
+
+
+def _over_limits(
+    model: PortModel, domains: list[int], per_ocs: list[np.ndarray], layout: DomainLayout
+) -> int:
+    """Circuits over the domains' pair limits in a per-OCS mapping (the global repair keeps
+    to them while it completes; its finish may not)."""
+    total = 0
+    for di, d in enumerate(domains):
+        pairs = sum((c + c.T for o, c in zip(model.ocs, per_ocs, strict=True) if o.domain == d),
+                    np.zeros_like(layout.limit[di]))
+        total += int(np.triu(np.maximum(pairs - layout.limit[di], 0), 1).sum())
+    return total
 
 
 def _map_domains(
