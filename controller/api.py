@@ -107,8 +107,12 @@ class ControllerApi(Protocol):
 
     def resume_toe(self) -> None: ...
 
-    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool) -> str:
+    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool, force: bool = False) -> str:
         """Drain (``drained=True``) or undrain a block or an OCS; returns what was queued.
+
+        A drain whose predicted MLU would exceed ``max(stage_mlu, MLU now)`` is refused
+        (ApiError FAILED_PRECONDITION with the figure) unless ``force``; draining what is
+        already drained, or undraining what is not, changes nothing and says so.
 
         An unknown name raises ApiError INVALID_ARGUMENT naming the field
         (``name: fabric 'demo-8' has no block 'b9'``). The northbound server refuses empty

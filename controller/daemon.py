@@ -304,6 +304,9 @@ class Daemon:
             toe_paused=self.state.toe_paused,
             maintenance=tuple(str(m) for m in sorted(self.state.maintenance)),
         )
+        for kind in ("block", "ocs"):
+            drained = sum(1 for m in self.state.maintenance if m.kind.value == kind)
+            self.metrics.maintenance.labels(kind).set(drained)
         for dry_run in dry_runs:
             self._dry_run(dry_run, now)
         for action in actions:

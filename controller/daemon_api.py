@@ -22,6 +22,7 @@ from controller.api import (
     ToeRequestResult,
 )
 from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, SetToePaused, ToeTrigger
+from controller.drain_guard import check_drain
 from optimizer.errors import HeliostatError
 from optimizer.topology import Topology
 from optimizer.traffic import TrafficMatrix
@@ -159,7 +160,7 @@ class DaemonApi(ControllerApi):
         self.daemon.board.update(toe_paused=False)
         self._queue(SetToePaused(False))
 
-    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool) -> str:
+    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool, force: bool = False) -> str:
         self._ready()
         try:
             target_kind = MaintenanceTarget(MaintenanceKind(kind).value)
@@ -175,9 +176,40 @@ class DaemonApi(ControllerApi):
             problem = f"name: fabric {fabric.name!r} has no {target_kind.value} {name!r}"
             raise ApiError(ApiErrorCode.INVALID_ARGUMENT, problem)
         target = Maintenance(target_kind, name)
+        under = self.daemon.state.maintenance
+        if drained and target in under:
+            return f"{target} is already drained for maintenance; nothing to do"
+        if not drained and target not in under:
+            return f"{target} is not drained for maintenance; nothing to do"
+        figure = ""
+        if drained:
+            figure = self._drain_check(target, force)
         self._queue(SetMaintenance(target, drained))
         verb = "drain" if drained else "undrain"
-        return f"{verb} of {target} queued; TE re-plans around it at the next cycle"
+        return f"{verb} of {target} queued{figure}; TE re-plans around it at the next cycle"
+
+    def _drain_check(self, target: Maintenance, force: bool) -> str:
+        """Refuse (unless ``force``) a drain whose predicted MLU exceeds max(stage_mlu, MLU now);
+        returns the figure for the reply."""
+        daemon = self.daemon
+        matrix = daemon.estimation.predictor.prediction or daemon.matrix
+        if matrix is None:
+            return " (no traffic measured yet: its effect on the MLU is not known)"
+        check = check_drain(
+            daemon.fabric,
+            daemon.live,
+            daemon.state.maintenance,
+            target,
+            matrix,
+            daemon.config.thresholds.stage_mlu,
+            daemon.planner.evaluate,
+        )
+        if not check.allowed and not force:
+            refusal = f"{check.words(target)}; use --force to drain anyway"
+            raise ApiError(ApiErrorCode.FAILED_PRECONDITION, refusal)
+        if not check.allowed:
+            log.warning("forced: %s", check.words(target))
+        return f" (predicted MLU {check.mlu_now:.4f} -> {check.mlu_after:.4f}{', forced' if force else ''})"
 
     def last_plan(self) -> dict[str, Any]:
         journal = self.daemon.journal

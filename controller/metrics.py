@@ -41,6 +41,9 @@ class ControllerMetrics:
         self.reconfig_stage = Gauge(
             "heliostat_reconfig_stage", "Index of the stage in flight (-1 when none)", registry=r
         )
+        self.maintenance = Gauge(
+            "heliostat_maintenance_drained", "Devices drained for maintenance", ["kind"], registry=r
+        )
         self.toe_paused = Gauge("heliostat_toe_paused", "1 when automatic ToE is paused", registry=r)
         self.circuits = Gauge("heliostat_circuits", "Circuits installed on the OCSes", registry=r)
         self.demand_gbps = Gauge("heliostat_demand_gbps", "Total demand of the TE matrix", registry=r)

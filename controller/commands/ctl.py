@@ -79,6 +79,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         m.add_argument("kind", choices=[k.value for k in MaintenanceKind])
         m.add_argument("name", help="block or OCS name, as in the fabric file")
         m.set_defaults(drained=drained)
+        if drained:
+            m.add_argument(
+                "--force",
+                action="store_true",
+                help="drain even if the predicted MLU afterwards exceeds the stage limit",
+            )
     action("plan", "the last topology-engineering plan", _plan)
 
 
@@ -204,7 +210,7 @@ def _resume(client: ControllerClient, args: argparse.Namespace) -> int:
 
 def _maintenance(client: ControllerClient, args: argparse.Namespace) -> int:
     kind = MaintenanceKind(args.kind)
-    message = client.set_maintenance(kind, args.name, args.drained)
+    message = client.set_maintenance(kind, args.name, args.drained, getattr(args, "force", False))
     data = {"kind": kind.value, "name": args.name, "drained": args.drained, "message": message}
     return _show(args, data, lambda: f"{message}\n")
 

@@ -112,8 +112,10 @@ class ControllerClient(ClosesOnExit):
     def resume_toe(self) -> None:
         self._call(self._actions, self._stub.ResumeToe, pb.ResumeToeRequest())
 
-    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool) -> str:
-        request = pb.SetMaintenanceRequest(kind=convert.kind_to_pb(kind), name=name, drained=drained)
+    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool, force: bool = False) -> str:
+        request = pb.SetMaintenanceRequest(
+            kind=convert.kind_to_pb(kind), name=name, drained=drained, force=force
+        )
         return self._call(self._actions, self._stub.SetMaintenance, request).message
 
     def last_plan(self) -> dict[str, Any]:

@@ -132,7 +132,7 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
             if not name.strip():
                 raise _invalid("name", f"the {kind.value} name must not be empty")
             self._check_known(kind, name)
-            message = self._api.set_maintenance(kind, name, request.drained)
+            message = self._api.set_maintenance(kind, name, request.drained, request.force)
             return pb.SetMaintenanceResponse(message=str(message))
 
         return self._serve(context, "SetMaintenance", handle)

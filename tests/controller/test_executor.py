@@ -235,6 +235,13 @@ def test_bad_api_calls_get_clear_errors_and_maintenance_drains_an_ocs(controller
         what="ocs1's ports drained",
     )
     assert api.status().maintenance == ("ocs:ocs1",)
+    assert "already drained" in api.set_maintenance(MaintenanceKind.OCS, "ocs1", True)
+    assert "not drained" in api.set_maintenance(MaintenanceKind.OCS, "ocs3", False)
+    with pytest.raises(ApiError) as info:  # half the OCSes gone: the MLU would reach ~1
+        api.set_maintenance(MaintenanceKind.OCS, "ocs2", True)
+    assert info.value.code is ApiErrorCode.FAILED_PRECONDITION
+    assert "stage limit 0.8" in info.value.message and "--force" in info.value.message
+    assert api.status().maintenance == ("ocs:ocs1",)
     time.sleep(1.0)
     assert ctl.fabric.stats().blackholed_bytes == 0
     api.set_maintenance(MaintenanceKind.OCS, "ocs1", False)

@@ -168,8 +168,9 @@ class FakeControllerApi:
         with self._lock:
             self.snapshot = replace(self.snapshot, toe_paused=False)
 
-    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool) -> str:
+    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool, force: bool = False) -> str:
         self._enter("set_maintenance", kind, name, drained)
+        self.last_force = force
         known = BLOCKS if kind is MaintenanceKind.BLOCK else OCSES
         if name not in known:
             raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"name: no {kind.value} {name!r} in fabric fake-4")

@@ -200,14 +200,16 @@ class ResumeToeResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class SetMaintenanceRequest(_message.Message):
-    __slots__ = ("kind", "name", "drained")
+    __slots__ = ("kind", "name", "drained", "force")
     KIND_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     DRAINED_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
     kind: MaintenanceKind
     name: str
     drained: bool
-    def __init__(self, kind: _Optional[_Union[MaintenanceKind, str]] = ..., name: _Optional[str] = ..., drained: _Optional[bool] = ...) -> None: ...
+    force: bool
+    def __init__(self, kind: _Optional[_Union[MaintenanceKind, str]] = ..., name: _Optional[str] = ..., drained: _Optional[bool] = ..., force: _Optional[bool] = ...) -> None: ...
 
 class SetMaintenanceResponse(_message.Message):
     __slots__ = ("message",)
