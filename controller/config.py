@@ -26,7 +26,7 @@ The accepted form (every section but the three paths is optional; times in secon
       apply_ocs: 60
       qualify: 60
       undrain: 30
-      toe_solve: 60                    # the ToE LP's time budget per proposal, re-plans included
+      toe_solve: 60                    # time budget of one ToE proposal (LP, mapping, staging)
     listen:
       northbound: 127.0.0.1:50051      # gRPC API (host:port; [v6]:port; port 0 picks one)
       northbound_tls:                  # optional; absent means plaintext

@@ -23,6 +23,7 @@ from controller.api import (
 )
 from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, SetToePaused, ToeTrigger
 from controller.drain_guard import check_drain
+from controller.reconfig.reviewed import PlanNotFound
 from optimizer.errors import HeliostatError
 from optimizer.topology import Topology
 from optimizer.traffic import TrafficMatrix
@@ -127,12 +128,15 @@ class DaemonApi(ControllerApi):
                     "circuits_added": plan.get("circuits_added"),
                     "current_mlu": plan.get("current_mlu"),
                     "planned_mlu": plan.get("planned_mlu"),
+                    "plan_id": plan.get("plan_id"),
                 }
             )
         return out
 
-    def trigger_toe(self, dry_run: bool = False) -> ToeRequestResult:
+    def trigger_toe(self, dry_run: bool = False, plan_id: str | None = None) -> ToeRequestResult:
         self._ready()
+        if plan_id:
+            return self._apply_reviewed(plan_id)
         if dry_run:
             from controller.daemon import DryRun
 
@@ -144,11 +148,28 @@ class DaemonApi(ControllerApi):
                 raise ApiError(ApiErrorCode.UNAVAILABLE, "the controller did not plan in time") from exc
             except HeliostatError as exc:
                 raise ApiError(ApiErrorCode.FAILED_PRECONDITION, f"cannot plan: {exc}") from exc
-            return ToeRequestResult(True, True, proposal.verdict.reason, proposal.plan)
+            plan_id = proposal.plan.get("plan_id")
+            return ToeRequestResult(True, True, proposal.verdict.reason, proposal.plan, plan_id)
         if self.daemon.board.get("reconfiguration_id") is not None:
             raise ApiError(ApiErrorCode.FAILED_PRECONDITION, "a reconfiguration is already in flight")
         self._queue(ToeTrigger("operator"))
         return ToeRequestResult(True, False, "ToE queued; it runs at the next cycle")
+
+    def _apply_reviewed(self, plan_id: str) -> ToeRequestResult:
+        from controller.daemon import ApplyReviewed
+
+        future: Future = Future()
+        self._queue(ApplyReviewed(plan_id, future))
+        try:
+            intent_id = future.result(timeout=self.dry_run_wait_s)
+        except FutureTimeout as exc:
+            raise ApiError(ApiErrorCode.UNAVAILABLE, "the controller did not take the plan in time") from exc
+        except PlanNotFound as exc:
+            raise ApiError(ApiErrorCode.NOT_FOUND, str(exc)) from exc
+        except HeliostatError as exc:
+            raise ApiError(ApiErrorCode.FAILED_PRECONDITION, str(exc)) from exc
+        message = f"reviewed plan {plan_id} started as reconfiguration {intent_id}"
+        return ToeRequestResult(True, False, message, None, plan_id, int(intent_id))
 
     def pause_toe(self) -> None:
         self._ready()

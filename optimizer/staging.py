@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optimizer import progress
 from optimizer.budget import TimeBudget
 from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric
@@ -219,6 +220,7 @@ def stage_changes(
                 mlu_after = mlu_of(state) if adds else mlu_drained
                 stages.append(Stage(domain, tuple(sorted(removed)), adds, mlu_now, mlu_drained, mlu_after))
                 states.append(frozenset(state))
+                progress.report("staging", f"stage {len(stages)} in domain {domain}, MLU {mlu_after:.4f}")
                 log.info(
                     "stage %d: domain %d, -%d +%d circuits, drained MLU %.4f (start %.4f)",
                     len(stages),

@@ -97,10 +97,15 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
         self, request: pb.TriggerToeRequest, context: grpc.ServicerContext
     ) -> pb.TriggerToeResponse:
         def handle() -> pb.TriggerToeResponse:
-            result = self._api.trigger_toe(dry_run=request.dry_run)
+            result = self._api.trigger_toe(dry_run=request.dry_run, plan_id=request.plan_id or None)
             response = pb.TriggerToeResponse(
-                accepted=result.accepted, dry_run=result.dry_run, message=result.message
+                accepted=result.accepted,
+                dry_run=result.dry_run,
+                message=result.message,
+                plan_id=result.plan_id or "",
             )
+            if result.reconfiguration_id is not None:
+                response.reconfiguration_id = result.reconfiguration_id
             if result.plan is not None:
                 response.plan_json = convert.dump_json(result.plan, "plan")
             return response

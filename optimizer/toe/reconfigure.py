@@ -15,8 +15,10 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
+from optimizer import progress
 from optimizer.budget import Clock, TimeBudget
 from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric
@@ -35,6 +37,9 @@ _MAX_CHANGE_RETRIES = 3
 #: The share of today's circuits a plan may remove, tried in turn while no stage of the
 #: larger change is safe and lowers the MLU (a smaller target is an intermediate topology).
 MAX_CHANGE_STEPS = (1.0, 0.5, 0.25)
+#: The share of a plan's time limit its LP may take (every re-plan included); the rest is for
+#: the mapping, staging and the final TE.
+LP_SHARE = 0.6
 
 #: fabric, target topology, today's circuits -> the circuits realising the target.
 Mapper = Callable[[Fabric, Topology, Sequence[Circuit]], MappingResult]
@@ -163,6 +168,8 @@ def plan_target(
     budget = budget or TimeBudget(knobs.time_limit, clock)
     circuits = tuple(current)
     check_circuits(fabric, circuits, "<current>")
+    if mapper is map_topology:
+        mapper = partial(map_topology, budget=budget)
     if threshold is None:
         toe, mapping = _plan_and_map(fabric, matrices, circuits, knobs, evaluate, mapper, budget)
         return TargetPlan(toe, mapping, max_change=knobs.max_change)
@@ -174,6 +181,7 @@ def plan_target(
         try:
             toe, mapping = _plan_and_map(fabric, matrices, circuits, step_knobs, evaluate, mapper, budget)
             planned = planned or (toe, mapping, max_change)
+            progress.report("staging", f"{mapping.removed} circuits removed, {mapping.added} added")
             staging = stage_changes(
                 fabric, circuits, mapping.circuits, matrices, evaluate, threshold,
                 margin=margin, partial=True, budget=budget,
@@ -217,7 +225,10 @@ def _plan_and_map(
     mapper: Mapper,
     budget: TimeBudget,
 ) -> tuple[ToePlan, MappingResult]:
-    toe = plan_topology(fabric, matrices, circuits, knobs, evaluate, budget=budget)
+    lp_budget = budget.share(LP_SHARE)
+    progress.report("ToE LP", f"max change {knobs.max_change:g}")
+    toe = plan_topology(fabric, matrices, circuits, knobs, evaluate, budget=lp_budget)
+    progress.report("mapping", f"{toe.removed_lower_bound} circuits to remove at least")
     mapping = mapper(fabric, toe.topology, circuits)
     limit = toe.max_removed
     for _ in range(_MAX_CHANGE_RETRIES):
@@ -227,7 +238,9 @@ def _plan_and_map(
         log.info(
             "mapping removes %d circuits > limit %d: re-planning with %d", mapping.removed, limit, tighter
         )
-        toe = plan_topology(fabric, matrices, circuits, knobs, evaluate, max_removed=tighter, budget=budget)
+        toe = plan_topology(
+            fabric, matrices, circuits, knobs, evaluate, max_removed=tighter, budget=lp_budget
+        )
         mapping = mapper(fabric, toe.topology, circuits)
     if limit is not None and mapping.removed > limit:
         raise InfeasibleError(
@@ -245,6 +258,7 @@ def plan_reconfiguration(
     threshold: float = DEFAULT_THRESHOLD,
     table_size: int = DEFAULT_TABLE_SIZE,
     mapper: Mapper = map_topology,
+    clock: Clock = time.monotonic,
 ) -> ReconfigurationPlan:
     """Plan the topology for ``demands``, lay it on the OCSes (:func:`plan_target`) and stage
     the change.
@@ -255,12 +269,13 @@ def plan_reconfiguration(
     """
     knobs = knobs or ToeKnobs()
     knobs.validate()
+    budget = TimeBudget(knobs.time_limit, clock)  # the whole plan, from here
     matrices = [demands] if isinstance(demands, TrafficMatrix) else list(demands)
     circuits = tuple(uniform_mesh(fabric) if current is None else current)
     solver = TeSolver(fabric, hedge=knobs.hedge, table_size=table_size)
     evaluate = te_evaluator(solver)
 
-    target = plan_target(fabric, matrices, circuits, knobs, evaluate, mapper, threshold=threshold)
+    target = plan_target(fabric, matrices, circuits, knobs, evaluate, mapper, budget, threshold=threshold)
     toe, mapping = target.toe, target.mapping
     staging = target.staging
     if staging is None:  # pragma: no cover - a threshold was given
@@ -269,5 +284,6 @@ def plan_reconfiguration(
     worst = matrices[0]
     if len(matrices) > 1:
         worst = max(matrices, key=lambda tm: evaluate(fabric, reached, tm))
+    progress.report("routing", "TE with integer weights on the planned topology")
     routing = solver.solve(reached, worst)
     return ReconfigurationPlan(fabric, toe, mapping, staging, routing)

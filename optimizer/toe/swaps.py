@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from optimizer import progress
 from optimizer.budget import TimeBudget
 from optimizer.fabric import Fabric, Side
 from optimizer.staging import MluFunction, Stage, StagingPlan
@@ -63,6 +64,7 @@ def swap_steps(
         if budget is not None and budget.expired():
             break
         limit = max(threshold / margin, mlu_now)
+        progress.report("safe swaps", f"looking for swap {len(stages) + 1}, MLU {mlu_now:.4f}")
         found = best_swap(fabric, state, matrices, mlu_of, limit, mlu_now, budget)
         if found is None:
             break
