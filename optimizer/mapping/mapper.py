@@ -64,6 +64,7 @@ from optimizer import progress
 from optimizer.budget import TimeBudget
 from optimizer.errors import InfeasibleError, SolverError
 from optimizer.fabric import Fabric
+from optimizer.mapping.cross import cross_exchange
 from optimizer.mapping.dive import DiveStuck, dive, dive_applies
 from optimizer.mapping.domains import pair_domain_limit, split_over_domains
 from optimizer.mapping.ocs import assign_ports, current_orientation, orient, split_over_ocs
@@ -251,6 +252,7 @@ def map_topology(
     exchange_plan: bool = True,
     dive: bool = True,
     budget: TimeBudget | None = None,
+    cross: bool = True,
 ) -> MappingResult:
     """Circuits realising ``target`` on ``fabric``, keeping as many of ``current`` as possible.
 
@@ -295,6 +297,9 @@ def map_topology(
             <= _over_limits(model, domains, per_ocs, layout)
         ):
             per_ocs = repaired
+    if cross:
+        domain_index = [domains.index(o.domain) for o in model.ocs]
+        per_ocs = cross_exchange(model.ocs, per_ocs, domain_index, layout.limit, budget)
     circuits: list[Circuit] = []
     for o, counts in zip(model.ocs, per_ocs, strict=True):
         circuits.extend(assign_ports(o, counts))
