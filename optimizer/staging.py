@@ -196,7 +196,7 @@ def stage_changes(
                     if budget is None or not budget.expired():
                         swap = _best_swap(
                             fabric, state, pending, to_add.get(domain, set()), matrices,
-                            max(lp_threshold, mlu_now), mlu_now, mlu_of,
+                            max(lp_threshold, mlu_now), mlu_now, mlu_of, budget,
                         )
                     if swap is None:
                         blocked = StagingBlocked(
@@ -342,6 +342,7 @@ def _best_swap(
     limit: float,
     mlu_now: float,
     mlu_of: Callable[[set[Circuit]], float],
+    budget: TimeBudget | None = None,
 ) -> tuple[tuple[Circuit, ...], tuple[Circuit, ...], float, float] | None:
     """The safe swap (removals freeing one added circuit's ports, plus every added circuit
     they make possible) that leaves the lowest MLU: (removed, added, drained MLU, MLU after).
@@ -358,6 +359,8 @@ def _best_swap(
     best: tuple[tuple[Circuit, ...], tuple[Circuit, ...], float, float] | None = None
     safe = 0
     for removed, added in ranked[:SWAP_TRIES]:
+        if budget is not None and budget.expired():
+            break
         drained = state - set(removed)
         mlu_drained = mlu_of(drained)
         if mlu_drained > limit + _TOL:

@@ -65,10 +65,10 @@ def swap_steps(
             break
         limit = max(threshold / margin, mlu_now)
         progress.report("safe swaps", f"looking for swap {len(stages) + 1}, MLU {mlu_now:.4f}")
-        found = best_swap(fabric, state, matrices, mlu_of, limit, mlu_now, budget)
-        if found is None:
+        found = safe_swaps(fabric, state, matrices, mlu_of, limit, mlu_now, budget)
+        if not found:
             break
-        (removed, added), drained, after = found
+        (removed, added), drained, after = _batch(fabric, state, found, mlu_of, limit, budget)
         state = (state - set(removed)) | set(added)
         domain = fabric.ocs_named(removed[0].ocs).domain
         stages.append(Stage(domain, tuple(sorted(removed)), tuple(sorted(added)), mlu_now, drained, after))
@@ -87,6 +87,47 @@ def swap_steps(
     )
 
 
+def _batch(
+    fabric: Fabric,
+    state: set[Circuit],
+    found: list[tuple[list[Swap], float, float]],
+    mlu_of: Callable[[set[Circuit]], float],
+    limit: float,
+    budget: TimeBudget | None,
+) -> tuple[tuple[tuple[Circuit, ...], tuple[Circuit, ...]], float, float]:
+    """One stage from the best swap and, where they stay safe together and lower the MLU more,
+    2, 4, 8... swaps of its failure domain (other instances of the safe swaps, best first, no
+    circuit in two): a Jupiter-sized fabric moves a few circuits per swap, so one at a time
+    would take hundreds of stages."""
+    (first, *_), drained, after = found[0]
+    domain = fabric.ocs_named(first[0][0].ocs).domain
+    pool: list[Swap] = []
+    used: set[Circuit] = set()
+    instances = [list(i) for i, _, _ in found]
+    while any(instances):
+        for queue in instances:
+            while queue:
+                removed, added = queue.pop(0)
+                if fabric.ocs_named(removed[0].ocs).domain == domain and not used & set(removed):
+                    pool.append((removed, added))
+                    used.update(removed)
+                    break
+    chosen: tuple[tuple[Circuit, ...], tuple[Circuit, ...]] = (tuple(first[0]), tuple(first[1]))
+    size = 2
+    while size <= len(pool) and (budget is None or not budget.expired()):
+        removed = tuple(c for r, _ in pool[:size] for c in r)
+        added = tuple(c for _, a in pool[:size] for c in a)
+        more_drained = mlu_of(state - set(removed))
+        if more_drained > limit + _TOL:
+            break
+        more_after = mlu_of((state - set(removed)) | set(added))
+        if more_after >= after - _TOL:
+            break
+        chosen, drained, after = (removed, added), more_drained, more_after
+        size *= 2
+    return chosen, drained, after
+
+
 def best_swap(
     fabric: Fabric,
     state: set[Circuit],
@@ -97,6 +138,24 @@ def best_swap(
     budget: TimeBudget | None = None,
 ) -> tuple[Swap, float, float] | None:
     """The safe swap that lowers the MLU most: (swap, drained MLU, MLU after), or None."""
+    found = safe_swaps(fabric, state, matrices, mlu_of, limit, mlu_now, budget)
+    if not found:
+        return None
+    swaps, drained, after = found[0]
+    return swaps[0], drained, after
+
+
+def safe_swaps(
+    fabric: Fabric,
+    state: set[Circuit],
+    matrices: Sequence[TrafficMatrix],
+    mlu_of: Callable[[set[Circuit]], float],
+    limit: float,
+    mlu_now: float,
+    budget: TimeBudget | None = None,
+) -> list[tuple[list[Swap], float, float]]:
+    """Every safe swap that lowers the MLU, as (its instances on the OCSes, drained MLU, MLU
+    after), the lowest MLU after first."""
     heat = _heat(fabric, state, matrices)
     swaps = distinct_swaps(fabric, state)
     if len(swaps) > _ALL_SWAPS:
@@ -106,33 +165,35 @@ def best_swap(
     if len(swaps) > _ALL_SWAPS:
         ranked = ranked[:_MAX_CHECKS]
     drained_mlu: dict[tuple[tuple[str, str], ...], float] = {}
-    best: tuple[Swap, float, float] | None = None
-    for (gone, _), swap in ranked:
-        if budget is not None and budget.expired() and best is not None:
-            break
-        removed, added = swap
+    safe: list[tuple[list[Swap], float, float]] = []
+    for (gone, _), instances in ranked:
+        if budget is not None and budget.expired():
+            break  # the plan's time limit: what was found so far
+        removed, added = instances[0]
         drained = drained_mlu.get(gone)
         if drained is None:
             drained = drained_mlu[gone] = mlu_of(state - set(removed))
         if drained > limit + _TOL:
             continue
         after = mlu_of((state - set(removed)) | set(added))
-        if after < mlu_now * (1 - _GAIN) and (best is None or after < best[2] - _TOL):
-            best = (swap, drained, after)
-    return best
+        if after < mlu_now * (1 - _GAIN):
+            safe.append((instances, drained, after))
+    safe.sort(key=lambda s: s[2])
+    return safe
 
 
 def distinct_swaps(
     fabric: Fabric, state: set[Circuit]
-) -> dict[tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], Swap]:
-    """One representative swap per (pairs losing a circuit, pairs gaining one), in a fixed order."""
+) -> dict[tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], list[Swap]]:
+    """Every swap, grouped by (pairs losing a circuit, pairs gaining one), in a fixed order: the
+    first of each group stands for it (the MLU depends on the pair counts only)."""
     by_ocs: dict[str, list[tuple[int, int, str, str, Circuit]]] = {}
     for c in sorted(state):
         pa, pb = c.ends(fabric)
         if pb.side is Side.NORTH:
             pa, pb = pb, pa
         by_ocs.setdefault(c.ocs, []).append((pa.port, pb.port, pa.block, pb.block, c))
-    out: dict[tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], Swap] = {}
+    out: dict[tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], list[Swap]] = {}
     for ocs in sorted(by_ocs):
         items = by_ocs[ocs]
         for i in range(len(items)):
@@ -145,9 +206,8 @@ def distinct_swaps(
                 new = tuple(sorted((_pair(a, y), _pair(b, x))))
                 if gone == new:
                     continue
-                key = (gone, new)
-                if key not in out:
-                    out[key] = ((c1, c2), (Circuit(ocs, n1, s2), Circuit(ocs, n2, s1)))
+                swap = ((c1, c2), (Circuit(ocs, n1, s2), Circuit(ocs, n2, s1)))
+                out.setdefault((gone, new), []).append(swap)
     return out
 
 

@@ -134,7 +134,8 @@ def test_swaps_are_listed_once_per_pair_change(fabric8) -> None:
     mesh = set(uniform_mesh(fabric8))
     swaps = swaps_module.distinct_swaps(fabric8, mesh)
     assert swaps
-    for (gone, new), (removed, added) in swaps.items():
+    for (gone, new), instances in swaps.items():
+        removed, added = instances[0]
         assert gone != new
         before = Topology.from_circuits(fabric8, mesh)
         after = Topology.from_circuits(fabric8, (mesh - set(removed)) | set(added))
