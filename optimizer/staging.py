@@ -184,10 +184,18 @@ def stage_changes(
     states: list[frozenset[Circuit]] = []
     domains = sorted(set(to_remove) | set(to_add))
     blocked: StagingBlocked | None = None
+    out_of_time: str | None = None
     while any(to_remove.get(d) or to_add.get(d) for d in domains):
         moved = False
         for domain in domains:
             while to_remove.get(domain) or to_add.get(domain):
+                # out of time: stop, but not before one stage per domain (a cold fabric moves
+                # whole domains: the plan is not lost to a mapping that used the budget up)
+                if partial and budget is not None and budget.expired() and len(stages) >= len(domains):
+                    out_of_time = (
+                        f"the plan's time limit ({budget.seconds:g} s) ran out after {len(stages)} stages"
+                    )
+                    break
                 pending = to_remove.get(domain, set())
                 step = _next_stage(fabric, state, domain, pending, matrices, mlu_now, lp_threshold, mlu_of)
                 adds: tuple[Circuit, ...] | None = None
@@ -232,10 +240,16 @@ def stage_changes(
                 )
                 mlu_now = mlu_after
                 moved = True
+            if out_of_time:
+                break
+        if out_of_time:
+            break
         if not moved:
             if blocked is None:  # pragma: no cover - a domain only stops when blocked
                 raise InfeasibleError("staging made no progress")
             break
+    if out_of_time is not None:
+        return _cut_by_time(fabric, stages, states, goal, start_mlu, threshold, margin, out_of_time)
     if blocked is None:
         return StagingPlan(
             stages=tuple(stages),
@@ -249,6 +263,36 @@ def stage_changes(
     if not partial:
         raise blocked
     return _best_reachable(fabric, stages, states, goal, start_mlu, threshold, margin, blocked)
+
+
+def _cut_by_time(
+    fabric: Fabric,
+    stages: list[Stage],
+    states: list[frozenset[Circuit]],
+    goal: set[Circuit],
+    start_mlu: float,
+    threshold: float,
+    margin: float,
+    why: str,
+) -> StagingPlan:
+    """The stages found before the time limit, cut after the lowest-MLU one; raises
+    InfeasibleError when none lowers the MLU."""
+    best = min(range(len(stages)), key=lambda k: (stages[k].mlu_after, k), default=None)
+    if best is None or stages[best].mlu_after >= start_mlu * (1 - 1e-6):
+        raise InfeasibleError(f"cannot stage the change: {why}, and no stage lowered the MLU")
+    final = states[best]
+    remaining = len(final ^ goal)
+    return StagingPlan(
+        stages=tuple(stages[: best + 1]),
+        threshold=threshold,
+        start_mlu=start_mlu,
+        final_topology=Topology.from_circuits(fabric, final),
+        final_circuits=final,
+        final_mlu=stages[best].mlu_after,
+        margin=margin,
+        blocked=f"{remaining} circuit changes of the target wait for a later plan: {why}",
+        remaining=remaining,
+    )
 
 
 def _best_reachable(
