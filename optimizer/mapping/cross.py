@@ -12,6 +12,11 @@ pair keeps its count; each block keeps its ports on each OCS; a pair's count in 
 may move between ``o``'s and ``o'``'s domains only within the domains' pair limits. A move
 is taken when it keeps more of today's circuits (``min(C, today)`` summed); moves are
 searched from each circuit that is not today's towards a circuit today had on that OCS.
+
+Measured: 8 blocks with four north and four south ports per OCS, mesh -> skewed gravity,
+60 -> 58 circuits removed; with one north and one south port per OCS (Jupiter's shape) the
+search found at most one move (64 blocks, 1454 -> 1453), since a pair seldom has the two
+circuits a partner OCS needs, so the mapper runs it only where some block has more ports.
 """
 
 from __future__ import annotations

@@ -297,7 +297,8 @@ def map_topology(
             <= _over_limits(model, domains, per_ocs, layout)
         ):
             per_ocs = repaired
-    if cross:
+    if cross and any(o.north_budget(b) > 1 for o in model.ocs for b in range(n)):
+        # (with one north port per block per OCS, two-OCS moves were not found: see cross.py)
         domain_index = [domains.index(o.domain) for o in model.ocs]
         per_ocs = cross_exchange(model.ocs, per_ocs, domain_index, layout.limit, budget)
     circuits: list[Circuit] = []
@@ -351,12 +352,16 @@ def _map_domains(
         )
 
         def fits(
-            candidate: str, share: float | None = share, started: float = domain_started, d: int = d
+            candidate: str,
+            extra: float = 0.0,
+            share: float | None = share,
+            started: float = domain_started,
+            d: int = d,
         ) -> bool:
             if share is None:
                 return True
             spent = time.perf_counter() - started
-            if spent + took.get(candidate, 0.0) <= share:
+            if spent + took.get(candidate, 0.0) + extra <= share:
                 return True
             log.info("failure domain %s: no %s (the plan's time limit: %.1f s of this domain's %.1f s "
                      "share spent, it took %.1f s)", d, candidate, spent, share, took.get(candidate, 0.0))
@@ -376,9 +381,15 @@ def _map_domains(
                 tries = [recolour_pairs(ocs_list, split[di], orienter, seed=seed,
                                         exchange_plan=exchange_plan) for seed in seeds]
                 repair_wanted = small_change(ocs_list, split[di])
-                if repair_wanted and budget is None:
+                diving = use_dive and dive_applies(ocs_list, split[di])
+                # the repair first (its result steers the dive), unless the time left has room
+                # for only one of them: then the dive, which keeps more
+                both = not diving or fits("repair", extra=took.get("dive", 0.0))
+                if repair_wanted and both:
+                    started = time.perf_counter()
                     tries.append(_repaired(ocs_list, split[di], orienter, exchange_plan))
-                if use_dive and dive_applies(ocs_list, split[di]) and fits("dive"):
+                    took["repair"] = time.perf_counter() - started
+                if diving and fits("dive"):
                     known = max(_kept(ocs_list, t) for t in tries)
                     started = time.perf_counter()
                     try:
@@ -386,7 +397,7 @@ def _map_domains(
                     except DiveStuck as exc:  # never expected: the other candidates stand
                         log.error("failure domain %s: %s", d, exc)
                     took["dive"] = time.perf_counter() - started
-                if repair_wanted and budget is not None and fits("repair"):
+                if repair_wanted and not both and fits("repair"):
                     started = time.perf_counter()
                     tries.append(_repaired(ocs_list, split[di], orienter, exchange_plan))
                     took["repair"] = time.perf_counter() - started
