@@ -51,9 +51,9 @@ def one_cycle(daemon: Daemon, fabric: EmulatedFabric, step_s: float) -> dict[str
     polled = time.perf_counter()
     inputs = daemon._te_inputs()
     circuits = daemon._usable(daemon.live)
-    result = daemon.te.solve(circuits, inputs.matrix)
+    result = daemon.te.solve(circuits, inputs.demand)
     solved = time.perf_counter()
-    daemon.te.push(result, circuits, f"bench-{now}", inputs.matrix)
+    daemon.te.push(result, circuits, f"bench-{now}", inputs.demand.latest)
     pushed = time.perf_counter()
     return {
         "poll": polled - started,

@@ -52,13 +52,15 @@ class FabricDrivers:
         workers: int = 16,
     ) -> None:
         self.fabric = fabric
-        registry = registry or default_registry()
+        registry = self._registry = registry or default_registry()
         missing = [b for b in fabric.block_names if b not in devices]
         missing += [o.name for o in fabric.ocs if o.name not in devices]
         if missing:
             raise DevicesMismatch(f"the devices file has no entry for {', '.join(missing)}")
         self.switches: dict[str, SwitchClient] = {}
         self.ocs: dict[str, OcsClient] = {}
+        self._configs: dict[str, DeviceConfig] = {n: devices[n] for n in [*fabric.block_names,
+                                                                         *(o.name for o in fabric.ocs)]}
         try:
             for block in fabric.block_names:
                 self._check_kind(devices[block], "block")
@@ -70,6 +72,30 @@ class FabricDrivers:
             self.close()
             raise DevicesMismatch(str(exc)) from exc
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="southbound")
+
+    def replace_devices(self, devices: Mapping[str, DeviceConfig]) -> list[str]:
+        """Reconnect the devices whose entry changed (a new address, TLS or options); the
+        others keep their clients. Returns the devices reconnected. A devices file that no
+        longer covers the fabric raises DevicesMismatch and changes nothing."""
+        registry = self._registry
+        missing = [n for n in [*self.switches, *self.ocs] if n not in devices]
+        if missing:
+            raise DevicesMismatch(f"the devices file has no entry for {', '.join(missing)}")
+        changed = []
+        for table, kind in ((self.switches, "block"), (self.ocs, "ocs")):
+            for name, client in list(table.items()):
+                device = devices[name]
+                if self._configs.get(name) == device:
+                    continue
+                self._check_kind(device, kind)
+                try:
+                    table[name] = registry.create(device)
+                except UnknownTransport as exc:
+                    raise DevicesMismatch(str(exc)) from exc
+                self._configs[name] = device
+                client.close()
+                changed.append(name)
+        return changed
 
     @staticmethod
     def _check_kind(device: DeviceConfig, kind: str) -> None:

@@ -38,12 +38,11 @@ from controller.device_view import FabricPort, PortsByBlock, merge_ports, ports_
 from controller.reconfig.journal import IntentState, Journal, RecoveryPoint, StepName, StepRecord, StepState
 from controller.reconfig.stage_plan import StageSpec, stage_count, stage_spec
 from controller.sensing.qualify import qualified_links
-from controller.te_loop.te_push import TePusher, TeRun, demand_without, usable_circuits
+from controller.te_loop.te_push import TePusher, TeRun, usable_circuits
 from optimizer.errors import HeliostatError
 from optimizer.fabric import Fabric
-from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION
+from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION, RecentDemand
 from optimizer.topology import Circuit, Topology
-from optimizer.traffic import TrafficMatrix
 from southbound.errors import SouthboundError, StaleGeneration
 
 log = logging.getLogger(__name__)
@@ -94,9 +93,9 @@ class PausePoint:
 
 @dataclass(frozen=True)
 class TeInputs:
-    """What TE needs from the daemon: the matrix and what maintenance keeps out."""
+    """What TE needs from the daemon: the recent matrices and what maintenance keeps out."""
 
-    matrix: TrafficMatrix
+    demand: RecentDemand
     drained_ports: PortsByBlock = field(default_factory=dict)
     blocks_out: frozenset[str] = frozenset()
     down: frozenset[Circuit] = frozenset()  # installed circuits whose links are not up
@@ -260,12 +259,13 @@ class StageExecutor:
 
     def _do_drain(self, stage: _Stage, payload: Any, deadline: float) -> dict[str, Any]:
         inputs = self.te_inputs()
-        matrix = demand_without(inputs.matrix, inputs.blocks_out)
+        demand = inputs.demand.without(inputs.blocks_out)
+        matrix = demand.latest
         now_circuits = usable_circuits(self.fabric, stage.before, inputs.drained_ports, inputs.blocks_out)
         now_circuits -= inputs.down
         drained = now_circuits - set(stage.spec.remove)
         mlu_now = self.te.min_mlu(Topology.from_circuits(self.fabric, now_circuits), matrix)
-        result = self.te.solve(drained, matrix)
+        result = self.te.solve(drained, demand, for_latest=True)
         limit = max(self.settings.stage_mlu, mlu_now * DEFAULT_MAX_OVERSUBSCRIPTION)
         if result.mlu_quantized > limit + 1e-6:
             raise StepFailed(
@@ -401,9 +401,7 @@ class StageExecutor:
         inputs = self.te_inputs()
         drained = merge_ports(inputs.drained_ports, stage.quarantined)
         circuits = usable_circuits(self.fabric, stage.after, drained, inputs.blocks_out) - inputs.down
-        stage.te = self.te.run(
-            circuits, demand_without(inputs.matrix, inputs.blocks_out), stage.prefix("undrain")
-        )
+        stage.te = self.te.run(circuits, inputs.demand.without(inputs.blocks_out), stage.prefix("undrain"))
         return {
             "mlu": round(stage.te.result.mlu, 6),
             "mlu_quantized": round(stage.te.result.mlu_quantized, 6),
@@ -442,9 +440,8 @@ class StageExecutor:
             inputs = self.te_inputs()
             circuits = usable_circuits(self.fabric, stage.before, inputs.drained_ports, inputs.blocks_out)
             circuits -= inputs.down
-            stage.te = self.te.run(
-                circuits, demand_without(inputs.matrix, inputs.blocks_out), stage.prefix("rollback")
-            )
+            demand = inputs.demand.without(inputs.blocks_out)
+            stage.te = self.te.run(circuits, demand, stage.prefix("rollback"))
         except (SouthboundError, HeliostatError) as exc:
             final = f"{reason}; the rollback failed too: {exc}"
             log.error("intent %d: %s", stage.intent_id, final)

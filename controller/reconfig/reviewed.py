@@ -4,13 +4,15 @@
 applies that plan, stage for stage, or is refused with the reason when it no longer fits the
 fabric: the circuits are not the ones it started from, a reconfiguration is in flight, or a
 stage would no longer keep the staging rule on today's prediction. Pure (the check takes the
-state as arguments); the store lives in the daemon's loop thread.
+state as arguments); the store is shared by the dry-run worker (which adds) and the loop
+(which applies), under a lock.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,17 +60,20 @@ class ReviewedPlans:
     def __init__(self, keep: int = KEPT_PLANS) -> None:
         self.keep = keep
         self._plans: OrderedDict[str, ReviewedPlan] = OrderedDict()
+        self._lock = threading.Lock()
 
     def add(self, plan: dict[str, Any], start: frozenset[Circuit]) -> str:
         plan_id = plan_id_of(plan, start)
-        self._plans[plan_id] = ReviewedPlan(plan_id, plan, frozenset(start))
-        self._plans.move_to_end(plan_id)
-        while len(self._plans) > self.keep:
-            self._plans.popitem(last=False)
+        with self._lock:
+            self._plans[plan_id] = ReviewedPlan(plan_id, plan, frozenset(start))
+            self._plans.move_to_end(plan_id)
+            while len(self._plans) > self.keep:
+                self._plans.popitem(last=False)
         return plan_id
 
     def get(self, plan_id: str) -> ReviewedPlan:
-        found = self._plans.get(plan_id)
+        with self._lock:
+            found = self._plans.get(plan_id)
         if found is None:
             raise PlanNotFound(
                 f"no reviewed plan {plan_id!r}: the controller keeps the last {self.keep} dry runs' "

@@ -84,6 +84,8 @@ class ReplayResult:
     routing: list[RoutingState] = field(default_factory=list)  # every change, with its time
     te_runs: int = 0
     blackholed_bytes: float = 0.0
+    toe_checks: int = 0  # ToE proposals the policy judged (applied or not)
+    toe_failures: dict[str, int] = field(default_factory=dict)  # why a proposal failed -> count
 
     def ratios(self) -> np.ndarray:
         return np.array([s.ratio for s in self.snapshots if s.ratio is not None])
@@ -123,6 +125,8 @@ class ReplayEngine:
         self._outcomes: list[tuple[int, str]] = []
         self._windows: list[list[float | None]] = []  # [start, end] of each reconfiguration
         self._changed = 0
+        self._toe_checks = 0
+        self._toe_failures: dict[str, int] = {}
 
     def run(self) -> ReplayResult:
         with tempfile.TemporaryDirectory(prefix="heliostat-replay-") as tmp:
@@ -165,8 +169,15 @@ class ReplayEngine:
 
     def _event(self, kind: str, details: dict[str, object]) -> None:
         """The daemon's events (the demo prints the same ones): reconfigurations and their steps."""
-        if kind == "toe" and details.get("apply"):
-            self._changed += _int(details.get("changed"))
+        if kind == "toe":
+            reason = str(details.get("reason", ""))
+            if reason.startswith("failed: "):
+                why = reason.removeprefix("failed: ")
+                self._toe_failures[why] = self._toe_failures.get(why, 0) + 1
+            elif not reason.startswith("skipped: "):
+                self._toe_checks += 1
+            if details.get("apply"):
+                self._changed += _int(details.get("changed"))
         elif kind == "step" and details.get("step") == "drain" and details.get("event") == "started":
             intent = _int(details.get("intent"))
             if self._reconfig is None or self._reconfig.intent != intent:
@@ -229,6 +240,8 @@ class ReplayEngine:
             routing=list(history),
             te_runs=daemon.te_runs,
             blackholed_bytes=self.devices.blackholed_bytes,
+            toe_checks=self._toe_checks,
+            toe_failures=dict(self._toe_failures),
         )
 
 
@@ -243,6 +256,7 @@ def _int(value: object) -> int:
 def replay_settings(config: ControllerConfig, toe: bool) -> dict[str, object]:
     """The settings a replay ran with, as its report names them."""
     return {
+        "te": config.te.describe(),
         "te_interval_s": config.intervals.te_interval,
         "prediction_window_s": config.intervals.prediction_window,
         "te_matrix_change": config.thresholds.te_matrix_change,

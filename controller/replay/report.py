@@ -44,6 +44,8 @@ def summary_json(result: ReplayResult) -> dict[str, Any]:
         "mlu_optimal_mean": float(np.mean([s.mlu_optimal for s in judged])) if judged else None,
         "mlu_p99": float(np.percentile([s.mlu for s in judged], 99)) if judged else None,
         "te_runs": result.te_runs,
+        "toe_checks": result.toe_checks,
+        "toe_failures": sum(result.toe_failures.values()),
         "reconfigurations": result.reconfigurations,
         "reconfigurations_rolled_back": result.reconfigurations_rolled_back,
         "circuits_changed": result.circuits_changed,
@@ -62,6 +64,7 @@ def replay_json(result: ReplayResult) -> dict[str, Any]:
             {"time": s.time, "mlu": s.mlu, "mlu_optimal": s.mlu_optimal, "reconfiguring": s.reconfiguring}
             for s in result.snapshots
         ],
+        "toe_failures": result.toe_failures,
         "stage_checks": [
             {
                 "time": c.time,
@@ -90,9 +93,12 @@ def replay_table(result: ReplayResult) -> str:
         f"  mean {fmt(r['mean'])}  p50 {fmt(r['p50'])}  p90 {fmt(r['p90'])}  p99 {fmt(r['p99'])}  "
         f"max {fmt(r['max'])}",
         f"MLU: mean {fmt(s['mlu_mean'])}  p99 {fmt(s['mlu_p99'])}; optimal mean {fmt(s['mlu_optimal_mean'])}",
-        f"reconfigurations: {s['reconfigurations']} ({s['reconfigurations_rolled_back']} rolled back), "
+        f"ToE: {s['toe_checks']} proposals judged, {s['toe_failures']} failed; reconfigurations: "
+        f"{s['reconfigurations']} ({s['reconfigurations_rolled_back']} rolled back), "
         f"{s['circuits_changed']} circuits changed",
     ]
+    for why, count in sorted(result.toe_failures.items(), key=lambda kv: -kv[1])[:3]:
+        lines.append(f"  ToE failed {count}x: {why}")
     if s["stage_checks"]:
         lines.append(
             f"staging rule on the traffic while stages ran: kept {s['stage_checks_kept']} "
@@ -100,7 +106,10 @@ def replay_table(result: ReplayResult) -> str:
         )
     if s["blackholed_bytes"]:
         lines.append(f"blackholed: {s['blackholed_bytes']:.0f} bytes")
-    lines.append("settings: " + ", ".join(f"{k} {v}" for k, v in result.settings.items()))
+    te = result.settings.get("te", {})
+    if isinstance(te, dict):
+        lines.append("te: " + ", ".join(f"{k} {v}" for k, v in te.items()))
+    lines.append("settings: " + ", ".join(f"{k} {v}" for k, v in result.settings.items() if k != "te"))
     return "\n".join(lines)
 
 

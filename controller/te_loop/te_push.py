@@ -24,7 +24,7 @@ from controller.te_loop.transition import (
     source_loads,
 )
 from optimizer.fabric import Fabric
-from optimizer.te import TeResult, TeSolver
+from optimizer.te import RecentDemand, TePolicy, TeResult, TeSolver, route
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 
@@ -91,28 +91,50 @@ class TePusher:
     a warning when neither keeps the bound within that limit.
     """
 
-    def __init__(self, fabric: Fabric, drivers: FabricPort, mix_floor: float = 0.8) -> None:
+    def __init__(
+        self, fabric: Fabric, drivers: FabricPort, mix_floor: float = 0.8, policy: TePolicy | None = None
+    ) -> None:
         self.fabric = fabric
         self.drivers = drivers
-        self.solver = TeSolver(fabric)
+        self.policy = policy or TePolicy()
+        self.solver = TeSolver(
+            fabric,
+            hedge=self.policy.hedge,
+            table_size=self.policy.table_size,
+            max_oversubscription=self.policy.max_oversubscription,
+        )
+        # min-MLU without a hedge, as staging checks it: the MLU figures and a stage's drain
+        self.exact = TeSolver(
+            fabric, table_size=self.policy.table_size, max_oversubscription=self.policy.max_oversubscription
+        )
         self.mix_floor = mix_floor
         self.pushed: GroupTables | None = None
         self._lock = threading.Lock()
 
-    def solve(self, circuits: Iterable[Circuit], matrix: TrafficMatrix) -> TeResult:
+    def solve(self, circuits: Iterable[Circuit], demand: RecentDemand, for_latest: bool = False) -> TeResult:
+        """TE on ``circuits`` for the recent demand, as the policy says (see :mod:`optimizer.te.policy`).
+
+        ``for_latest``: the min-MLU routing of the latest matrix instead (no hedge), whatever the
+        policy: a stage's drain routes for the matrix its staging rule was checked against, so
+        that the rule holds on it (the policy's routing, planned for the next interval, comes
+        back at the undrain).
+        """
         topology = Topology.from_circuits(self.fabric, circuits)
         with self._lock:
-            return self.solver.solve(topology, matrix, ())
+            if for_latest:
+                return self.exact.solve(topology, demand.latest)
+            return route(self.solver, topology, demand, self.policy)
 
     def min_mlu(self, topology: Topology, matrix: TrafficMatrix) -> float:
+        """The LP optimum of ``matrix`` on ``topology`` (no hedge: the figure staging checks)."""
         with self._lock:
-            return self.solver.min_mlu(topology, matrix, ())
+            return self.exact.min_mlu(topology, matrix, ())
 
-    def run(self, circuits: Iterable[Circuit], matrix: TrafficMatrix, request_prefix: str) -> TeRun:
+    def run(self, circuits: Iterable[Circuit], demand: RecentDemand, request_prefix: str) -> TeRun:
         circuits = frozenset(circuits)
         started = time.monotonic()
-        result = self.solve(circuits, matrix)
-        return self.push(result, circuits, request_prefix, matrix, solve_s=time.monotonic() - started)
+        result = self.solve(circuits, demand)
+        return self.push(result, circuits, request_prefix, demand.latest, solve_s=time.monotonic() - started)
 
     def push(
         self,

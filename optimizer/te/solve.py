@@ -34,6 +34,13 @@ from optimizer.te.paths import (
     commodities_of,
     path_loads,
 )
+from optimizer.te.scenarios import (
+    WARM_STEPS,
+    PathOperator,
+    ScenarioPlanner,
+    capacity_split,
+    path_caps,
+)
 from optimizer.te.wcmp import (
     DEFAULT_MAX_OVERSUBSCRIPTION,
     DEFAULT_TABLE_SIZE,
@@ -129,6 +136,7 @@ class TeResult:
     lp_rounds: int
     lp_optimal: bool = True  # False only if column generation hit its round limit
     equal_split_groups: int = 0  # groups that fell back to ECMP over all their paths
+    method: str = "min_mlu"  # what the split was planned for (min_mlu, or the scenario solve)
 
     @property
     def scale_factor(self) -> float | None:
@@ -178,7 +186,12 @@ class TeResult:
                 "mlu": round(self.baseline_mlu, 6) if np.isfinite(self.baseline_mlu) else None,
                 "kind": "uniform mesh, ECMP over all paths",
             },
-            "solver": {"columns": self.lp_columns, "rounds": self.lp_rounds, "optimal": self.lp_optimal},
+            "solver": {
+                "columns": self.lp_columns,
+                "rounds": self.lp_rounds,
+                "optimal": self.lp_optimal,
+                "method": self.method,
+            },
             "equal_split_groups": self.equal_split_groups,
         }
 
@@ -218,6 +231,18 @@ def _instance(
     return _Instance(graph, pairs, comm, rows, comm_paths)
 
 
+def _rows(paths: CandidatePaths, rows: np.ndarray) -> CandidatePaths:
+    return CandidatePaths(
+        paths.src[rows],
+        paths.dst[rows],
+        paths.valid[rows],
+        paths.first[rows],
+        paths.second[rows],
+        paths.bottleneck_gbps[rows],
+        paths.hops[rows],
+    )
+
+
 def _check_parameters(hedge: float | None, table_size: int, max_oversubscription: float) -> None:
     if hedge is not None and not 0.0 < hedge <= 1.0:
         raise ConfigError("<te>", "hedge", f"must be in (0, 1], got {hedge}")
@@ -233,8 +258,12 @@ def _mlu(graph: LinkGraph, paths: CandidatePaths, flow_gbps: np.ndarray) -> tupl
     return (float(utilisation.max()) if len(utilisation) else 0.0), load
 
 
-def ecmp_mlu(fabric: Fabric, tm: TrafficMatrix, spine: Sequence[SpineSwitch] | None = None,
-             topology: Topology | None = None) -> float:
+def ecmp_mlu(
+    fabric: Fabric,
+    tm: TrafficMatrix,
+    spine: Sequence[SpineSwitch] | None = None,
+    topology: Topology | None = None,
+) -> float:
     """MLU when every pair splits its traffic equally over all its paths (default: the mesh)."""
     topology = mesh_topology(fabric) if topology is None else topology
     graph = build_link_graph(fabric, topology, spine)
@@ -283,6 +312,8 @@ class TeSolver:
         self.max_oversubscription = max_oversubscription
         self._pool: PathPool | None = None
         self._mesh: Topology | None = None
+        self._scenarios = ScenarioPlanner()  # the routing in force, for the next scenario solve
+        self._operator_cache: tuple[tuple[bytes, bytes, bytes], PathOperator] | None = None
 
     @property
     def mesh(self) -> Topology:
@@ -302,28 +333,108 @@ class TeSolver:
         topology = self.mesh if topology is None else topology
         inst = _instance(self.fabric, topology, tm, spine)
         lp = self._solve_lp(inst)
-        return self._plan(inst, topology, spine, lp)
+        return self._plan_lp(inst, topology, spine, lp)
 
     def _solve_lp(self, inst: _Instance) -> LpSolution:
         lp, self._pool = solve_path_lp(inst.graph, inst.comm, inst.comm_paths, self.hedge, self._pool)
         return lp
 
-    def _plan(
+    def solve_scenarios(
+        self,
+        topology: Topology | None,
+        matrices: Sequence[TrafficMatrix],
+        spine: Sequence[SpineSwitch] | None = None,
+        warm_steps: int = WARM_STEPS,
+    ) -> TeResult:
+        """One routing for the recent ``matrices`` together (oldest first): the sample-average
+        TE of :mod:`optimizer.te.scenarios`, capped by this solver's hedge, warm-started from
+        the previous scenario solve on the same paths. Figures (MLU, links, stretch) are of the
+        newest matrix, which the result is judged on as any other TE result."""
+        topology = self.mesh if topology is None else topology
+        latest = matrices[-1]
+        inst = _instance(self.fabric, topology, latest, spine)
+        pairs = inst.pairs
+        blocks = self.fabric.block_names
+        demands = np.array([m.gbps[pairs.src, pairs.dst] for m in matrices if m.blocks == blocks])
+        active = demands.sum(axis=1) > 0
+        if not active.any():
+            fractions = capacity_split(pairs)
+            iterations, objective, used = 0, 0.0, 0
+        else:
+            demands = demands[active]
+            check_routable(_rows(pairs, np.flatnonzero(demands.max(axis=0) > 0)), inst.graph)
+            operator = self._operator(inst)
+
+            def lp_start() -> np.ndarray:
+                return self._lp_fractions(inst, self._solve_lp(inst))
+
+            solved, used = self._scenarios.plan(
+                operator, demands, path_caps(pairs, self.hedge), lp_start, warm_steps
+            )
+            fractions, iterations, objective = solved.fractions, solved.iterations, solved.objective
+        flow = fractions[inst.comm_rows] * inst.comm.demand_gbps[:, None]
+        mlu, _ = _mlu(inst.graph, inst.comm_paths, flow)
+        return self._plan(
+            inst,
+            topology,
+            spine,
+            fractions,
+            mlu,
+            flow,
+            columns=int(pairs.valid.sum()),
+            rounds=iterations,
+            optimal=True,
+            method=f"scenarios ({used} matrices, mean ratio {objective:.4f})",
+        )
+
+    def _operator(self, inst: _Instance) -> PathOperator:
+        key = (
+            inst.graph.capacity_gbps.tobytes(),
+            inst.graph.link_src.tobytes(),
+            inst.graph.link_dst.tobytes(),
+        )
+        if self._operator_cache is None or self._operator_cache[0] != key:
+            self._operator_cache = (key, PathOperator(inst.graph, inst.pairs))
+        return self._operator_cache[1]
+
+    @staticmethod
+    def _lp_fractions(inst: _Instance, lp: LpSolution) -> np.ndarray:
+        """Every pair's split: the LP's where there is demand, else by path capacity."""
+        fractions = capacity_split(inst.pairs)
+        if inst.comm.count:
+            fractions[inst.comm_rows] = lp.flow_gbps / inst.comm.demand_gbps[:, None]
+        return fractions
+
+    def _plan_lp(
         self,
         inst: _Instance,
         topology: Topology,
         spine: Sequence[SpineSwitch] | None,
         lp: LpSolution,
     ) -> TeResult:
+        """The LP's split where there is demand, else in proportion to path capacity (the
+        oblivious hedge) so that unforeseen traffic still spreads."""
+        fractions = self._lp_fractions(inst, lp)
+        return self._plan(
+            inst, topology, spine, fractions, lp.mlu, lp.flow_gbps, lp.columns, lp.rounds, lp.optimal
+        )
+
+    def _plan(
+        self,
+        inst: _Instance,
+        topology: Topology,
+        spine: Sequence[SpineSwitch] | None,
+        fractions: np.ndarray,
+        mlu: float,
+        planned_flow: np.ndarray,
+        columns: int,
+        rounds: int,
+        optimal: bool,
+        method: str = "min_mlu",
+    ) -> TeResult:
+        """Integer weights for ``fractions`` (every pair's split over its paths) and the
+        figures; ``mlu`` and ``planned_flow`` are the fractional plan's on the matrix."""
         graph, pairs, comm = inst.graph, inst.pairs, inst.comm
-        # Fractions per pair: the LP's split where there is demand, else in proportion to
-        # path capacity (the oblivious hedge) so that unforeseen traffic still spreads.
-        capacity_sum = pairs.capacity_sum()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            oblivious = pairs.bottleneck_gbps / capacity_sum[:, None]
-        fractions = np.where(capacity_sum[:, None] > 0, oblivious, 0.0)
-        if comm.count:
-            fractions[inst.comm_rows] = lp.flow_gbps / comm.demand_gbps[:, None]
         reduced = reduce_weights(fractions, self.table_size, self.max_oversubscription)
         weights, equal_split = self._fallback_to_equal_split(inst, fractions, reduced)
         if equal_split.any():
@@ -333,7 +444,7 @@ class TeSolver:
         group_oversubscription = oversubscription(weights, fractions)
         quantised_flow = _weighted_flow(comm.demand_gbps, weights[inst.comm_rows])
         mlu_quantized, load = _mlu(graph, inst.comm_paths, quantised_flow)
-        _, lp_load = _mlu(graph, inst.comm_paths, lp.flow_gbps)
+        _, lp_load = _mlu(graph, inst.comm_paths, planned_flow)
         if topology is self.mesh:
             mesh_graph, mesh_paths = graph, inst.comm_paths
         else:
@@ -352,19 +463,20 @@ class TeSolver:
             hedge=self.hedge,
             table_size=self.table_size,
             max_oversubscription=self.max_oversubscription,
-            mlu=lp.mlu,
+            mlu=mlu,
             mlu_quantized=mlu_quantized,
             stretch=_stretch(inst.comm_paths, quantised_flow),
-            stretch_lp=_stretch(inst.comm_paths, lp.flow_gbps),
+            stretch_lp=_stretch(inst.comm_paths, planned_flow),
             oversubscription=float(with_demand.max()) if len(with_demand) else 1.0,
             groups=groups,
             links=_links(graph, load, lp_load),
             baseline_mlu=_ecmp_mlu(mesh_graph, comm, mesh_paths),
             total_demand_gbps=float(comm.demand_gbps.sum()),
-            lp_columns=lp.columns,
-            lp_rounds=lp.rounds,
-            lp_optimal=lp.optimal,
+            lp_columns=columns,
+            lp_rounds=rounds,
+            lp_optimal=optimal,
             equal_split_groups=int(equal_split.sum()),
+            method=method,
         )
 
     def _fallback_to_equal_split(
@@ -415,9 +527,7 @@ def _groups(
     for row, end in enumerate(ends):
         if end == begin:
             continue
-        hops = tuple(
-            NextHop(nodes[vias_list[i]], weight_list[i], share_list[i]) for i in range(begin, end)
-        )
+        hops = tuple(NextHop(nodes[vias_list[i]], weight_list[i], share_list[i]) for i in range(begin, end))
         groups.append(
             Group(
                 nodes[src[row]],
@@ -438,8 +548,12 @@ def _links(graph: LinkGraph, load: np.ndarray, lp_load: np.ndarray) -> tuple[Lin
     return tuple(
         LinkUtilisation(nodes[s], nodes[d], float(c), float(q), float(q / c), float(p / c))
         for s, d, c, q, p in zip(
-            graph.link_src.tolist(), graph.link_dst.tolist(), caps.tolist(), load.tolist(),
-            lp_load.tolist(), strict=True,
+            graph.link_src.tolist(),
+            graph.link_dst.tolist(),
+            caps.tolist(),
+            load.tolist(),
+            lp_load.tolist(),
+            strict=True,
         )
     )
 

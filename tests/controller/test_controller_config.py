@@ -18,6 +18,7 @@ from controller.config import (
 from controller.reconfig.journal import StepName
 from optimizer.config import load_fabric
 from optimizer.errors import ConfigError
+from optimizer.te import Predictor, TeMethod, TePolicy
 from tests.support import ROOT
 
 CONTROLLER_FILES = sorted((ROOT / "configs").glob("controller*.yaml"))
@@ -79,8 +80,10 @@ def test_relative_paths_are_resolved_against_the_config_file(tmp_path: Path) -> 
 
 def test_the_northbound_tls_files_are_relative_to_the_config_and_read_at_load(tmp_path: Path) -> None:
     (tmp_path / "certs").mkdir()
-    for name in ("api.pem", "api-key.pem", "ca.pem"):
-        (tmp_path / "certs" / name).write_text("PEM")
+    cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    key = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"
+    for name, text in (("api.pem", cert), ("api-key.pem", key), ("ca.pem", cert)):
+        (tmp_path / "certs" / name).write_text(text)
     path = tmp_path / "controller.yaml"
     listen = "listen:\n  northbound_tls:\n    cert: certs/api.pem\n    key: certs/api-key.pem\n"
     path.write_text(f"fabric: f.yaml\ndevices: d.yaml\nstore: j.db\n{listen}")
@@ -88,7 +91,18 @@ def test_the_northbound_tls_files_are_relative_to_the_config_and_read_at_load(tm
     assert tls is not None and tls.client_ca is None
     assert (tls.cert, tls.key) == (tmp_path / "certs" / "api.pem", tmp_path / "certs" / "api-key.pem")
     path.write_text(f"fabric: f.yaml\ndevices: d.yaml\nstore: j.db\n{listen}    client_ca: certs/ca.pem\n")
-    assert load_controller_config(path).listen.northbound_tls.client_ca == tmp_path / "certs" / "ca.pem"
+    with pytest.raises(ConfigError, match=r"listen\.northbound_tls\.operators: required with client_ca"):
+        load_controller_config(path)
+    roles = "    operators: [alice]\n    readers: [grafana, prometheus]\n"
+    top = "fabric: f.yaml\ndevices: d.yaml\nstore: j.db\n"
+    path.write_text(f"{top}{listen}    client_ca: certs/ca.pem\n{roles}")
+    listen_config = load_controller_config(path).listen
+    assert listen_config.northbound_tls.client_ca == tmp_path / "certs" / "ca.pem"
+    assert listen_config.northbound_roles.operators == {"alice"}
+    assert listen_config.northbound_roles.readers == {"grafana", "prometheus"}
+    (tmp_path / "certs" / "ca.pem").write_bytes(b"\x30\x82\x01\x0a")  # DER, not PEM
+    with pytest.raises(ConfigError, match=r"listen\.northbound_tls\.client_ca: .*not a PEM certificate"):
+        load_controller_config(path)
     (tmp_path / "certs" / "api-key.pem").unlink()
     with pytest.raises(ConfigError, match=r"listen\.northbound_tls\.key: cannot read"):
         load_controller_config(path)
@@ -102,6 +116,16 @@ def test_every_step_has_a_timeout() -> None:
         timeouts.for_step("reboot")
     with pytest.raises(KeyError):
         timeouts.for_step("toe_solve")  # a solver budget, not an executor step
+
+
+def test_the_te_section_sets_the_policy_the_daemon_routes_with() -> None:
+    config = controller_config_from_dict(
+        with_section("te", method="min_mlu", predictor="peak", window=12, hedge=0.5, table_size=64),
+        "c",
+        Path("/"),
+    )
+    assert config.te == TePolicy(TeMethod.MIN_MLU, Predictor.PEAK, 12, 0.5, 64)
+    assert controller_config_from_dict(with_section("te", hedge=None), "c", Path("/")).te.hedge is None
 
 
 def test_the_toe_solver_budget_is_configured_under_timeouts() -> None:
@@ -131,16 +155,31 @@ def test_the_toe_solver_budget_is_configured_under_timeouts() -> None:
         (with_section("timeouts", toe_solve=0), "timeouts.toe_solve", "must be > 0"),
         (with_section("timeouts", toe_solve=".inf"), "timeouts.toe_solve", "expected a number"),
         (with_section("timeouts", toe_solve=float("inf")), "timeouts.toe_solve", "must be a finite number"),
+        (with_section("te", method="oracle"), "te.method", "expected one of"),
+        (with_section("te", predictor="future"), "te.predictor", "expected one of last, peak"),
+        (with_section("te", window=0), "te.window", "must be >= 1"),
+        (with_section("te", window=10**6), "te.window", "at most 1024"),
+        (with_section("te", hedge=1.5), "te.hedge", "must be in (0, 1]"),
+        (with_section("te", hedge=0), "te.hedge", "must be > 0"),
+        (with_section("te", table_size=10**9), "te.table_size", "at most 65536"),
+        (with_section("te", max_oversubscription=0.9), "te.max_oversubscription", ">= 1.0"),
+        (with_section("te", hedging=0.5), "te.hedging", "unknown key"),
         (with_section("listen", northbound="localhost"), "listen.northbound", "host:port"),
         (with_section("listen", metrics="0.0.0.0:99999"), "listen.metrics", "0 to 65535"),
         (with_section("listen", metrics=":9100"), "listen.metrics", "host is empty"),
         ({**MINIMAL, "listen": [1]}, "listen", "expected a mapping"),
         (with_section("listen", northbound_tls="on"), "listen.northbound_tls", "expected a mapping"),
         (with_section("listen", northbound_tls={"cert": "c.pem"}), "listen.northbound_tls.key", "missing"),
-        (with_section("listen", northbound_tls={"cert": "c", "key": "k", "ca": "a"}),
-         "listen.northbound_tls.ca", "unknown key"),
-        (with_section("listen", northbound_tls={"cert": "/nonexistent/c.pem", "key": "k"}),
-         "listen.northbound_tls.cert", "cannot read /nonexistent/c.pem"),
+        (
+            with_section("listen", northbound_tls={"cert": "c", "key": "k", "ca": "a"}),
+            "listen.northbound_tls.ca",
+            "unknown key",
+        ),
+        (
+            with_section("listen", northbound_tls={"cert": "/nonexistent/c.pem", "key": "k"}),
+            "listen.northbound_tls.cert",
+            "cannot read /nonexistent/c.pem",
+        ),
     ],
 )
 def test_errors_name_the_file_and_the_key(data: dict, key: str, problem: str) -> None:

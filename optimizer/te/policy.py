@@ -1,0 +1,130 @@
+"""How TE turns the recent measured matrices into routing: the daemon's ``te:`` settings.
+
+A controller never routes the matrix it measured: the weights it computes now carry the
+next interval's traffic. :class:`TePolicy` says what TE plans for, from
+:class:`RecentDemand` (the last measurements, newest last):
+
+- ``method: min_mlu`` routes one predicted matrix by the min-MLU LP, the ``predictor``
+  choosing it: ``last`` (the latest measurement) or ``peak`` (per pair, the peak of the
+  last ``window``, as Jupiter's TE does);
+- ``method: scenarios`` routes the last ``window`` measurements together: the routing whose
+  MLU on each, relative to that matrix's own best, is lowest on average
+  (:mod:`optimizer.te.scenarios`).
+
+``hedge`` caps each path's share of a pair in both (see :func:`optimizer.te.lp.hedge_bounds`).
+
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+
+from optimizer.errors import ConfigError
+from optimizer.te.solve import TeResult, TeSolver
+from optimizer.te.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION, DEFAULT_TABLE_SIZE
+from optimizer.topology import Topology
+from optimizer.traffic import TrafficMatrix
+
+
+class TeMethod(StrEnum):
+    MIN_MLU = "min_mlu"  # one predicted matrix, min-MLU LP (optionally hedged)
+    SCENARIOS = "scenarios"  # the recent matrices together (optimizer.te.scenarios)
+
+
+class Predictor(StrEnum):
+    LAST = "last"
+    PEAK = "peak"
+
+
+#: Measurements of history a policy may ask for (each is one matrix per TE cycle).
+MAX_WINDOW = 1024
+
+
+@dataclass(frozen=True)
+class TePolicy:
+    """The default is what measured best on real traffic (``benchmarks/RESULTS_replay.md``):
+    the scenario method over the last 12 measurements with the hedge S = 0.5."""
+
+    method: TeMethod = TeMethod.SCENARIOS
+    predictor: Predictor = Predictor.LAST  # min_mlu only
+    window: int = 12  # measurements of history the method reads
+    hedge: float | None = None  # S in (0, 1]; None: no cap
+    table_size: int = DEFAULT_TABLE_SIZE
+    max_oversubscription: float = DEFAULT_MAX_OVERSUBSCRIPTION
+
+    def __post_init__(self) -> None:
+        source = "<te policy>"
+        if not 1 <= self.window <= MAX_WINDOW:
+            raise ConfigError(source, "window", f"must be from 1 to {MAX_WINDOW}, got {self.window}")
+        if self.hedge is not None and not 0.0 < self.hedge <= 1.0:
+            raise ConfigError(source, "hedge", f"must be in (0, 1], got {self.hedge}")
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "method": self.method.value,
+            "predictor": self.predictor.value,
+            "window": self.window,
+            "hedge": self.hedge,
+            "table_size": self.table_size,
+            "max_oversubscription": self.max_oversubscription,
+        }
+
+
+@dataclass(frozen=True)
+class RecentDemand:
+    """The latest measured matrices over the same blocks, oldest first (at least one)."""
+
+    matrices: tuple[TrafficMatrix, ...]
+
+    def __post_init__(self) -> None:
+        if not self.matrices:
+            raise ValueError("RecentDemand needs at least one matrix")
+        blocks = self.matrices[-1].blocks
+        if any(m.blocks != blocks for m in self.matrices):
+            raise ValueError("the recent matrices are over different blocks")
+
+    @classmethod
+    def of(cls, matrix: TrafficMatrix) -> RecentDemand:
+        return cls((matrix,))
+
+    @property
+    def latest(self) -> TrafficMatrix:
+        return self.matrices[-1]
+
+    def last(self, count: int) -> tuple[TrafficMatrix, ...]:
+        return self.matrices[-count:]
+
+    def without(self, blocks_out: Iterable[str]) -> RecentDemand:
+        """Every matrix with the rows and columns of ``blocks_out`` zeroed."""
+        names = self.latest.blocks
+        out = [names.index(b) for b in blocks_out if b in names]
+        if not out:
+            return self
+        return RecentDemand(tuple(_zeroed(m, out) for m in self.matrices))
+
+
+def _zeroed(matrix: TrafficMatrix, rows: Sequence[int]) -> TrafficMatrix:
+    gbps = np.array(matrix.gbps, dtype=np.float64, copy=True)
+    gbps[rows, :] = 0.0
+    gbps[:, rows] = 0.0
+    return TrafficMatrix(matrix.blocks, gbps)
+
+
+def predicted_matrix(demand: RecentDemand, policy: TePolicy) -> TrafficMatrix:
+    """The one matrix a ``min_mlu`` policy routes: the latest, or the per-pair peak of the window."""
+    if policy.predictor is Predictor.LAST:
+        return demand.latest
+    window = demand.last(policy.window)
+    return TrafficMatrix(demand.latest.blocks, np.max([m.gbps for m in window], axis=0))
+
+
+def route(solver: TeSolver, topology: Topology, demand: RecentDemand, policy: TePolicy) -> TeResult:
+    """The TE plan ``policy`` gives for ``demand`` on ``topology`` (spine paths included)."""
+    if policy.method is TeMethod.SCENARIOS:
+        return solver.solve_scenarios(topology, demand.last(policy.window))
+    return solver.solve(topology, predicted_matrix(demand, policy))
