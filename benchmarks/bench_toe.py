@@ -51,7 +51,11 @@ NOTES = [
     "  (`plan_topology`) took 3-21 s at 64 blocks.",
     "",
 ]
-TARGETS = {"seconds_64": 60.0, "rss_gb": 4.0, "bound_ratio": 0.98, "change_ratio": 1.03}
+TARGETS = {"seconds_64": 20.0, "rss_gb": 4.0, "bound_ratio": 0.98, "wiring_ratio_64": 1.35}
+#: Hot cases: matrices scaled so that the uniform mesh serves them at this MLU (over the 0.8
+#: stage limit), where ToE has to gain throughput through a fabric that is already hot.
+HOT_MLU = 0.95
+HOT_KINDS = ("pairs", "hotspot")
 
 
 def fabric_for(n: int) -> Any:
@@ -113,8 +117,60 @@ def run_size(n: int) -> dict[str, Any]:
             }
         )
         current = m.circuits
+    kinds = HOT_KINDS if n < 64 else ("hotspot",)  # see the notes: one TE solve of "pairs" takes minutes
+    hot = [hot_case(fabric, mesh_circuits, mesh_solver, kind) for kind in kinds]
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"blocks": n, "steps": steps, "peak_rss_mb": peak_kb / 1024.0}
+    return {"blocks": n, "steps": steps, "hot": hot, "peak_rss_mb": peak_kb / 1024.0}
+
+
+def hot_case(fabric: Any, mesh_circuits: Any, mesh_solver: Any, kind: str) -> dict[str, Any]:
+    """From the mesh, a matrix the mesh serves at ``HOT_MLU``: the MLU before, reached, planned
+    and the LP bound's (1 / the relaxation's scale), and whether the whole plan was staged."""
+    from optimizer.errors import InfeasibleError
+    from optimizer.toe import plan_reconfiguration
+    from optimizer.topology import mesh_topology
+    from optimizer.traffic import hotspot_matrix
+
+    tm = paired_matrix(fabric, seed=1) if kind == "pairs" else hotspot_matrix(fabric, seed=1, load=LOAD)
+    tm = tm.scaled(HOT_MLU / mesh_solver.min_mlu(mesh_topology(fabric), tm))
+    started = time.perf_counter()
+    try:
+        plan = plan_reconfiguration(fabric, tm, mesh_circuits)
+    except InfeasibleError as exc:
+        return {"kind": kind, "seconds": time.perf_counter() - started, "error": str(exc)[:200]}
+    seconds = time.perf_counter() - started
+    staging, toe = plan.staging, plan.toe
+    relaxed = toe.throughput_scale_relaxed
+    return {
+        "kind": kind,
+        "seconds": seconds,
+        "mlu_before": staging.start_mlu,
+        "mlu_reached": staging.final_mlu,
+        "mlu_target": toe.mlu,
+        "mlu_bound": None if relaxed is None else 1.0 / relaxed,
+        "complete": staging.complete,
+        "stages": len(staging.stages),
+        "worst_drained_over_limit": max(
+            (s.mlu_drained / max(staging.threshold, s.mlu_start) for s in staging.stages), default=0.0
+        ),
+    }
+
+
+def paired_matrix(fabric: Any, seed: int) -> Any:
+    """Blocks paired at random, each pair exchanging both ways, over a light uniform background
+    (2%): the mesh needs a transit hop for most of it, a topology joining the pairs does not."""
+    import numpy as np
+
+    from optimizer.traffic import TrafficMatrix
+
+    n = fabric.n_blocks
+    order = np.random.default_rng(seed).permutation(n)
+    arr = np.full((n, n), 0.02)
+    np.fill_diagonal(arr, 0.0)
+    for k in range(0, n - 1, 2):
+        a, b = order[k], order[k + 1]
+        arr[a, b] = arr[b, a] = 1.0
+    return TrafficMatrix(fabric.block_names, arr)
 
 
 def run_child(n: int) -> dict[str, Any]:
@@ -143,6 +199,28 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def hot_table(results: list[dict[str, Any]]) -> str:
+    head = (
+        "| blocks | matrix | time (s) | MLU mesh | MLU reached | MLU planned | MLU LP bound "
+        "| whole plan staged | stages | worst drained / limit |"
+    )
+    rows = [head, "|" + "---|" * 10]
+    for r in results:
+        for h in r.get("hot", []):
+            if "error" in h:
+                rows.append(f"| {r['blocks']} | {h['kind']} | {h['seconds']:.2f} | {HOT_MLU} | refused: "
+                            f"{h['error']} | | | | | |")
+                continue
+            bound = "-" if h["mlu_bound"] is None else f"{h['mlu_bound']:.4f}"
+            rows.append(
+                f"| {r['blocks']} | {h['kind']} | {h['seconds']:.2f} | {h['mlu_before']:.4f} "
+                f"| {h['mlu_reached']:.4f} | {h['mlu_target']:.4f} | {bound} "
+                f"| {'yes' if h['complete'] else 'no (a step)'} | {h['stages']} "
+                f"| {h['worst_drained_over_limit']:.4f} |"
+            )
+    return "\n".join(rows)
+
+
 def verdict(results: list[dict[str, Any]]) -> list[str]:
     lines = []
     for r in results:
@@ -150,12 +228,22 @@ def verdict(results: list[dict[str, Any]]) -> list[str]:
             where = f"{r['blocks']} blocks, {s['step']}"
             if s["scale"] < TARGETS["bound_ratio"] * s["bound"]:
                 lines.append(f"MISSED: {where}: scale below 98% of the bound")
-            if s["lower_bound"] and s["removed"] > TARGETS["change_ratio"] * s["lower_bound"]:
-                lines.append(f"MISSED: {where}: removed > 1.03x the lower bound")
+            limit = TARGETS["wiring_ratio_64"]
+            if r["blocks"] == 64 and s["wiring_bound"] and s["removed"] > limit * s["wiring_bound"]:
+                lines.append(f"MISSED: {where}: removed {s['removed'] / s['wiring_bound']:.2f}x the wiring "
+                             f"bound (target {limit}x)")
             if not s["valid"]:
                 lines.append(f"MISSED: {where}: invalid circuits")
             if r["blocks"] == 64 and s["seconds"] > TARGETS["seconds_64"]:
-                lines.append(f"MISSED: {where}: over 60 s")
+                lines.append(f"MISSED: {where}: {s['seconds']:.1f} s, over {TARGETS['seconds_64']:g} s")
+        for h in r.get("hot", []):
+            where = f"{r['blocks']} blocks, hot {h['kind']}"
+            if "error" in h:
+                lines.append(f"MISSED: {where}: no plan ({h['error'][:80]})")
+            elif h["mlu_reached"] >= h["mlu_before"] * (1 - 1e-6):
+                lines.append(f"MISSED: {where}: the MLU did not go down")
+            elif h["worst_drained_over_limit"] > 1 + 1e-6:
+                lines.append(f"MISSED: {where}: a stage drains over its limit")
         if r["peak_rss_mb"] > TARGETS["rss_gb"] * 1024:
             lines.append(f"MISSED: {r['blocks']} blocks: peak RSS over 4 GB")
     return lines or ["all targets met"]
@@ -199,8 +287,23 @@ def main(argv: list[str] | None = None) -> int:
             "",
             table(results),
             "",
-            "Targets (64 blocks <= 60 s and <= 4 GB, scale >= 98% of bound, removed <= 1.03x lower",
-            "bound, every circuit valid):",
+            "Hot cases (issue 13): from the mesh, paired blocks (each pair exchanging both ways, over a",
+            "2% uniform background) and a hotspot matrix,",
+            f"scaled so that the mesh serves them at MLU {HOT_MLU}, over the 0.8 stage limit: every",
+            "stage may drain only to max(0.8, MLU at its start). MLU reached = where the proposed stages",
+            "end (the whole plan, or its best reachable step); planned = ToE's target; LP bound = 1 /",
+            "the relaxation's scale (no topology does better).",
+            "",
+            hot_table(results),
+            "",
+            "The paired matrix is not run at 64 blocks: one TE solve of it on the mesh (`min_mlu`, the",
+            "path LP) did not finish in 3 minutes (measured once, stopped), so neither ToE's",
+            "re-evaluations nor a single staging check would. That is a TE LP question (the path LP",
+            "on a degenerate permutation-like matrix), noted for the TE work.",
+            "",
+            "Targets (issue 13: 64 blocks <= 20 s end to end and <= 4 GB, scale >= 98% of bound,",
+            "removed <= 1.35x the wiring bound at 64 blocks, every circuit valid; hot cases lower the",
+            "MLU with every stage within its limit):",
             "",
             *[f"- {line}" for line in verdict(results)],
             "",

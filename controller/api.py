@@ -78,6 +78,8 @@ class ToeRequestResult:
     dry_run: bool
     message: str
     plan: dict[str, Any] | None = None  # the plan JSON (as ``heliostat toe`` prints it)
+    plan_id: str | None = None  # a dry run's id for ``trigger_toe(plan_id=...)``
+    reconfiguration_id: int | None = None  # the reconfiguration a reviewed plan started
 
 
 class ControllerApi(Protocol):
@@ -101,14 +103,22 @@ class ControllerApi(Protocol):
         """Past and in-flight reconfigurations, newest first (the server checks 1 <= limit)."""
         ...
 
-    def trigger_toe(self, dry_run: bool = False) -> ToeRequestResult: ...
+    def trigger_toe(self, dry_run: bool = False, plan_id: str | None = None) -> ToeRequestResult:
+        """Plan now: a dry run returns the plan and its id; ``plan_id`` applies exactly that plan
+        (ApiError NOT_FOUND for an unknown id, FAILED_PRECONDITION with the reason when it no
+        longer fits the fabric); otherwise ToE is queued for the next cycle."""
+        ...
 
     def pause_toe(self) -> None: ...
 
     def resume_toe(self) -> None: ...
 
-    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool) -> str:
+    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool, force: bool = False) -> str:
         """Drain (``drained=True``) or undrain a block or an OCS; returns what was queued.
+
+        A drain whose predicted MLU would exceed ``max(stage_mlu, MLU now)`` is refused
+        (ApiError FAILED_PRECONDITION with the figure) unless ``force``; draining what is
+        already drained, or undraining what is not, changes nothing and says so.
 
         An unknown name raises ApiError INVALID_ARGUMENT naming the field
         (``name: fabric 'demo-8' has no block 'b9'``). The northbound server refuses empty

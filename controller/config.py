@@ -18,6 +18,7 @@ The accepted form (every section but the three paths is optional; times in secon
       reconfig_gain: 0.1               # ToE acts when the predicted MLU improves by this fraction
       min_reconfig_interval: 3600      # at least this long between two reconfigurations
       stage_mlu: 0.8                   # a stage may not push the MLU above max(this, MLU at its start)
+                                       # (the LP's MLU is held to stage_mlu / 1.02 for integer weights)
       min_qualified_fraction: 0.95     # below this share of new links qualified, the stage rolls back
     te:                                # what TE plans for (optimizer.te.TePolicy)
       method: scenarios                # scenarios (the recent matrices together) or min_mlu
@@ -32,7 +33,7 @@ The accepted form (every section but the three paths is optional; times in secon
       apply_ocs: 60
       qualify: 60
       undrain: 30
-      toe_solve: 60                    # the ToE LP's time budget per proposal, re-plans included
+      toe_solve: 60                    # time budget of one ToE proposal (LP, mapping, staging)
     listen:
       northbound: 127.0.0.1:50051      # gRPC API (host:port; [v6]:port; port 0 picks one)
       northbound_tls:                  # optional; absent means plaintext

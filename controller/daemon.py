@@ -52,6 +52,7 @@ from controller.reconfig.executor import (
 )
 from controller.reconfig.journal import Journal, JournalError, RecoveryPoint
 from controller.reconfig.journal_lock import JournalLock
+from controller.reconfig.reviewed import PlanRefused, ReviewedPlans, apply_problem
 from controller.reconfig.stage_plan import stage_count
 from controller.reconfig.toe_run import Proposal, ToePlanner
 from controller.sensing.estimation import PeakPredictor, RateEstimator, TrafficEstimation
@@ -99,6 +100,14 @@ class DryRun:
     result: Future
 
 
+@dataclass(frozen=True)
+class ApplyReviewed:
+    """A queued request to apply a dry run's plan as it is (the future gets the intent id)."""
+
+    plan_id: str
+    result: Future
+
+
 class Daemon:
     """One controller. ``start()`` then ``run(stop)``; or ``cycle()`` step by step in tests."""
 
@@ -126,7 +135,8 @@ class Daemon:
         self.metrics = metrics or ControllerMetrics()
         self.stop_event = threading.Event()
         self.wake = threading.Event()
-        self.requests: queue.SimpleQueue[dec.Request | DryRun] = queue.SimpleQueue()
+        self.requests: queue.SimpleQueue[dec.Request | DryRun | ApplyReviewed] = queue.SimpleQueue()
+        self.reviewed = ReviewedPlans()  # dry runs' plans (the dry-run worker adds, the loop applies)
         self.fabric = load_plannable_fabric(config.fabric)
         self.board = StatusBoard(self.fabric.name)
         self.settings = dec.Settings(
@@ -339,10 +349,11 @@ class Daemon:
             return False
         return True
 
-    def submit(self, request: dec.Request | DryRun) -> None:
+    def submit(self, request: dec.Request | DryRun | ApplyReviewed) -> None:
         """Queue an operator request once it is durable (controller/operator_requests.py);
-        raises JournalError, and queues nothing, when the journal cannot take it."""
-        if not isinstance(request, DryRun):
+        raises JournalError, and queues nothing, when the journal cannot take it. Dry runs and
+        reviewed plans to apply are answered to a waiting caller and not journaled."""
+        if not isinstance(request, DryRun | ApplyReviewed):
             if self.request_journal is None:
                 raise DaemonError("the daemon is not started")
             self.request_journal.record(request)
@@ -383,8 +394,14 @@ class Daemon:
             toe_paused=self.state.toe_paused,
             maintenance=tuple(str(m) for m in sorted(self.state.maintenance)),
         )
+        for kind in ("block", "ocs"):
+            drained = sum(1 for m in self.state.maintenance if m.kind.value == kind)
+            self.metrics.maintenance.labels(kind).set(drained)
         for dry_run in dry_runs:
-            self._dry_run(dry_run, now)
+            if isinstance(dry_run, ApplyReviewed):
+                self._apply_reviewed(dry_run, now)
+            else:
+                self._dry_run(dry_run, now)
         for action in actions:
             if self.stop_event.is_set():
                 break
@@ -435,16 +452,16 @@ class Daemon:
         self.quarantined = ports_without(merge_ports(self.quarantined, add or {}), remove or {})
         self._journal().put_state(QUARANTINE_KEY, {b: list(p) for b, p in self.quarantined.items()})
 
-    def _drain_requests(self) -> tuple[tuple[dec.Request, ...], list[DryRun]]:
+    def _drain_requests(self) -> tuple[tuple[dec.Request, ...], list[DryRun | ApplyReviewed]]:
         """The requests queued since the last cycle, after any a failed cycle left pending."""
         requests = self._pending
-        dry_runs: list[DryRun] = []
+        dry_runs: list[DryRun | ApplyReviewed] = []
         while True:
             try:
                 item = self.requests.get_nowait()
             except queue.Empty:
                 break
-            if isinstance(item, DryRun):
+            if isinstance(item, DryRun | ApplyReviewed):
                 dry_runs.append(item)
             else:
                 requests.append(item)
@@ -650,6 +667,12 @@ class Daemon:
         if elapsed is not None:
             self.metrics.te_cycle_seconds.observe(elapsed)
         self.metrics.mlu.set(run.result.mlu)
+        self.metrics.overloaded.set(1 if run.result.mlu > 1.0 else 0)
+        if run.result.mlu > 1.0:
+            self.metrics.overloaded_runs.inc()
+            log.warning("TE: MLU %.4f is above 1: the live topology cannot carry the demand "
+                        "(%.0f Gbit/s); traffic is being dropped",
+                        run.result.mlu, run.result.total_demand_gbps)
         self.metrics.group_pushes.labels("ok").inc(len(run.generations))
         self.pushed_tables = group_tables(run.result, self.fabric.block_names)
         predicted = None
@@ -703,11 +726,15 @@ class Daemon:
             self.state = dec.toe_checked(self.state, now)
             self.board.update(phase="idle")
             return
-        intent_id = self.executor.begin(proposal.plan, trigger, self.installed)
-        total = stage_count(proposal.plan)
+        self._start_reconfiguration(proposal.plan, trigger, now)
+
+    def _start_reconfiguration(self, plan: dict[str, object], trigger: str, now: float) -> int:
+        intent_id = self.executor.begin(plan, trigger, self.installed)
+        total = stage_count(plan)
         self.metrics.reconfigurations.labels("started").inc()
         self.state = dec.reconfiguration_started(self.state, now, intent_id, total)
         self.board.update(phase="reconfiguring", reconfiguration_id=intent_id, stages_total=total, stage=0)
+        return intent_id
 
     def _propose(self, trigger: str, now: float) -> Proposal:
         prediction = self.estimation.predictor.prediction or self.matrix
@@ -719,6 +746,9 @@ class Daemon:
         )
         self.metrics.toe_runs.labels(trigger).inc()
         self.metrics.toe_solve_seconds.observe(time.monotonic() - started)
+        proposal.plan["planned_at"] = now
+        if trigger == "dry_run" and proposal.plan.get("stages"):
+            proposal.plan["plan_id"] = self.reviewed.add(proposal.plan, self.installed)
         self._journal().put_state(
             "last_plan",
             {
@@ -731,6 +761,32 @@ class Daemon:
             },
         )
         return proposal
+
+    def _apply_reviewed(self, request: ApplyReviewed, now: float) -> None:
+        """Start exactly the reviewed plan, or refuse it with the reason
+        (:mod:`controller.reconfig.reviewed`)."""
+        try:
+            reviewed = self.reviewed.get(request.plan_id)
+            problem = apply_problem(
+                self.fabric,
+                reviewed,
+                self.installed,
+                self.state.reconfiguration is not None,
+                self.estimation.predictor.prediction or self.matrix,
+                self.config.thresholds.stage_mlu,
+                self.planner.wcmp_margin,
+                self.planner.evaluate,
+            )
+            if problem is not None:
+                raise PlanRefused(f"plan {request.plan_id} refused: {problem}")
+            plan = {**reviewed.plan, "trigger": "operator", "reason": f"reviewed plan {request.plan_id}"}
+            intent_id = self._start_reconfiguration(plan, "operator", now)
+        except HeliostatError as exc:
+            log.warning("ctl toe --apply: %s", exc)
+            request.result.set_exception(exc)
+            return
+        log.info("reviewed plan %s started as reconfiguration %d", request.plan_id, intent_id)
+        request.result.set_result(intent_id)
 
     def _dry_run(self, request: DryRun, now: float) -> None:
         """Planned on the dry-run worker: the loop does not wait for it (controller/dry_runs.py)."""

@@ -23,7 +23,9 @@ from controller.api import (
     ToeRequestResult,
 )
 from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, SetToePaused, ToeTrigger
+from controller.drain_guard import check_drain
 from controller.reconfig.journal import JournalError
+from controller.reconfig.reviewed import PlanNotFound
 from optimizer.errors import HeliostatError
 from optimizer.topology import Topology
 from optimizer.traffic import TrafficMatrix
@@ -158,12 +160,15 @@ class DaemonApi(ControllerApi):
                     "circuits_added": plan.get("circuits_added"),
                     "current_mlu": plan.get("current_mlu"),
                     "planned_mlu": plan.get("planned_mlu"),
+                    "plan_id": plan.get("plan_id"),
                 }
             )
         return out
 
-    def trigger_toe(self, dry_run: bool = False) -> ToeRequestResult:
+    def trigger_toe(self, dry_run: bool = False, plan_id: str | None = None) -> ToeRequestResult:
         self._ready()
+        if plan_id:
+            return self._apply_reviewed(plan_id)
         if dry_run:
             from controller.daemon import DryRun
 
@@ -182,11 +187,28 @@ class DaemonApi(ControllerApi):
                 raise ApiError(ApiErrorCode.FAILED_PRECONDITION, f"cannot plan: {exc}") from exc
             finally:
                 self._dry_run_slots.release()
-            return ToeRequestResult(True, True, proposal.verdict.reason, proposal.plan)
+            plan_id = proposal.plan.get("plan_id")
+            return ToeRequestResult(True, True, proposal.verdict.reason, proposal.plan, plan_id)
         if self.daemon.board.get("reconfiguration_id") is not None:
             raise ApiError(ApiErrorCode.FAILED_PRECONDITION, "a reconfiguration is already in flight")
         self._queue(ToeTrigger("operator"))
         return ToeRequestResult(True, False, "ToE queued; it runs at the next cycle")
+
+    def _apply_reviewed(self, plan_id: str) -> ToeRequestResult:
+        from controller.daemon import ApplyReviewed
+
+        future: Future = Future()
+        self._queue(ApplyReviewed(plan_id, future))
+        try:
+            intent_id = future.result(timeout=self.dry_run_wait_s)
+        except FutureTimeout as exc:
+            raise ApiError(ApiErrorCode.UNAVAILABLE, "the controller did not take the plan in time") from exc
+        except PlanNotFound as exc:
+            raise ApiError(ApiErrorCode.NOT_FOUND, str(exc)) from exc
+        except HeliostatError as exc:
+            raise ApiError(ApiErrorCode.FAILED_PRECONDITION, str(exc)) from exc
+        message = f"reviewed plan {plan_id} started as reconfiguration {intent_id}"
+        return ToeRequestResult(True, False, message, None, plan_id, int(intent_id))
 
     def pause_toe(self) -> None:
         self._ready()
@@ -198,7 +220,7 @@ class DaemonApi(ControllerApi):
         self._queue(SetToePaused(False))
         self.daemon.board.update(toe_paused=False)
 
-    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool) -> str:
+    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool, force: bool = False) -> str:
         self._ready()
         try:
             target_kind = MaintenanceTarget(MaintenanceKind(kind).value)
@@ -214,9 +236,40 @@ class DaemonApi(ControllerApi):
             problem = f"name: fabric {fabric.name!r} has no {target_kind.value} {name!r}"
             raise ApiError(ApiErrorCode.INVALID_ARGUMENT, problem)
         target = Maintenance(target_kind, name)
+        under = self.daemon.state.maintenance
+        if drained and target in under:
+            return f"{target} is already drained for maintenance; nothing to do"
+        if not drained and target not in under:
+            return f"{target} is not drained for maintenance; nothing to do"
+        figure = ""
+        if drained:
+            figure = self._drain_check(target, force)
         self._queue(SetMaintenance(target, drained))
         verb = "drain" if drained else "undrain"
-        return f"{verb} of {target} queued; TE re-plans around it at the next cycle"
+        return f"{verb} of {target} queued{figure}; TE re-plans around it at the next cycle"
+
+    def _drain_check(self, target: Maintenance, force: bool) -> str:
+        """Refuse (unless ``force``) a drain whose predicted MLU exceeds max(stage_mlu, MLU now);
+        returns the figure for the reply."""
+        daemon = self.daemon
+        matrix = daemon.estimation.predictor.prediction or daemon.matrix
+        if matrix is None:
+            return " (no traffic measured yet: its effect on the MLU is not known)"
+        check = check_drain(
+            daemon.fabric,
+            daemon.live,
+            daemon.state.maintenance,
+            target,
+            matrix,
+            daemon.config.thresholds.stage_mlu,
+            daemon.planner.evaluate,
+        )
+        if not check.allowed and not force:
+            refusal = f"{check.words(target)}; use --force to drain anyway"
+            raise ApiError(ApiErrorCode.FAILED_PRECONDITION, refusal)
+        if not check.allowed:
+            log.warning("forced: %s", check.words(target))
+        return f" (predicted MLU {check.mlu_now:.4f} -> {check.mlu_after:.4f}{', forced' if force else ''})"
 
     def last_plan(self) -> dict[str, Any]:
         journal = self.daemon.journal

@@ -26,12 +26,23 @@ class ControllerMetrics:
             "heliostat_counter_polls", "Counter polls by result", ["result"], registry=r
         )
         self.mlu = Gauge("heliostat_mlu", "MLU planned by TE for the live topology", registry=r)
+        self.overloaded = Gauge(
+            "heliostat_overloaded", "1 while TE's MLU for the live topology is above 1 (demand dropped)",
+            registry=r,
+        )
+        self.overloaded_runs = Counter(
+            "heliostat_overloaded_te_runs", "TE runs whose MLU was above 1 (more demand than capacity)",
+            registry=r,
+        )
         self.measured_mlu = Gauge("heliostat_measured_mlu", "Highest link utilisation measured", registry=r)
         self.predicted_mlu = Gauge(
             "heliostat_predicted_mlu", "MLU of the predicted matrix on the live topology", registry=r
         )
         self.reconfig_stage = Gauge(
             "heliostat_reconfig_stage", "Index of the stage in flight (-1 when none)", registry=r
+        )
+        self.maintenance = Gauge(
+            "heliostat_maintenance_drained", "Devices drained for maintenance", ["kind"], registry=r
         )
         self.toe_paused = Gauge("heliostat_toe_paused", "1 when automatic ToE is paused", registry=r)
         self.circuits = Gauge("heliostat_circuits", "Circuits installed on the OCSes", registry=r)

@@ -36,6 +36,13 @@ class TimeBudget:
     def expired(self) -> bool:
         return self.remaining() <= 0.0
 
+    def share(self, fraction: float) -> TimeBudget:
+        """The first ``fraction`` of this budget: same start and clock, that share of the seconds
+        (a step of a larger job that must leave time for the steps after it)."""
+        part = TimeBudget(max(self.seconds * fraction, 1e-9), self.clock)
+        part.started = self.started
+        return part
+
 
 def check_time_limit(seconds: float, source: str, key: str) -> float:
     """A time limit must be a finite number of seconds > 0."""

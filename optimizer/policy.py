@@ -4,8 +4,10 @@ Pure: the caller passes the time (seconds on any monotonic clock) of now and of 
 applied change. Reconfiguring drains links and moves fibre paths, so a topology is only
 applied when it beats today's by more than ``min_gain`` (relative, in MLU or in throughput
 scale, whichever is larger) and at least ``min_interval_s`` has passed since the last
-change. The gain threshold is the hysteresis band: two topologies that each look a little
-better than the other in turn never flip back and forth.
+change, unless today's MLU is above 1 (the fabric drops traffic, e.g. its topology is still
+specialised for traffic that has gone): then the interval is waived. The gain threshold
+is the hysteresis band: two topologies that each look a little better than the other in
+turn never flip back and forth.
 """
 
 from __future__ import annotations
@@ -71,7 +73,10 @@ def should_reconfigure(
     gain = mlu_gain if scale_gain is None else max(mlu_gain, scale_gain)
     if circuits_changed == 0:
         return Decision(False, "the proposed topology changes no circuits", gain)
-    if last_change_at is not None:
+    # An overloaded fabric (MLU above 1: traffic is dropped, typically because the topology is
+    # still specialised for traffic that has gone) does not wait out the interval.
+    overloaded = current_mlu > 1.0 and gain > policy.min_gain
+    if last_change_at is not None and not overloaded:
         since = now - last_change_at
         if since < policy.min_interval_s:
             return Decision(
@@ -87,9 +92,12 @@ def should_reconfigure(
             f"(MLU {current_mlu:.4f} -> {proposed_mlu:.4f})",
             gain,
         )
+    waived = ""
+    if overloaded and last_change_at is not None and now - last_change_at < policy.min_interval_s:
+        waived = "; the fabric is overloaded, so the minimum interval is waived"
     return Decision(
         True,
         f"predicted {figure} gain {gain:.1%} is over the {policy.min_gain:.1%} threshold "
-        f"(MLU {current_mlu:.4f} -> {proposed_mlu:.4f})",
+        f"(MLU {current_mlu:.4f} -> {proposed_mlu:.4f}){waived}",
         gain,
     )

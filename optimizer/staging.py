@@ -7,7 +7,22 @@ threshold and a congested one never gets worse. For each domain the whole remain
 is tried first, then halves, quarters and so on of it, taking the most lightly used
 circuits first; a circuit is added in the first stage after which both its ports are free.
 Domains that are blocked are retried after the others have moved (their added circuits may
-be what unblocks them). If nothing can move, :class:`StagingBlocked` names the block pair.
+be what unblocks them).
+
+When no such prefix passes, the search goes down to swaps: the removals that free the ports
+of one added circuit, with every added circuit those removals make possible (on a
+one-north-one-south OCS, a swap ``a - x, b - y -> a - b, x - y``), ranked so that ports are
+first taken from cold pairs and given to hot ones, each checked by TE; the safe one that
+lowers the MLU most is taken, then whole prefixes are tried again.
+
+If nothing can move, :class:`StagingBlocked` names the block pair; with ``partial=True`` the
+stages that were found are cut after the one whose topology has the lowest MLU (the best
+reachable step), and the plan says what blocks the rest. ``StagingBlocked`` is raised then
+only when no prefix of the stages lowers the MLU.
+
+``margin`` accounts for integer WCMP weights: the LP's MLU is checked against
+``threshold / margin`` (the weights pushed may over-subscribe links by up to ``margin``), and
+every message names the configured ``threshold`` and says so.
 """
 
 from __future__ import annotations
@@ -20,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optimizer import progress
+from optimizer.budget import TimeBudget
 from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric
 from optimizer.topology import Circuit, Topology
@@ -30,24 +47,58 @@ log = logging.getLogger(__name__)
 DEFAULT_THRESHOLD = 0.8
 _TOL = 1e-9
 _SINGLE_TRIES = 4  # when one circuit cannot go, try one of this many other pairs before giving up
+#: Swaps checked by TE each time whole prefixes are blocked (ranked hot-first), and how many
+#: safe ones are enough to pick the best of.
+SWAP_TRIES = 24
+_SAFE_SWAPS_ENOUGH = 4
 
 #: fabric, topology, matrix -> the minimum MLU traffic engineering reaches.
 MluFunction = Callable[[Fabric, Topology, TrafficMatrix], float]
 
 
 class StagingBlocked(InfeasibleError):
-    """No split of the change keeps the drained MLU within the limit."""
+    """No split of the change keeps the drained MLU within the limit.
 
-    def __init__(self, domain: int, pair: tuple[str, str], mlu: float, limit: float) -> None:
+    ``limit`` is the limit the LP's MLU was checked against: ``max(threshold / margin, MLU
+    where the stage starts)``; ``threshold`` is the configured stage limit.
+    """
+
+    def __init__(
+        self,
+        domain: int,
+        pair: tuple[str, str],
+        mlu: float,
+        limit: float,
+        threshold: float | None = None,
+        margin: float = 1.0,
+        start: float | None = None,
+    ) -> None:
         self.domain = domain
         self.pair = pair
         self.mlu = mlu
         self.limit = limit
+        self.threshold = limit if threshold is None else threshold
+        self.margin = margin
+        self.start = start
         super().__init__(
             f"cannot stage the change in failure domain {domain}: draining even one circuit "
-            f"between {pair[0]} and {pair[1]} would raise the MLU to {mlu:.4f}, over the limit "
-            f"{limit:.4f}; raise the threshold or change less"
+            f"between {pair[0]} and {pair[1]} would raise the MLU to {mlu:.4f}, "
+            f"{limit_words(self.threshold, margin, start)}; raise the threshold or change less"
         )
+
+
+def limit_words(threshold: float, margin: float, start: float | None) -> str:
+    """How a drained MLU's limit reads in a message: the configured threshold, and why the
+    LP was held to less (integer weights) or allowed more (the MLU where the stage starts)."""
+    lp_threshold = threshold / margin
+    if start is not None and start > lp_threshold:
+        return f"over the MLU where the stage starts ({start:.4f}, above the stage limit {threshold:g})"
+    if margin != 1.0:
+        return (
+            f"over the stage limit {threshold:g} (the LP's MLU is held to {lp_threshold:.4f}, which "
+            f"leaves room for the up to {margin:g}x over-subscription of integer WCMP weights)"
+        )
+    return f"over the stage limit {threshold:g}"
 
 
 @dataclass(frozen=True)
@@ -73,11 +124,18 @@ class Stage:
 @dataclass(frozen=True)
 class StagingPlan:
     stages: tuple[Stage, ...]
-    threshold: float
+    threshold: float  # the configured stage limit
     start_mlu: float
     final_topology: Topology
     final_circuits: frozenset[Circuit]
     final_mlu: float
+    margin: float = 1.0  # the LP's MLU is checked against threshold / margin
+    blocked: str | None = None  # why the rest of the target is not staged (a partial plan)
+    remaining: int = 0  # circuits of the target change (removed plus added) the stages leave
+
+    @property
+    def complete(self) -> bool:
+        return self.blocked is None
 
     def to_json(self, fabric: Fabric) -> list[dict[str, object]]:
         return [s.to_json(fabric) for s in self.stages]
@@ -90,14 +148,22 @@ def stage_changes(
     demands: TrafficMatrix | Sequence[TrafficMatrix],
     evaluate: MluFunction,
     threshold: float = DEFAULT_THRESHOLD,
+    *,
+    margin: float = 1.0,
+    partial: bool = False,
+    budget: TimeBudget | None = None,
 ) -> StagingPlan:
     """Order the change ``current -> target`` into stages; see the module docstring.
 
     ``evaluate(fabric, topology, matrix) -> MLU`` is the min-MLU traffic engineering used
-    to check every drained topology (worst over the matrices).
+    to check every drained topology (worst over the matrices). With ``partial`` a change that
+    cannot be staged whole gives its best reachable step (``plan.blocked`` says why the rest
+    waits). ``budget``: once spent, no more swaps are searched (the plan is cut there).
     """
     if not threshold > 0 or math.isinf(threshold):
         raise InfeasibleError(f"the staging threshold must be a finite number > 0, got {threshold}")
+    if not margin >= 1.0 or math.isinf(margin):
+        raise InfeasibleError(f"the staging margin must be a finite number >= 1, got {margin}")
     matrices = [demands] if isinstance(demands, TrafficMatrix) else list(demands)
     state = set(current)
     goal = set(target)
@@ -112,23 +178,46 @@ def stage_changes(
         topo = Topology.from_circuits(fabric, circuits)
         return max((evaluate(fabric, topo, tm) for tm in matrices if tm.total() > 0), default=0.0)
 
+    lp_threshold = threshold / margin
     mlu_now = start_mlu = mlu_of(state)
     stages: list[Stage] = []
+    states: list[frozenset[Circuit]] = []
     domains = sorted(set(to_remove) | set(to_add))
     blocked: StagingBlocked | None = None
+    out_of_time: str | None = None
     while any(to_remove.get(d) or to_add.get(d) for d in domains):
         moved = False
         for domain in domains:
             while to_remove.get(domain) or to_add.get(domain):
-                pending = to_remove.get(domain, set())
-                step = _next_stage(fabric, state, domain, pending, matrices, mlu_now, threshold, mlu_of)
-                if isinstance(step, StagingBlocked):
-                    blocked = step
+                # out of time: stop, but not before one stage per domain (a cold fabric moves
+                # whole domains: the plan is not lost to a mapping that used the budget up)
+                if partial and budget is not None and budget.expired() and len(stages) >= len(domains):
+                    out_of_time = (
+                        f"the plan's time limit ({budget.seconds:g} s) ran out after {len(stages)} stages"
+                    )
                     break
-                removed, mlu_drained = step
+                pending = to_remove.get(domain, set())
+                step = _next_stage(fabric, state, domain, pending, matrices, mlu_now, lp_threshold, mlu_of)
+                adds: tuple[Circuit, ...] | None = None
+                if isinstance(step, StagingBlocked):
+                    swap = None
+                    if budget is None or not budget.expired():
+                        swap = _best_swap(
+                            fabric, state, pending, to_add.get(domain, set()), matrices,
+                            max(lp_threshold, mlu_now), mlu_now, mlu_of, budget,
+                        )
+                    if swap is None:
+                        blocked = StagingBlocked(
+                            step.domain, step.pair, step.mlu, step.limit, threshold, margin, mlu_now
+                        )
+                        break
+                    removed, adds, mlu_drained, _ = swap
+                else:
+                    removed, mlu_drained = step
                 drained = state - set(removed)
-                used = _used_ports(drained)
-                adds = tuple(sorted(c for c in to_add.get(domain, set()) if _ports_free(c, used)))
+                if adds is None:
+                    used = _used_ports(drained)
+                    adds = tuple(sorted(c for c in to_add.get(domain, set()) if _ports_free(c, used)))
                 if not removed and not adds:
                     raise InfeasibleError(
                         f"failure domain {domain}: circuits to add use ports that no stage frees"
@@ -138,6 +227,8 @@ def stage_changes(
                 to_add[domain] = to_add.get(domain, set()) - set(adds)
                 mlu_after = mlu_of(state) if adds else mlu_drained
                 stages.append(Stage(domain, tuple(sorted(removed)), adds, mlu_now, mlu_drained, mlu_after))
+                states.append(frozenset(state))
+                progress.report("staging", f"stage {len(stages)} in domain {domain}, MLU {mlu_after:.4f}")
                 log.info(
                     "stage %d: domain %d, -%d +%d circuits, drained MLU %.4f (start %.4f)",
                     len(stages),
@@ -149,17 +240,99 @@ def stage_changes(
                 )
                 mlu_now = mlu_after
                 moved = True
+            if out_of_time:
+                break
+        if out_of_time:
+            break
         if not moved:
             if blocked is None:  # pragma: no cover - a domain only stops when blocked
                 raise InfeasibleError("staging made no progress")
-            raise blocked
+            break
+    if out_of_time is not None:
+        return _cut_by_time(fabric, stages, states, goal, start_mlu, threshold, margin, out_of_time)
+    if blocked is None:
+        return StagingPlan(
+            stages=tuple(stages),
+            threshold=threshold,
+            start_mlu=start_mlu,
+            final_topology=Topology.from_circuits(fabric, state),
+            final_circuits=frozenset(state),
+            final_mlu=mlu_now,
+            margin=margin,
+        )
+    if not partial:
+        raise blocked
+    return _best_reachable(fabric, stages, states, goal, start_mlu, threshold, margin, blocked)
+
+
+def _cut_by_time(
+    fabric: Fabric,
+    stages: list[Stage],
+    states: list[frozenset[Circuit]],
+    goal: set[Circuit],
+    start_mlu: float,
+    threshold: float,
+    margin: float,
+    why: str,
+) -> StagingPlan:
+    """The stages found before the time limit, cut after the lowest-MLU one; raises
+    InfeasibleError when none lowers the MLU."""
+    best = min(range(len(stages)), key=lambda k: (stages[k].mlu_after, k), default=None)
+    if best is None or stages[best].mlu_after >= start_mlu * (1 - 1e-6):
+        raise InfeasibleError(f"cannot stage the change: {why}, and no stage lowered the MLU")
+    final = states[best]
+    remaining = len(final ^ goal)
     return StagingPlan(
-        stages=tuple(stages),
+        stages=tuple(stages[: best + 1]),
         threshold=threshold,
         start_mlu=start_mlu,
-        final_topology=Topology.from_circuits(fabric, state),
-        final_circuits=frozenset(state),
-        final_mlu=mlu_now,
+        final_topology=Topology.from_circuits(fabric, final),
+        final_circuits=final,
+        final_mlu=stages[best].mlu_after,
+        margin=margin,
+        blocked=f"{remaining} circuit changes of the target wait for a later plan: {why}",
+        remaining=remaining,
+    )
+
+
+def _best_reachable(
+    fabric: Fabric,
+    stages: list[Stage],
+    states: list[frozenset[Circuit]],
+    goal: set[Circuit],
+    start_mlu: float,
+    threshold: float,
+    margin: float,
+    blocked: StagingBlocked,
+) -> StagingPlan:
+    """The stages cut after the one whose topology has the lowest MLU (the earliest of equals).
+
+    Raises ``blocked`` (with what was reached) when no prefix lowers the MLU at all.
+    """
+    best = min(range(len(stages)), key=lambda k: (stages[k].mlu_after, k), default=None)
+    if best is None or stages[best].mlu_after >= start_mlu * (1 - 1e-6):
+        if stages:
+            blocked.args = (
+                f"{blocked.args[0]}; the {len(stages)} stages that are safe do not lower the MLU "
+                f"below {start_mlu:.4f}",
+            )
+        raise blocked
+    kept = tuple(stages[: best + 1])
+    final = states[best]
+    remaining = len(final ^ goal)
+    why = f"{remaining} circuit changes of the target wait for a later plan: {blocked}"
+    log.info("staging: the best reachable step has %d stages, MLU %.4f -> %.4f; %s",
+             len(kept), start_mlu, kept[-1].mlu_after, why)
+    return StagingPlan(
+        stages=kept,
+        threshold=threshold,
+        start_mlu=start_mlu,
+        final_topology=Topology.from_circuits(fabric, final),
+        final_circuits=final,
+        final_mlu=kept[-1].mlu_after,
+        margin=margin,
+        blocked=why,
+        remaining=remaining,
     )
 
 
@@ -202,6 +375,123 @@ def _next_stage(
         if alt <= limit + _TOL:
             return (c,), alt
     return StagingBlocked(domain, first_pair, mlu, limit)
+
+
+def _best_swap(
+    fabric: Fabric,
+    state: set[Circuit],
+    pending_remove: set[Circuit],
+    pending_add: set[Circuit],
+    matrices: Sequence[TrafficMatrix],
+    limit: float,
+    mlu_now: float,
+    mlu_of: Callable[[set[Circuit]], float],
+    budget: TimeBudget | None = None,
+) -> tuple[tuple[Circuit, ...], tuple[Circuit, ...], float, float] | None:
+    """The safe swap (removals freeing one added circuit's ports, plus every added circuit
+    they make possible) that leaves the lowest MLU: (removed, added, drained MLU, MLU after).
+
+    Candidates are ranked by how hot the pairs gaining circuits are against the pairs losing
+    them (direct demand over direct capacity, worst over the matrices); the first
+    :data:`SWAP_TRIES` are checked by TE, stopping once a few safe ones are found.
+    """
+    units = swap_units(fabric, state, pending_remove, pending_add)
+    if not units:
+        return None
+    heat = _pair_heat(fabric, state, matrices)
+    ranked = sorted(units, key=lambda u: (-_unit_gain(fabric, heat, u), sorted(u[0])))
+    best: tuple[tuple[Circuit, ...], tuple[Circuit, ...], float, float] | None = None
+    safe = 0
+    for removed, added in ranked[:SWAP_TRIES]:
+        if budget is not None and budget.expired():
+            break
+        drained = state - set(removed)
+        mlu_drained = mlu_of(drained)
+        if mlu_drained > limit + _TOL:
+            continue
+        after = mlu_of(drained | set(added))
+        safe += 1
+        if best is None or (after, mlu_drained) < (best[3], best[2]):
+            best = (removed, added, mlu_drained, after)
+        if safe >= _SAFE_SWAPS_ENOUGH and best[3] < mlu_now - _TOL:
+            break
+    return best
+
+
+def swap_units(
+    fabric: Fabric, state: set[Circuit], pending_remove: set[Circuit], pending_add: set[Circuit]
+) -> list[tuple[tuple[Circuit, ...], tuple[Circuit, ...]]]:
+    """(removals, additions) per added circuit: the removals that free its ports, and every
+    pending addition whose ports are then free. Additions blocked by a circuit that stays
+    are skipped; units with the same removals are listed once."""
+    holder: dict[tuple[str, int], Circuit] = {}
+    for c in state:
+        holder[(c.ocs, c.a)] = c
+        holder[(c.ocs, c.b)] = c
+    by_ocs: dict[str, list[Circuit]] = {}
+    for c in pending_add:
+        by_ocs.setdefault(c.ocs, []).append(c)
+    units: dict[frozenset[Circuit], tuple[tuple[Circuit, ...], tuple[Circuit, ...]]] = {}
+    for add in sorted(pending_add):
+        blockers = {holder[p] for p in ((add.ocs, add.a), (add.ocs, add.b)) if p in holder}
+        if not blockers <= pending_remove:
+            continue
+        key = frozenset(blockers)
+        if key in units:
+            continue
+        freed = {(c.ocs, p) for c in blockers for p in (c.a, c.b)}
+        enabled = tuple(
+            sorted(
+                c
+                for c in by_ocs[add.ocs]
+                if all(((c.ocs, p) in freed or (c.ocs, p) not in holder) for p in (c.a, c.b))
+            )
+        )
+        units[key] = (tuple(sorted(blockers)), _port_disjoint(enabled))
+    return list(units.values())
+
+
+def _port_disjoint(circuits: tuple[Circuit, ...]) -> tuple[Circuit, ...]:
+    used: set[tuple[str, int]] = set()
+    out = []
+    for c in circuits:
+        if _ports_free(c, used):
+            out.append(c)
+            used.update(((c.ocs, c.a), (c.ocs, c.b)))
+    return tuple(out)
+
+
+def _pair_heat(
+    fabric: Fabric, state: set[Circuit], matrices: Sequence[TrafficMatrix]
+) -> Callable[[tuple[str, str], int], float]:
+    """Direct demand over direct capacity of a pair with ``delta`` more circuits than today."""
+    topo = Topology.from_circuits(fabric, state)
+    demand = np.max([np.maximum(tm.gbps, tm.gbps.T) for tm in matrices], axis=0)
+
+    def heat(pair: tuple[str, str], delta: int) -> float:
+        i, j = fabric.block_index(pair[0]), fabric.block_index(pair[1])
+        count = int(topo.counts[i, j]) + delta
+        cap = max(count, 0) * fabric.link_speed_gbps(*pair)
+        return float(demand[i, j]) / max(cap, 1e-9) if demand[i, j] > 0 else 0.0
+
+    return heat
+
+
+def _unit_gain(
+    fabric: Fabric,
+    heat: Callable[[tuple[str, str], int], float],
+    unit: tuple[tuple[Circuit, ...], tuple[Circuit, ...]],
+) -> float:
+    """Heat taken off the pairs gaining a circuit less heat put on those losing one."""
+    removed, added = unit
+    gain = 0.0
+    for c in added:
+        pair = _pair(fabric, c)
+        gain += min(heat(pair, 0), 1e6) - heat(pair, 1)
+    for c in removed:
+        pair = _pair(fabric, c)
+        gain -= min(heat(pair, -1), 1e6) - heat(pair, 0)
+    return gain
 
 
 def lightest_first(

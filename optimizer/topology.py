@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -246,22 +247,321 @@ def circuits_to_json(fabric: Fabric, circuits: Iterable[Circuit]) -> dict[str, A
 def uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
     """The circuits of a fresh fabric: every block's links spread as evenly as possible.
 
-    On each OCS, north port slot ``j`` of block ``i`` is joined to south slot ``j`` of block
-    ``i + s`` (mod n), with the shift ``s`` running through 1..n-1 across OCSes and slots,
-    so every block pair gets nearly the same number of circuits and each pair's circuits
-    are spread over the OCSes (and so over the failure domains). Blocks with unequal port
-    shares fall back to a greedy pairing that balances pair counts.
+    Joining every pair of blocks comes first (a pair without a circuit has to go through a
+    transit block or the spine), balance over the failure domains second: a pair with fewer
+    circuits than domains has them in distinct domains, and no domain holds more than its
+    share of a pair's circuits where that can be had.
+
+    Where every block has the same share of every OCS, the shift cycle is tried first: on
+    each OCS, north port slot ``j`` of block ``i`` is joined to south slot ``j`` of block
+    ``i + s`` (mod n), with the shift ``s`` running through 1..n-1 across OCSes and slots. It
+    is kept when it joins as many pairs as the assignment below and is domain balanced (it
+    does on the shipped fabrics and at Jupiter scale). Otherwise (fewer slots than shifts
+    and unlucky domains, or unequal shares) the mesh is built one OCS at a time, the OCSes
+    taken in turn from each domain, each as a min-cost assignment of north to south ports
+    whose cost prefers pairs with the fewest circuits so far and then pairs with the fewest
+    in the OCS's domain (:func:`_assigned_mesh`).
     """
-    spread = _mesh(fabric, restart_per_domain=False)
-    if _domain_balanced(fabric, spread):
-        return spread
-    # Small fabrics (fewer slots per domain than shifts) can leave a pair's circuits all in
-    # one domain; restarting the shift cycle in every domain gives each domain the same
-    # pairs, which is balanced at some cost in uniformity.
-    return _mesh(fabric, restart_per_domain=True)
+    candidates: list[tuple[Circuit, ...]] = []
+    builders = [_shift_mesh, _shift_mesh_per_domain]
+    builders += [partial(_assigned_mesh, seed=seed) for seed in range(_ASSIGNMENT_TRIES)]
+    for build in builders:
+        circuits = build(fabric)
+        score = _mesh_score(fabric, circuits)
+        if score == (0, 0):
+            return circuits
+        candidates.append(circuits)
+    return min(candidates, key=lambda c: _mesh_score(fabric, c))
 
 
-def _mesh(fabric: Fabric, restart_per_domain: bool) -> tuple[Circuit, ...]:
+def _mesh_score(fabric: Fabric, circuits: tuple[Circuit, ...]) -> tuple[int, int]:
+    """(pairs left apart, pair-domain counts over the balance limit): lower is better."""
+    return len(mesh_gaps(fabric, circuits)), _domain_excess(fabric, circuits)
+
+
+def mesh_gaps(fabric: Fabric, circuits: Iterable[Circuit] | None = None) -> list[tuple[str, str]]:
+    """The block pairs the uniform mesh (or ``circuits``) leaves without a circuit.
+
+    With the mesh this is empty whenever the ports allow every pair a circuit; a pair it
+    lists can only reach each other through a transit block or the spine.
+    """
+    topo = Topology.from_circuits(fabric, uniform_mesh(fabric) if circuits is None else circuits)
+    names = fabric.block_names
+    n = len(names)
+    return [(names[i], names[j]) for i in range(n) for j in range(i + 1, n) if topo.counts[i, j] == 0]
+
+
+def _joined_pairs(fabric: Fabric, circuits: Iterable[Circuit]) -> int:
+    return len({_pair(*c.blocks(fabric)) for c in circuits})
+
+
+#: The assignment's cost of one more circuit for a pair that has this many already: every
+#: pair before any pair's second circuit, then the domain term breaks ties.
+_PAIR_COST = 1_000.0
+_FORBIDDEN = 1e9
+#: Assignments tried (the first in plain order, the others with the OCS order rotated and
+#: ties broken at random, seeded) while pairs stay apart or domains over their share.
+_ASSIGNMENT_TRIES = 6
+
+
+def _assigned_mesh(fabric: Fabric, seed: int = 0) -> tuple[Circuit, ...]:
+    """The mesh built OCS by OCS as min-cost assignments (see :func:`uniform_mesh`).
+
+    On an OCS where a block has several ports per side, the ports are matched in rounds
+    (one port per block and side in each round) so that the costs see the circuits the
+    earlier rounds made. Cost of joining ``a`` to ``b`` on an OCS in domain ``d``:
+    ``_PAIR_COST * circuits(a, b) + circuits in d(a, b)`` (squared, so a pair's circuits
+    spread); a block's own ports are never joined.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    names = fabric.block_names
+    index = {b: i for i, b in enumerate(names)}
+    n = len(names)
+    pair_counts = np.zeros((n, n), dtype=np.int64)
+    domain_counts: dict[int, np.ndarray] = {d: np.zeros((n, n), dtype=np.int64) for d in fabric.domains}
+    circuits: list[Circuit] = []
+    order = _interleaved_by_domain(fabric)
+    rng = np.random.default_rng(seed) if seed else None
+    if seed:
+        order = order[seed % len(order):] + order[: seed % len(order)]
+    for ocs in order:
+        north, south = _sides(fabric, ocs)
+        in_domain = domain_counts[ocs.domain]
+        rounds = max((len(v) for v in (*north.values(), *south.values())), default=0)
+        for r in range(rounds):
+            ns = [(index[b], ps[r]) for b, ps in north.items() if len(ps) > r]
+            ss = [(index[b], ps[r]) for b, ps in south.items() if len(ps) > r]
+            if not ns or not ss:
+                continue
+            a_idx = np.array([a for a, _ in ns])
+            b_idx = np.array([b for b, _ in ss])
+            cost = _PAIR_COST * pair_counts[np.ix_(a_idx, b_idx)] ** 2 + in_domain[np.ix_(a_idx, b_idx)] ** 2
+            cost = cost.astype(np.float64)
+            if rng is not None:
+                cost += rng.random(cost.shape) * 0.5
+            cost = np.where(a_idx[:, None] == b_idx[None, :], _FORBIDDEN, cost)
+            rows, cols = linear_sum_assignment(cost)
+            succ = {int(i): int(j) for i, j in zip(rows, cols, strict=True) if cost[i, j] < _FORBIDDEN}
+            succ = _without_two_cycles(succ, a_idx, b_idx, cost)
+            for i, j in sorted(succ.items()):
+                a, b = ns[i][0], ss[j][0]
+                circuits.append(Circuit(ocs.name, ns[i][1].port, ss[j][1].port))
+                for m in (pair_counts, in_domain):
+                    m[a, b] += 1
+                    m[b, a] += 1
+    return _close_gaps(fabric, circuits, pair_counts)
+
+
+def _close_gaps(fabric: Fabric, circuits: list[Circuit], pair_counts: np.ndarray) -> tuple[Circuit, ...]:
+    """Join pairs the assignment left apart by swapping ends on one OCS.
+
+    For a pair ``a, b`` without a circuit, circuits ``a - x`` and ``y - b`` on one OCS (``a``'s
+    port on the side opposite ``b``'s) become ``a - b`` and ``y - x`` when ``a - x`` and
+    ``y - b`` each keep another circuit. The pair to take from is the one with most circuits.
+    """
+    names = fabric.block_names
+    index = {b: i for i, b in enumerate(names)}
+    n = len(names)
+    by_ocs: dict[str, list[Circuit]] = {}
+    for c in circuits:
+        by_ocs.setdefault(c.ocs, []).append(c)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if pair_counts[i, j]:
+                continue
+            swap = _best_gap_swap(fabric, by_ocs, index, pair_counts, i, j)
+            if swap is None:
+                continue
+            ocs, old, new = swap
+            ocs_circuits = by_ocs[ocs]
+            for c in old:
+                ocs_circuits.remove(c)
+            ocs_circuits.extend(new)
+            for c in (*old, *new):
+                pa, pb = c.blocks(fabric)
+                step = -1 if c in old else 1
+                pair_counts[index[pa], index[pb]] += step
+                pair_counts[index[pb], index[pa]] += step
+    _rebalance(fabric, by_ocs)
+    return tuple(c for ocs in fabric.ocs for c in by_ocs.get(ocs.name, ()))
+
+
+def _rebalance(fabric: Fabric, by_ocs: dict[str, list[Circuit]], rounds: int = 3) -> None:
+    """Swap ends on one OCS where that lowers the domain excess and leaves no pair apart.
+
+    Circuits ``a - b`` (a pair over its limit in the OCS's domain) and ``c - e`` become
+    ``a - e`` and ``c - b`` (ports on opposite sides) when the excess of the pairs involved,
+    summed over the domains, goes down.
+    """
+    domain_of = {o.name: o.domain for o in fabric.ocs}
+    ports = Counter(domain_of[w.ocs] for w in fabric.wiring)
+    total_ports = sum(ports.values())
+    per_domain: Counter[tuple[int, tuple[str, str]]] = Counter()
+    totals: Counter[tuple[str, str]] = Counter()
+    ends: dict[Circuit, tuple[WiredPort, WiredPort]] = {}
+    for ocs, cs in by_ocs.items():
+        for c in cs:
+            ends[c] = c.ends(fabric)
+            pair = _pair(ends[c][0].block, ends[c][1].block)
+            per_domain[(domain_of[ocs], pair)] += 1
+            totals[pair] += 1
+
+    def excess(pairs: set[tuple[str, str]]) -> int:
+        return sum(
+            max(0, per_domain[(d, p)] - -(-totals[p] * ports[d] // total_ports)) for p in pairs for d in ports
+        )
+
+    def move(pairs: list[tuple[str, str]], d: int, step: int) -> None:
+        for p in pairs:
+            per_domain[(d, p)] += step
+            totals[p] += step
+
+    for _ in range(rounds):
+        improved = False
+        for ocs, cs in by_ocs.items():
+            d = domain_of[ocs]
+            for c1 in list(cs):
+                if c1 not in ends:
+                    continue
+                pa, pb = ends[c1]
+                p1 = _pair(pa.block, pb.block)
+                if per_domain[(d, p1)] <= -(-totals[p1] * ports[d] // total_ports):
+                    continue
+                for c2 in list(cs):
+                    if c2 is c1 or c2 not in ends or c1 not in ends:
+                        continue
+                    pc, pe = ends[c2]
+                    for x, y in ((pc, pe), (pe, pc)):
+                        # a - y and x - b, with y on b's side and x on a's side
+                        if (y.side != pb.side and pb.side is not Side.ANY) or pa.block == y.block:
+                            continue
+                        if x.block == pb.block:
+                            continue
+                        old = [p1, _pair(pc.block, pe.block)]
+                        new = [_pair(pa.block, y.block), _pair(x.block, pb.block)]
+                        touched = set(old) | set(new)
+                        before = excess(touched)
+                        move(old, d, -1)
+                        move(new, d, 1)
+                        if excess(touched) < before and all(totals[p] > 0 for p in old):
+                            n1, n2 = Circuit(ocs, pa.port, y.port), Circuit(ocs, x.port, pb.port)
+                            cs.remove(c1)
+                            cs.remove(c2)
+                            cs.extend((n1, n2))
+                            del ends[c1], ends[c2]
+                            ends[n1], ends[n2] = (pa, y), (x, pb)
+                            improved = True
+                            break
+                        move(new, d, -1)
+                        move(old, d, 1)
+                    if c1 not in ends:
+                        break
+        if not improved:
+            return
+
+
+def _best_gap_swap(
+    fabric: Fabric,
+    by_ocs: Mapping[str, list[Circuit]],
+    index: Mapping[str, int],
+    pair_counts: np.ndarray,
+    i: int,
+    j: int,
+) -> tuple[str, tuple[Circuit, Circuit], tuple[Circuit, Circuit]] | None:
+    a, b = fabric.block_names[i], fabric.block_names[j]
+    best: tuple[int, str, tuple[Circuit, Circuit], tuple[Circuit, Circuit]] | None = None
+    for ocs, ocs_circuits in by_ocs.items():
+        at_a: list[tuple[WiredPort, WiredPort, Circuit]] = []
+        at_b: list[tuple[WiredPort, WiredPort, Circuit]] = []
+        for c in ocs_circuits:
+            pa, pb = c.ends(fabric)
+            for mine, other in ((pa, pb), (pb, pa)):
+                if mine.block == a and other.block != b:
+                    at_a.append((mine, other, c))
+                elif mine.block == b and other.block != a:
+                    at_b.append((mine, other, c))
+        for pa, px, ca in at_a:
+            x = index[px.block]
+            if pair_counts[i, x] < 2:
+                continue
+            for pb, py, cb in at_b:
+                y = index[py.block]
+                if ca == cb or pair_counts[j, y] < 2 or x == y or pa.side == pb.side != Side.ANY:
+                    continue
+                score = int(pair_counts[i, x] + pair_counts[j, y])
+                if best is None or score > best[0]:
+                    new = (Circuit(ocs, pa.port, pb.port), Circuit(ocs, px.port, py.port))
+                    best = (score, ocs, (ca, cb), new)
+    return None if best is None else best[1:]
+
+
+def _without_two_cycles(
+    succ: dict[int, int], a_idx: np.ndarray, b_idx: np.ndarray, cost: np.ndarray
+) -> dict[int, int]:
+    """The assignment with its two-cycles broken up where that is no dearer.
+
+    ``succ`` maps a north row to a south column; blocks ``a_idx[row]`` and ``b_idx[col]``.
+    The costs are read before the round, so a north port of ``a`` to ``b`` and one of ``b``
+    to ``a`` give the pair two circuits where the cost saw one: rewire ``b -> a`` and another
+    ``c -> d`` into ``b -> d`` and ``c -> a`` (both new pairs) when such an edge exists.
+    """
+    col_of_block = {int(b_idx[j]): j for j in range(len(b_idx))}
+    row_of_block = {int(a_idx[i]): i for i in range(len(a_idx))}
+
+    def block_to(row: int) -> int:
+        return int(b_idx[succ[row]])
+
+    for row in sorted(succ):
+        a = int(a_idx[row])
+        b = block_to(row)
+        back = row_of_block.get(b)
+        if back is None or back not in succ or block_to(back) != a:
+            continue
+        best: tuple[float, int] | None = None
+        joined = {frozenset((int(a_idx[r]), block_to(r))) for r in succ}
+        for other in succ:
+            c, d = int(a_idx[other]), block_to(other)
+            if other in (row, back) or c in (a, b) or d in (a, b):
+                continue
+            if frozenset((b, d)) in joined or frozenset((c, a)) in joined:
+                continue
+            delta = cost[back, succ[other]] + cost[other, col_of_block[a]]
+            if best is None or delta < best[0]:
+                best = (delta, other)
+        if best is not None:
+            other = best[1]
+            succ[back], succ[other] = succ[other], col_of_block[a]
+    return succ
+
+
+def _interleaved_by_domain(fabric: Fabric) -> list[Ocs]:
+    """The OCSes one domain after the other in turn (d0's first, d1's first, ..., d0's second...),
+    so that every domain has OCSes early, while most pairs still lack a circuit."""
+    queues = [list(fabric.ocs_in_domain(d)) for d in fabric.domains]
+    order: list[Ocs] = []
+    while any(queues):
+        for q in queues:
+            if q:
+                order.append(q.pop(0))
+    return order
+
+
+def _sides(fabric: Fabric, ocs: Ocs) -> tuple[dict[str, list[WiredPort]], dict[str, list[WiredPort]]]:
+    ports = fabric.ports_on_ocs(ocs.name)
+    if ocs.sides is OcsSides.SPLIT:
+        return _by_block(p for p in ports if p.side is Side.NORTH), _by_block(
+            p for p in ports if p.side is Side.SOUTH
+        )
+    north: dict[str, list[WiredPort]] = {}
+    south: dict[str, list[WiredPort]] = {}
+    for block, plist in _by_block(ports).items():
+        half = len(plist) // 2
+        north[block], south[block] = plist[:half], plist[half:]
+    return north, south
+
+
+def _shift_mesh(fabric: Fabric, restart_per_domain: bool = False) -> tuple[Circuit, ...]:
     circuits: list[Circuit] = []
     pair_counts: Counter[tuple[str, str]] = Counter()
     slot = 0
@@ -275,8 +575,20 @@ def _mesh(fabric: Fabric, restart_per_domain: bool) -> tuple[Circuit, ...]:
     return tuple(circuits)
 
 
+def _shift_mesh_per_domain(fabric: Fabric) -> tuple[Circuit, ...]:
+    """The shift cycle restarted in every domain: every domain gets the same pairs, which is
+    balanced at some cost in uniformity (and leaves pairs apart when a domain has fewer slots
+    than shifts)."""
+    return _shift_mesh(fabric, restart_per_domain=True)
+
+
 def _domain_balanced(fabric: Fabric, circuits: Iterable[Circuit]) -> bool:
     """Whether no domain holds more than ``ceil(L * its share of the ports)`` of any pair."""
+    return _domain_excess(fabric, circuits) == 0
+
+
+def _domain_excess(fabric: Fabric, circuits: Iterable[Circuit]) -> int:
+    """Circuits over ``ceil(L * the domain's share of the ports)``, summed over pairs and domains."""
     per_domain: Counter[tuple[int, tuple[str, str]]] = Counter()
     totals: Counter[tuple[str, str]] = Counter()
     for c in circuits:
@@ -285,8 +597,8 @@ def _domain_balanced(fabric: Fabric, circuits: Iterable[Circuit]) -> bool:
         totals[pair] += 1
     ports = Counter(fabric.ocs_named(w.ocs).domain for w in fabric.wiring)
     total_ports = sum(ports.values())
-    return all(
-        count * total_ports <= -(-totals[pair] * ports[domain] // total_ports) * total_ports
+    return sum(
+        max(0, count - -(-totals[pair] * ports[domain] // total_ports))
         for (domain, pair), count in per_domain.items()
     )
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from controller.api import MaintenanceKind
+from controller.api import ApiError, ApiErrorCode, MaintenanceKind
 from controller.commands import ctl_tables
 from controller.commands.output import emit, emit_json
 from controller.config import Listen, ListenAddress, load_controller_config, parse_listen_address
@@ -29,6 +30,8 @@ from optimizer.errors import ConfigError
 from southbound.tls import TlsConfig, TlsConfigError
 
 ARGS = "<command line>"
+#: Seconds between two looks at a reconfiguration ``ctl toe --wait`` waits for.
+WAIT_POLL_S = 1.0
 CtlHandler = Callable[[ControllerClient, argparse.Namespace], int]
 #: A server bound to every address is dialled on loopback.
 _WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
@@ -68,7 +71,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     h = action("history", "past and in-flight reconfigurations, newest first", _history)
     h.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
     t = action("toe", "run topology engineering now (exit status 1 if not accepted)", _toe)
-    t.add_argument("--dry-run", action="store_true", help="plan and show the plan; change nothing")
+    t.add_argument(
+        "--dry-run", action="store_true", help="plan and show the plan and its id; change nothing"
+    )
+    t.add_argument(
+        "--apply",
+        metavar="PLAN_ID",
+        default=None,
+        help="apply exactly the plan a dry run returned (refused with the reason if the fabric moved)",
+    )
+    t.add_argument(
+        "--wait",
+        action="store_true",
+        help="block until the reconfiguration ends; exit 1 if it failed, rolled back or did not start",
+    )
+    t.add_argument("--wait-timeout", type=float, default=3600.0, metavar="S", help="give up waiting after S")
     action("pause", "pause automatic topology engineering", _pause)
     action("resume", "resume automatic topology engineering", _resume)
     maintenance = (
@@ -80,6 +97,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         m.add_argument("kind", choices=[k.value for k in MaintenanceKind])
         m.add_argument("name", help="block or OCS name, as in the fabric file")
         m.set_defaults(drained=drained)
+        if drained:
+            m.add_argument(
+                "--force",
+                action="store_true",
+                help="drain even if the predicted MLU afterwards exceeds the stage limit",
+            )
     action("plan", "the last topology-engineering plan", _plan)
 
 
@@ -178,21 +201,107 @@ def _history(client: ControllerClient, args: argparse.Namespace) -> int:
 
 
 def _toe(client: ControllerClient, args: argparse.Namespace) -> int:
-    result = client.trigger_toe(dry_run=args.dry_run)
-    data = {
+    if args.apply and args.dry_run:
+        raise ConfigError(ARGS, "--apply", "a reviewed plan is applied, not planned again: drop --dry-run")
+    if args.wait and args.dry_run:
+        raise ConfigError(ARGS, "--wait", "a dry run starts nothing to wait for")
+    if not args.wait_timeout > 0:
+        raise ConfigError(ARGS, "--wait-timeout", f"must be > 0, got {args.wait_timeout}")
+    marks = _toe_marks(client) if args.wait and not args.apply else None
+    result = client.trigger_toe(dry_run=args.dry_run, plan_id=args.apply)
+    data: dict[str, Any] = {
         "accepted": result.accepted,
         "dry_run": result.dry_run,
         "message": result.message,
+        "plan_id": result.plan_id,
+        "reconfiguration_id": result.reconfiguration_id,
         "plan": result.plan,
     }
+    outcome: tuple[bool, str] | None = None
+    if args.wait and result.accepted:
+        outcome = wait_for_reconfiguration(client, result.reconfiguration_id, marks, args.wait_timeout)
+        data["outcome"] = {"ok": outcome[0], "message": outcome[1]}
 
     def table() -> str:
-        head = "dry run" if result.dry_run else ("queued" if result.accepted else "not accepted")
+        head = "dry run" if result.dry_run else ("started" if result.reconfiguration_id else (
+            "queued" if result.accepted else "not accepted"))
         text = f"{head}: {result.message}\n"
+        if result.dry_run and result.plan_id:
+            text += (
+                f"plan id {result.plan_id}: apply exactly this plan with "
+                f"`heliostat ctl toe --apply {result.plan_id}`\n"
+            )
+        if outcome is not None:
+            text += f"{'done' if outcome[0] else 'failed'}: {outcome[1]}\n"
         return text + ("\n" + ctl_tables.plan_text(result.plan) if result.plan is not None else "")
 
     _show(args, data, table)
-    return 0 if result.accepted else 1
+    return 0 if result.accepted and (outcome is None or outcome[0]) else 1
+
+
+@dataclass(frozen=True)
+class _ToeMarks:
+    """What the controller showed before a ToE request: the newest reconfiguration's id, the
+    last ToE time and the last plan's time (to tell the request's own outcome apart)."""
+
+    newest: int
+    last_toe_time: float | None
+    planned_at: float | None
+
+
+def _toe_marks(client: ControllerClient) -> _ToeMarks:
+    history = client.history(1)
+    return _ToeMarks(
+        int(history[0]["id"]) if history else 0, client.status().last_toe_time, _planned_at(client)
+    )
+
+
+def _planned_at(client: ControllerClient) -> float | None:
+    try:
+        return client.last_plan().get("planned_at")
+    except ApiError as exc:
+        if exc.code is ApiErrorCode.NOT_FOUND:
+            return None
+        raise
+
+
+def wait_for_reconfiguration(
+    client: ControllerClient,
+    intent: int | None,
+    marks: _ToeMarks | None,
+    timeout: float,
+    poll_s: float = WAIT_POLL_S,
+) -> tuple[bool, str]:
+    """Poll until the reconfiguration ``intent`` (or, for a queued ToE, the one it starts) ends:
+    (True, ...) when every stage was applied, (False, why) otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if intent is None and marks is not None:
+            history = client.history(1)
+            if history and int(history[0]["id"]) > marks.newest:
+                intent = int(history[0]["id"])
+            elif client.status().last_toe_time != marks.last_toe_time:
+                plan = None
+                if _planned_at(client) != marks.planned_at:
+                    plan = client.last_plan()
+                verdict = (plan or {}).get("verdict") or {}
+                if plan is None:
+                    error = client.status().last_error or "no plan was made"
+                    return False, f"ToE started no reconfiguration: {error}"
+                if not verdict.get("apply"):
+                    why = verdict.get("reason", plan.get("reason"))
+                    return False, f"ToE started no reconfiguration: {why}"
+        if intent is not None:
+            entry = next((e for e in client.history(50) if int(e["id"]) == intent), None)
+            if entry is not None and entry["state"] != "in_progress":
+                ok = entry["state"] == "done"
+                return ok, f"reconfiguration {intent} {entry['state']}" + (
+                    "" if ok or not entry.get("reason") else f": {entry['reason']}"
+                )
+        if time.monotonic() > deadline:
+            what = f"reconfiguration {intent}" if intent is not None else "the ToE run"
+            return False, f"gave up waiting for {what} after {timeout:g} s"
+        time.sleep(poll_s)
 
 
 def _pause(client: ControllerClient, args: argparse.Namespace) -> int:
@@ -207,7 +316,7 @@ def _resume(client: ControllerClient, args: argparse.Namespace) -> int:
 
 def _maintenance(client: ControllerClient, args: argparse.Namespace) -> int:
     kind = MaintenanceKind(args.kind)
-    message = client.set_maintenance(kind, args.name, args.drained)
+    message = client.set_maintenance(kind, args.name, args.drained, getattr(args, "force", False))
     data = {"kind": kind.value, "name": args.name, "drained": args.drained, "message": message}
     return _show(args, data, lambda: f"{message}\n")
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from controller.commands.output import emit, emit_json
 from optimizer.config import dump_fabric_yaml, generate_fabric, load_fabric
-from optimizer.topology import circuits_to_json, mesh_topology, uniform_mesh
+from optimizer.topology import circuits_to_json, mesh_gaps, mesh_topology, uniform_mesh
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -89,4 +90,24 @@ def _check(args: argparse.Namespace) -> int:
         f"{args.fabric}: fabric {fab.name!r} is valid: {fab.n_blocks} blocks, {len(fab.ocs)} OCSes "
         f"in {len(fab.domains)} domains, {len(fab.wiring)} cabled ports, {len(fab.spine)} spine switches"
     )
+    gaps = mesh_gaps(fab)
+    if gaps:
+        short = sorted(
+            {b.name for pair in gaps for b in map(fab.block, pair) if b.uplinks < fab.n_blocks - 1},
+            key=fab.block_index,
+        )
+        names = "every block" if len(short) == fab.n_blocks else ", ".join(short[:8]) + (
+            " ..." if len(short) > 8 else ""
+        )
+        why = (
+            f"fewer uplinks than the {fab.n_blocks - 1} other blocks ({names})"
+            if short
+            else "the ports do not allow it"
+        )
+        example = ", ".join(f"{a}-{b}" for a, b in gaps[:5]) + (" ..." if len(gaps) > 5 else "")
+        print(
+            f"warning: {args.fabric}: the uniform mesh cannot join {len(gaps)} block pairs ({example}): "
+            f"{why}; their traffic needs a transit block or the spine",
+            file=sys.stderr,
+        )
     return 0

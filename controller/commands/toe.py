@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import math
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
 
 from controller.commands.output import emit, emit_json, read_json
 from optimizer.budget import check_time_limit
 from optimizer.config import load_plannable_fabric
 from optimizer.errors import ConfigError
 from optimizer.limits import MAX_TABLE_SIZE
+from optimizer.progress import PROGRESS_LOGGER
 from optimizer.staging import DEFAULT_THRESHOLD
 from optimizer.te import DEFAULT_TABLE_SIZE
 from optimizer.toe import (
@@ -64,6 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--out", default=None, help="file to write (default stdout)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
     p.set_defaults(handler=_toe)
 
 
@@ -93,18 +100,54 @@ def _toe(args: argparse.Namespace) -> int:
         max_change=args.max_change, mesh_weight=args.mesh_weight, hedge=args.hedge, time_limit=args.time_limit
     )
     started = time.perf_counter()
-    plan = plan_reconfiguration(
-        fabric, matrices, current, knobs, threshold=args.threshold, table_size=args.table_size
-    )
+    with progress_line(sys.stderr, enabled=not args.quiet and sys.stderr.isatty()):
+        plan = plan_reconfiguration(
+            fabric, matrices, current, knobs, threshold=args.threshold, table_size=args.table_size
+        )
     seconds = time.perf_counter() - started
     if args.format == "json":
         data = plan.to_json()
         timing = {"seconds": round(seconds, 3), "time_limit": args.time_limit}
         data["solver"] = {**timing, **plan.toe.solver_json()}
+        data["reached_mlu"] = round(plan.staging.final_mlu, 6)
         emit_json(data, args.out)
     else:
         emit(format_table(plan, seconds), args.out)
     return 0
+
+
+class _ProgressLine(logging.Handler):
+    """The plan's progress records on one line of a terminal, rewritten in place."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(logging.INFO)
+        self.stream = stream
+        self.started = time.perf_counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        elapsed = time.perf_counter() - self.started
+        self.stream.write(f"\r\x1b[K{elapsed:6.1f} s  {record.getMessage()}")
+        self.stream.flush()
+
+
+@contextmanager
+def progress_line(stream: TextIO, enabled: bool) -> Iterator[None]:
+    """Show the plan's steps (:mod:`optimizer.progress`) on ``stream`` while the block runs."""
+    if not enabled:
+        yield
+        return
+    logger = logging.getLogger(PROGRESS_LOGGER)
+    handler = _ProgressLine(stream)
+    previous = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+        stream.write("\r\x1b[K")
+        stream.flush()
 
 
 def format_table(plan: ReconfigurationPlan, seconds: float) -> str:
@@ -119,7 +162,8 @@ def format_table(plan: ReconfigurationPlan, seconds: float) -> str:
         f"  throughput scale (new)       {toe.throughput_scale:.4f}",
         f"  throughput scale (today)     {toe.current_throughput_scale:.4f}",
         f"  LP relaxation bound          {bound}",
-        f"  MLU of the predicted demand  {toe.current_mlu:.4f} -> {staging.final_mlu:.4f}",
+        f"  MLU of the predicted demand  {toe.current_mlu:.4f} -> {staging.final_mlu:.4f}"
+        + ("" if staging.complete else f"  (a step towards the planned {toe.mlu:.4f})"),
         f"  circuits kept/removed/added  {mapping.kept} / {mapping.removed} / {mapping.added}"
         f"  (lower bound {mapping.lower_bound} removed)",
         f"  routing MLU (int. weights)   {plan.routing.mlu_quantized:.4f}, "
@@ -136,6 +180,9 @@ def format_table(plan: ReconfigurationPlan, seconds: float) -> str:
             f"  {i:>3}. domain {s.domain}: -{len(s.remove)} +{len(s.add)} circuits, "
             f"MLU {s.mlu_start:.4f} -> drained {s.mlu_drained:.4f} -> {s.mlu_after:.4f}"
         )
+    if not staging.complete:
+        lines += ["", f"not reached yet: {staging.blocked}",
+                  "(plan again from the reached circuits to go on)"]
     return "\n".join(lines) + "\n"
 
 

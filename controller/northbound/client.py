@@ -100,12 +100,15 @@ class ControllerClient(ClosesOnExit):
             convert.load_json(text, f"history[{i}]") for i, text in enumerate(reply.reconfigurations_json)
         ]
 
-    def trigger_toe(self, dry_run: bool = False) -> ToeRequestResult:
-        deadline = self.dry_run_deadline_s if dry_run else self.deadline_s
-        request = pb.TriggerToeRequest(dry_run=dry_run)
+    def trigger_toe(self, dry_run: bool = False, plan_id: str | None = None) -> ToeRequestResult:
+        deadline = self.dry_run_deadline_s if dry_run or plan_id else self.deadline_s
+        request = pb.TriggerToeRequest(dry_run=dry_run, plan_id=plan_id or "")
         reply = self._call(self._actions, self._stub.TriggerToe, request, deadline)
         plan = convert.load_json(reply.plan_json, "plan") if reply.HasField("plan_json") else None
-        return ToeRequestResult(reply.accepted, reply.dry_run, reply.message, plan)
+        intent = reply.reconfiguration_id if reply.HasField("reconfiguration_id") else None
+        return ToeRequestResult(
+            reply.accepted, reply.dry_run, reply.message, plan, reply.plan_id or None, intent
+        )
 
     def pause_toe(self) -> None:
         self._call(self._actions, self._stub.PauseToe, pb.PauseToeRequest())
@@ -113,8 +116,10 @@ class ControllerClient(ClosesOnExit):
     def resume_toe(self) -> None:
         self._call(self._actions, self._stub.ResumeToe, pb.ResumeToeRequest())
 
-    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool) -> str:
-        request = pb.SetMaintenanceRequest(kind=convert.kind_to_pb(kind), name=name, drained=drained)
+    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool, force: bool = False) -> str:
+        request = pb.SetMaintenanceRequest(
+            kind=convert.kind_to_pb(kind), name=name, drained=drained, force=force
+        )
         return self._call(self._actions, self._stub.SetMaintenance, request).message
 
     def last_plan(self) -> dict[str, Any]:

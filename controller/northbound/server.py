@@ -111,10 +111,19 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
         self, request: pb.TriggerToeRequest, context: grpc.ServicerContext
     ) -> pb.TriggerToeResponse:
         def handle() -> pb.TriggerToeResponse:
-            result = self._api.trigger_toe(dry_run=request.dry_run)
+            if len(request.plan_id) > MAX_PLAN_ID:
+                raise _invalid("plan_id", f"at most {MAX_PLAN_ID} characters (a dry run's plan id)")
+            if request.plan_id and request.dry_run:
+                raise _invalid("plan_id", "a reviewed plan is applied, not planned again: no dry_run with it")
+            result = self._api.trigger_toe(dry_run=request.dry_run, plan_id=request.plan_id or None)
             response = pb.TriggerToeResponse(
-                accepted=result.accepted, dry_run=result.dry_run, message=result.message
+                accepted=result.accepted,
+                dry_run=result.dry_run,
+                message=result.message,
+                plan_id=result.plan_id or "",
             )
+            if result.reconfiguration_id is not None:
+                response.reconfiguration_id = result.reconfiguration_id
             if result.plan is not None:
                 response.plan_json = convert.dump_json(result.plan, "plan")
             return response
@@ -146,7 +155,7 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
             if not name.strip():
                 raise _invalid("name", f"the {kind.value} name must not be empty")
             self._check_known(kind, name)
-            message = self._api.set_maintenance(kind, name, request.drained)
+            message = self._api.set_maintenance(kind, name, request.drained, request.force)
             return pb.SetMaintenanceResponse(message=str(message))
 
         return self._serve(context, "SetMaintenance", handle)
@@ -198,6 +207,9 @@ def certificate_names(context: grpc.ServicerContext) -> set[str]:
         names.update(v.decode("utf-8", "replace") for v in auth.get(key) or ())
     return names
 
+
+#: A dry run's plan id is 12 hex digits; anything much longer is not one.
+MAX_PLAN_ID = 64
 
 def _invalid(field: str, problem: str) -> ApiError:
     return ApiError(ApiErrorCode.INVALID_ARGUMENT, f"{field}: {problem}")

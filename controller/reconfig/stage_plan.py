@@ -74,6 +74,7 @@ def reconfiguration_plan(
         "current_mlu": _num(current_mlu),
         "planned_mlu": _num(planned_mlu),
         "threshold": staging.threshold,
+        "wcmp_margin": staging.margin,
         "circuits_removed": removed,
         "circuits_added": added,
         "topology": staging.final_topology.to_json(),

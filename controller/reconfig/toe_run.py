@@ -1,11 +1,12 @@
-"""ToE as the daemon runs it: plan the topology, map it onto the OCSes, judge it, stage it.
+"""ToE as the daemon runs it: plan the topology, map it onto the OCSes, stage it, judge it.
 
-Planning and mapping are :func:`optimizer.toe.reconfigure.plan_target`, the same as ``heliostat
-toe`` (so both plan the same circuits for the same input, starved-block repair included);
-the daemon adds its evaluator, its staging threshold, the policy verdict and the smaller
-change it tries when staging is blocked, and stages only a plan it will apply or show.
-Pure (no I/O; ``now`` is an argument and the time budget's clock a parameter); the daemon
-journals and executes the result.
+Planning, mapping and staging are :func:`optimizer.toe.reconfigure.plan_target`, the same as
+``heliostat toe`` (so both plan the same circuits and stages for the same input, the search
+for a safe way through a hot fabric and the smaller changes it tries included); the daemon
+adds its evaluator, its stage limit (with the WCMP margin) and the policy verdict, which
+judges the topology the stages reach: the target, or the best step towards it that is
+reachable safely (the next plan continues from there). Pure (no I/O; ``now`` is an argument
+and the time budget's clock a parameter); the daemon journals and executes the result.
 """
 
 from __future__ import annotations
@@ -18,20 +19,18 @@ from typing import Any
 
 from controller.decision import toe_verdict
 from controller.reconfig.stage_plan import reconfiguration_plan
-from optimizer.budget import Clock, TimeBudget
-from optimizer.errors import InfeasibleError
+from optimizer.budget import Clock
 from optimizer.fabric import Fabric
 from optimizer.policy import Decision, ReconfigurePolicy
-from optimizer.staging import stage_changes
 from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION, min_mlu
 from optimizer.toe import DEFAULT_TIME_LIMIT, ToeKnobs, plan_target
+from optimizer.toe.reconfigure import MAX_CHANGE_STEPS
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 
 log = logging.getLogger(__name__)
 
-#: The share of today's circuits a plan may remove, tried in turn while staging is blocked.
-MAX_CHANGE_STEPS = (1.0, 0.5, 0.25)
+__all__ = ["MAX_CHANGE_STEPS", "Proposal", "ToePlanner"]
 
 
 @dataclass(frozen=True)
@@ -39,18 +38,18 @@ class Proposal:
     plan: dict[str, Any]  # the intent's JSON plan (stages empty when not applied)
     verdict: Decision
     current_mlu: float
-    planned_mlu: float
+    planned_mlu: float  # the MLU of the topology the stages reach
     changed: int  # circuits removed plus added
-    target: frozenset[Circuit]
+    target: frozenset[Circuit]  # the circuits the stages reach
 
 
 class ToePlanner:
-    """Stages are planned against ``stage_mlu`` less the over-subscription integer WCMP weights
-    may add to the LP's MLU, so that the weights actually pushed stay under ``stage_mlu``.
-    ``time_limit`` is the ToE LP's budget in seconds for one proposal, counted on ``clock``: it
-    covers every plan the proposal makes (up to ``len(MAX_CHANGE_STEPS)`` change limits while
-    staging is blocked, each with the mapping's re-plans); a plan that finds it spent keeps
-    today's topology."""
+    """Stages are checked against ``stage_mlu``; the LP's MLU is held to ``stage_mlu`` divided
+    by the over-subscription integer WCMP weights may add (``DEFAULT_MAX_OVERSUBSCRIPTION``),
+    so that the weights actually pushed stay under ``stage_mlu``: messages name ``stage_mlu``
+    and say so. ``time_limit`` is the budget in seconds for one proposal, counted on
+    ``clock``: it covers the whole plan (every change limit tried, the mapping's re-plans and
+    the stages' search); a plan that finds it spent keeps today's topology."""
 
     def __init__(
         self,
@@ -63,7 +62,12 @@ class ToePlanner:
         self.stage_mlu = stage_mlu
         self.time_limit = time_limit
         self.clock = clock
-        self.staging_threshold = stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
+        self.wcmp_margin = DEFAULT_MAX_OVERSUBSCRIPTION
+
+    @property
+    def staging_threshold(self) -> float:
+        """The limit the LP's drained MLU is held to (``stage_mlu`` less the WCMP margin)."""
+        return self.stage_mlu / self.wcmp_margin
 
     def evaluate(self, fabric: Fabric, topology: Topology, tm: TrafficMatrix) -> float:
         return min_mlu(fabric, topology, tm, spine=())
@@ -77,48 +81,24 @@ class ToePlanner:
         last_reconfig_at: float | None,
         policy: ReconfigurePolicy,
     ) -> Proposal:
-        """Plan for ``prediction`` from the ``live`` circuits; stage it when it is worth applying.
+        """Plan for ``prediction`` from the ``live`` circuits, staged; judge what the stages reach.
 
-        A ``dry_run`` trigger is judged as an operator request and always staged. When the
-        plan cannot be staged under the threshold (or the mapping cannot keep to a smaller
-        limit), smaller changes are planned (ToE's ``max_change`` of 1/2, then 1/4 of today's
-        circuits) before giving up with the first error.
+        A ``dry_run`` trigger is judged as an operator request and its stages kept. Raises
+        InfeasibleError (StagingBlocked with the reason) when no safe step lowers the MLU.
         """
         live = frozenset(live)
-        budget = TimeBudget(self.time_limit, self.clock)
-        first_failure: InfeasibleError | None = None
-        for max_change in MAX_CHANGE_STEPS:
-            try:
-                return self._propose(
-                    trigger, prediction, live, now, last_reconfig_at, policy, max_change, budget
-                )
-            except InfeasibleError as exc:
-                # StagingBlocked, or a smaller change limit the mapping cannot meet
-                log.info("ToE: a plan removing up to %.0f%% of the circuits failed: %s",
-                         100 * max_change, exc)
-                first_failure = first_failure or exc
-        if first_failure is None:
-            raise RuntimeError("internal error: no ToE change limit was tried")
-        raise first_failure
-
-    def _propose(
-        self,
-        trigger: str,
-        prediction: TrafficMatrix,
-        live: frozenset[Circuit],
-        now: float,
-        last_reconfig_at: float | None,
-        policy: ReconfigurePolicy,
-        max_change: float,
-        budget: TimeBudget,
-    ) -> Proposal:
-        knobs = ToeKnobs(max_change=max_change, time_limit=self.time_limit)
-        target_plan = plan_target(self.fabric, [prediction], live, knobs, self.evaluate, budget=budget)
-        toe, mapping = target_plan.toe, target_plan.mapping
-        target = frozenset(mapping.circuits)
+        knobs = ToeKnobs(time_limit=self.time_limit)
+        target_plan = plan_target(
+            self.fabric, [prediction], live, knobs, self.evaluate, clock=self.clock,
+            threshold=self.stage_mlu, margin=self.wcmp_margin,
+        )
+        toe, staging = target_plan.toe, target_plan.staging
+        if staging is None:  # pragma: no cover - a threshold was given
+            raise RuntimeError("internal error: the plan was not staged")
+        target = frozenset(staging.final_circuits)
         changed = len(target ^ live)
-        current_mlu = toe.current_mlu  # both by self.evaluate, in plan_topology
-        planned_mlu = toe.mlu  # the mapping realises toe.topology exactly
+        current_mlu = toe.current_mlu  # both by self.evaluate
+        planned_mlu = staging.final_mlu
         verdict = toe_verdict(
             "operator" if trigger == "dry_run" else trigger,
             current_mlu,
@@ -129,17 +109,15 @@ class ToePlanner:
             policy,
         )
         log.info(
-            "ToE (%s): MLU %.4f -> %.4f, %d circuits changed: %s",
+            "ToE (%s): MLU %.4f -> %.4f, %d circuits changed%s: %s",
             trigger,
             current_mlu,
             planned_mlu,
             changed,
+            "" if staging.complete else f" (a step towards the target: {staging.blocked})",
             verdict.reason,
         )
         if verdict.apply or trigger == "dry_run":
-            staging = stage_changes(
-                self.fabric, live, target, prediction, self.evaluate, self.staging_threshold
-            )
             plan = reconfiguration_plan(
                 self.fabric, trigger, staging, current_mlu, planned_mlu, verdict.reason
             )
@@ -152,9 +130,12 @@ class ToePlanner:
                 "planned_mlu": round(planned_mlu, 6),
                 "circuits_removed": len(live - target),
                 "circuits_added": len(target - live),
-                "topology": mapping.topology.to_json(),
+                "topology": staging.final_topology.to_json(),
                 "stages": [],
             }
+        plan["complete"] = staging.complete
+        plan["blocked"] = staging.blocked
+        plan["target_topology"] = target_plan.mapping.topology.to_json()
         plan["repair_trades"] = toe.repair_trades
-        plan["solver"] = {**toe.solver_json(), "max_change": max_change}
+        plan["solver"] = {**toe.solver_json(), "max_change": target_plan.max_change}
         return Proposal(plan, verdict, current_mlu, planned_mlu, changed, target)

@@ -53,14 +53,18 @@ Modules: :mod:`optimizer.mapping.ports` (port groups, ``any`` OCSes),
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
 
+from optimizer import progress
+from optimizer.budget import TimeBudget
 from optimizer.errors import InfeasibleError, SolverError
 from optimizer.fabric import Fabric
+from optimizer.mapping.cross import cross_exchange
 from optimizer.mapping.dive import DiveStuck, dive, dive_applies
 from optimizer.mapping.domains import pair_domain_limit, split_over_domains
 from optimizer.mapping.ocs import assign_ports, current_orientation, orient, split_over_ocs
@@ -73,6 +77,8 @@ log = logging.getLogger(__name__)
 
 SMALL_DOMAIN_SIZE = 512  # OCSes x blocks in a domain, below which several seeds are tried
 SMALL_DOMAIN_SEEDS = 4
+#: Under a time budget, this share of it is kept for what follows the mapping.
+DIVE_RESERVE = 0.1
 #: A global repair stuck with more than this share of the change left is not finished
 #: domain by domain (at 64 blocks the domain limits stop it early, and finishing costs more
 #: than the per-domain mapping it competes with).
@@ -245,6 +251,8 @@ def map_topology(
     rebalance: bool = False,
     exchange_plan: bool = True,
     dive: bool = True,
+    budget: TimeBudget | None = None,
+    cross: bool = True,
 ) -> MappingResult:
     """Circuits realising ``target`` on ``fabric``, keeping as many of ``current`` as possible.
 
@@ -278,11 +286,21 @@ def map_topology(
     domains = model.domains()
     layout = domain_layout(model, wanted, rebalance)
     split = split_over_domains(wanted, layout.current_directed, layout.capacity, layout.limit, names)
-    per_ocs = _map_domains(model, domains, split.counts, names, exchange_plan, dive)
-    if not _odd_any_ocs(model.ocs, n) and small_change(model.ocs, wanted):
+    per_ocs = _map_domains(model, domains, split.counts, names, exchange_plan, dive, budget)
+    room = budget is None or budget.remaining() > DIVE_RESERVE * budget.seconds
+    if room and not _odd_any_ocs(model.ocs, n) and small_change(model.ocs, wanted):
         repaired = _repair_globally(model, domains, wanted, layout, names, exchange_plan)
-        if repaired is not None and _kept(model.ocs, repaired) > _kept(model.ocs, per_ocs):
+        if (
+            repaired is not None
+            and _kept(model.ocs, repaired) > _kept(model.ocs, per_ocs)
+            and _over_limits(model, domains, repaired, layout)
+            <= _over_limits(model, domains, per_ocs, layout)
+        ):
             per_ocs = repaired
+    if cross and any(o.north_budget(b) > 1 for o in model.ocs for b in range(n)):
+        # (with one north port per block per OCS, two-OCS moves were not found: see cross.py)
+        domain_index = [domains.index(o.domain) for o in model.ocs]
+        per_ocs = cross_exchange(model.ocs, per_ocs, domain_index, layout.limit, budget)
     circuits: list[Circuit] = []
     for o, counts in zip(model.ocs, per_ocs, strict=True):
         circuits.extend(assign_ports(o, counts))
@@ -292,6 +310,19 @@ def map_topology(
     return _result(fabric, current, circuits)
 
 
+def _over_limits(
+    model: PortModel, domains: list[int], per_ocs: list[np.ndarray], layout: DomainLayout
+) -> int:
+    """Circuits over the domains' pair limits in a per-OCS mapping (the global repair keeps
+    to them while it completes; its finish may not)."""
+    total = 0
+    for di, d in enumerate(domains):
+        pairs = sum((c + c.T for o, c in zip(model.ocs, per_ocs, strict=True) if o.domain == d),
+                    np.zeros_like(layout.limit[di]))
+        total += int(np.triu(np.maximum(pairs - layout.limit[di], 0), 1).sum())
+    return total
+
+
 def _map_domains(
     model: PortModel,
     domains: list[int],
@@ -299,16 +330,46 @@ def _map_domains(
     names: tuple[str, ...],
     exchange_plan: bool,
     use_dive: bool = True,
+    budget: TimeBudget | None = None,
 ) -> list[np.ndarray]:
     """Per-OCS directed counts (in ``model.ocs`` order) realising ``split[d]`` in each domain:
     the recolouring (a few seeds on small domains), for small changes the domain repaired
     from today's circuits, and on Jupiter-shaped domains the LP-guided dive (``use_dive``):
-    whichever keeps more."""
+    whichever keeps more.
+
+    With a ``budget`` (the plan's time limit), each domain gets an equal share of what is left
+    of it (less :data:`DIVE_RESERVE` of the budget for the steps after the mapping); the
+    recolouring always runs, then the dive and the repair (in that order: the dive keeps more)
+    each if the time it took on the previous domain still fits in the share.
+    """
     n = len(names)
     counts_by_ocs: dict[str, np.ndarray] = {}
+    took: dict[str, float] = {}  # seconds each optional candidate took on the last domain
     for di, d in enumerate(domains):
+        domain_started = time.perf_counter()
+        share = None if budget is None else (
+            (budget.remaining() - DIVE_RESERVE * budget.seconds) / (len(domains) - di)
+        )
+
+        def fits(
+            candidate: str,
+            extra: float = 0.0,
+            share: float | None = share,
+            started: float = domain_started,
+            d: int = d,
+        ) -> bool:
+            if share is None:
+                return True
+            spent = time.perf_counter() - started
+            if spent + took.get(candidate, 0.0) + extra <= share:
+                return True
+            log.info("failure domain %s: no %s (the plan's time limit: %.1f s of this domain's %.1f s "
+                     "share spent, it took %.1f s)", d, candidate, spent, share, took.get(candidate, 0.0))
+            return False
+
         ocs_list = [o for o in model.ocs if o.domain == d]
         where = f"failure domain {d}"
+        progress.report("mapping", f"{where} ({di + 1} of {len(domains)})")
         try:
             if _odd_any_ocs(ocs_list, n):
                 directed = _orient_domain(ocs_list, split[di], names, where)
@@ -319,14 +380,27 @@ def _map_domains(
                 seeds = range(SMALL_DOMAIN_SEEDS if len(ocs_list) * n <= SMALL_DOMAIN_SIZE else 1)
                 tries = [recolour_pairs(ocs_list, split[di], orienter, seed=seed,
                                         exchange_plan=exchange_plan) for seed in seeds]
-                if small_change(ocs_list, split[di]):
+                repair_wanted = small_change(ocs_list, split[di])
+                diving = use_dive and dive_applies(ocs_list, split[di])
+                # the repair first (its result steers the dive), unless the time left has room
+                # for only one of them: then the dive, which keeps more
+                both = not diving or fits("repair", extra=took.get("dive", 0.0))
+                if repair_wanted and both:
+                    started = time.perf_counter()
                     tries.append(_repaired(ocs_list, split[di], orienter, exchange_plan))
-                if use_dive and dive_applies(ocs_list, split[di]):
+                    took["repair"] = time.perf_counter() - started
+                if diving and fits("dive"):
                     known = max(_kept(ocs_list, t) for t in tries)
+                    started = time.perf_counter()
                     try:
                         tries.append(dive(ocs_list, split[di], known))
                     except DiveStuck as exc:  # never expected: the other candidates stand
                         log.error("failure domain %s: %s", d, exc)
+                    took["dive"] = time.perf_counter() - started
+                if repair_wanted and not both and fits("repair"):
+                    started = time.perf_counter()
+                    tries.append(_repaired(ocs_list, split[di], orienter, exchange_plan))
+                    took["repair"] = time.perf_counter() - started
                 per_ocs = max(tries, key=lambda t: _kept(ocs_list, t))
         except RecolouringStuck as exc:
             log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)

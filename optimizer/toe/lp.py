@@ -39,6 +39,7 @@ from dataclasses import replace
 import highspy
 import numpy as np
 
+from optimizer import progress
 from optimizer.budget import TimeBudget
 from optimizer.errors import SolverError, SolverTimeLimit
 from optimizer.toe.lp_build import (
@@ -225,6 +226,7 @@ class ToeLp:
             self._run()
             self.rounds += 1
             self.last_round = self.result()
+            progress.report("ToE LP", f"round {self.rounds}, {self.columns()} path columns")
             # new path columns enter at zero: the basis stays primal feasible, so the
             # primal simplex warm-starts each next round (the dual one starts over)
             self.h.setOptionValue("simplex_strategy", _PRIMAL_SIMPLEX)

@@ -68,7 +68,9 @@ class ToeKnobs:
     max_change: float = 1.0  # largest fraction of today's circuits that may be removed
     mesh_weight: float = 0.0  # weight for staying near the uniform mesh (0 = none)
     hedge: float | None = None  # TE hedge S in (0, 1], used when evaluating; None = plain min-MLU
-    time_limit: float = DEFAULT_TIME_LIMIT  # seconds for the LP (all rounds and stages) per plan
+    # seconds for a plan: plan_topology's LP alone; plan_target's whole plan (the LP gets
+    # reconfigure.LP_SHARE of it, the mapping, staging and final TE the rest)
+    time_limit: float = DEFAULT_TIME_LIMIT
 
     def validate(self) -> None:
         if not 0.0 <= self.max_change <= 1.0 or math.isnan(self.max_change):

@@ -11,25 +11,35 @@ decision (:mod:`optimizer.policy`) is left to the caller.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
+from optimizer import progress
 from optimizer.budget import Clock, TimeBudget
 from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric
 from optimizer.mapping import MappingResult, map_topology
 from optimizer.policy import Decision, ReconfigurePolicy, should_reconfigure
-from optimizer.staging import DEFAULT_THRESHOLD, MluFunction, StagingPlan, stage_changes
+from optimizer.staging import DEFAULT_THRESHOLD, MluFunction, StagingBlocked, StagingPlan, stage_changes
 from optimizer.te import DEFAULT_TABLE_SIZE, TeResult, TeSolver
 from optimizer.toe.plan import ToeKnobs, ToePlan, plan_topology
+from optimizer.toe.swaps import swap_steps
 from optimizer.topology import Circuit, Topology, check_circuits, uniform_mesh
 from optimizer.traffic import TrafficMatrix
 
 log = logging.getLogger(__name__)
 
 _MAX_CHANGE_RETRIES = 3
+#: The share of today's circuits a plan may remove, tried in turn while no stage of the
+#: larger change is safe and lowers the MLU (a smaller target is an intermediate topology).
+MAX_CHANGE_STEPS = (1.0, 0.5, 0.25)
+#: The share of a plan's time limit its LP may take (every re-plan included); the rest is for
+#: the mapping, staging and the final TE.
+LP_SHARE = 0.6
 
 #: fabric, target topology, today's circuits -> the circuits realising the target.
 Mapper = Callable[[Fabric, Topology, Sequence[Circuit]], MappingResult]
@@ -37,10 +47,22 @@ Mapper = Callable[[Fabric, Topology, Sequence[Circuit]], MappingResult]
 
 @dataclass(frozen=True)
 class TargetPlan:
-    """The planned topology and the circuits realising it (not yet staged)."""
+    """The planned topology, the circuits realising it and, when a stage limit was given, the
+    stages to get there (or to the best step towards it that is reachable safely)."""
 
     toe: ToePlan
     mapping: MappingResult
+    staging: StagingPlan | None = None
+    max_change: float = 1.0  # the change limit the plan was made under
+
+    @property
+    def reached(self) -> frozenset[Circuit]:
+        """The circuits once the stages ran: the target, or the best reachable step to it."""
+        return frozenset(self.mapping.circuits if self.staging is None else self.staging.final_circuits)
+
+    @property
+    def reached_mlu(self) -> float:
+        return self.toe.mlu if self.staging is None else self.staging.final_mlu
 
 
 @dataclass(frozen=True)
@@ -63,8 +85,12 @@ class ReconfigurationPlan:
                 "lower_bound": self.mapping.lower_bound,
             },
             "stages": self.staging.to_json(fabric),
+            "complete": self.staging.complete,
+            "blocked": self.staging.blocked,
+            "reached_circuits": [c.to_json(fabric) for c in sorted(self.staging.final_circuits)],
             "bound": self.toe.to_json(),
             "threshold": self.staging.threshold,
+            "wcmp_margin": self.staging.margin,
             "topology": self.mapping.topology.to_json(),
             "routing": self.routing.to_json()["routing"],
         }
@@ -77,16 +103,18 @@ def decide(
     policy: ReconfigurePolicy | None = None,
 ) -> Decision:
     """Whether ``plan`` is worth applying (see :func:`optimizer.policy.should_reconfigure`)."""
-    toe = plan.toe
+    toe, staging = plan.toe, plan.staging
+    reached_scale = 1.0 / staging.final_mlu if staging.final_mlu > 0 else math.inf
+    changed = sum(len(s.remove) + len(s.add) for s in staging.stages)
     return should_reconfigure(
         current_mlu=toe.current_mlu,
-        proposed_mlu=plan.staging.final_mlu,
+        proposed_mlu=staging.final_mlu,
         now=now,
         last_change_at=last_change_at,
         policy=policy,
         current_scale=toe.current_throughput_scale,
-        proposed_scale=toe.throughput_scale,
-        circuits_changed=plan.mapping.removed + plan.mapping.added,
+        proposed_scale=toe.throughput_scale if staging.complete else reached_scale,
+        circuits_changed=changed,
     )
 
 
@@ -109,25 +137,98 @@ def plan_target(
     mapper: Mapper = map_topology,
     budget: TimeBudget | None = None,
     clock: Clock = time.monotonic,
+    *,
+    threshold: float | None = None,
+    margin: float = 1.0,
+    change_steps: Sequence[float] | None = None,
 ) -> TargetPlan:
-    """Plan the topology for ``matrices`` from today's circuits ``current`` and lay it on the OCSes.
+    """Plan the topology for ``matrices`` from today's circuits ``current``, lay it on the OCSes
+    and, with a stage limit ``threshold``, find the stages: ``heliostat toe`` and the daemon
+    both plan through here.
 
-    ``evaluate`` is the min-MLU used to judge topologies (ToE's re-evaluation and repair).
-    The change limit in ``knobs`` bounds the circuits the mapping really removes: if the
-    mapping needs a few more than the topology's lower bound, the topology is re-planned
-    with a tighter limit. The result does not depend on the order ``current`` comes in
-    (:func:`~optimizer.mapping.mapper.map_topology` reads it sorted). Raises ConfigError for
-    invalid circuits or knobs and InfeasibleError when no plan fits.
+    ``evaluate`` is the min-MLU used to judge topologies (ToE's re-evaluation and repair, the
+    stages' checks). The change limit in ``knobs`` bounds the circuits the mapping really
+    removes: if the mapping needs a few more than the topology's lower bound, the topology is
+    re-planned with a tighter limit. The result does not depend on the order ``current``
+    comes in (:func:`~optimizer.mapping.mapper.map_topology` reads it sorted).
+
+    Staging (``threshold``, ``margin``: see :func:`optimizer.staging.stage_changes`) is
+    partial: when the whole target cannot be reached safely the plan's stages end at the best
+    reachable step and ``staging.blocked`` says what holds the rest back. When no stage is
+    both safe and improving, smaller changes are planned (``change_steps``, fractions of
+    today's circuits no larger than the knobs' ``max_change``; default
+    :data:`MAX_CHANGE_STEPS`) before the first error is raised.
 
     The knobs' ``time_limit`` (counted on ``clock`` from this call, or the given ``budget``)
-    covers the LP of every plan, re-plans included: a re-plan that finds it spent keeps
-    today's topology and says so (``toe.cut_stage``).
+    covers the whole plan: the LP of every plan, re-plans included, and the swap search of
+    staging. Raises ConfigError for invalid circuits or knobs and InfeasibleError when no
+    plan fits (StagingBlocked when nothing safe lowers the MLU).
     """
     knobs.validate()
     budget = budget or TimeBudget(knobs.time_limit, clock)
     circuits = tuple(current)
     check_circuits(fabric, circuits, "<current>")
-    toe = plan_topology(fabric, matrices, circuits, knobs, evaluate, budget=budget)
+    if mapper is map_topology:
+        mapper = partial(map_topology, budget=budget)
+    if threshold is None:
+        toe, mapping = _plan_and_map(fabric, matrices, circuits, knobs, evaluate, mapper, budget)
+        return TargetPlan(toe, mapping, max_change=knobs.max_change)
+    steps = [knobs.max_change] + [f for f in (change_steps or MAX_CHANGE_STEPS) if f < knobs.max_change]
+    first_failure: InfeasibleError | None = None
+    planned: tuple[ToePlan, MappingResult, float] | None = None
+    for max_change in steps:
+        step_knobs = replace(knobs, max_change=max_change)
+        try:
+            toe, mapping = _plan_and_map(fabric, matrices, circuits, step_knobs, evaluate, mapper, budget)
+            planned = planned or (toe, mapping, max_change)
+            progress.report("staging", f"{mapping.removed} circuits removed, {mapping.added} added")
+            staging = stage_changes(
+                fabric, circuits, mapping.circuits, matrices, evaluate, threshold,
+                margin=margin, partial=True, budget=budget,
+            )
+            if not staging.complete:
+                # a step towards the target: single safe swaps may reach further
+                swaps = swap_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+                if swaps is not None and swaps.final_mlu < staging.final_mlu * (1 - 1e-6):
+                    why = f"{staging.blocked}; {len(swaps.stages)} safe swaps reach a lower MLU"
+                    remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
+                    staging = replace(swaps, blocked=why, remaining=remaining)
+            return TargetPlan(toe, mapping, staging, max_change)
+        except InfeasibleError as exc:
+            # StagingBlocked, or a smaller change limit the mapping cannot meet
+            log.info("ToE: a plan removing up to %.0f%% of the circuits failed: %s", 100 * max_change, exc)
+            first_failure = first_failure or exc
+    if first_failure is None:  # pragma: no cover - steps always holds the knobs' own limit
+        raise RuntimeError("internal error: no ToE change limit was tried")
+    if planned is not None and isinstance(first_failure, StagingBlocked):
+        swaps = swap_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+        if swaps is not None:
+            toe, mapping, max_change = planned
+            why = (
+                f"the planned topology cannot be staged ({first_failure}); {len(swaps.stages)} safe swaps "
+                "give circuits to hot pairs instead"
+            )
+            log.info("ToE: %s, MLU %.4f -> %.4f", why, swaps.start_mlu, swaps.final_mlu)
+            remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
+            return TargetPlan(toe, mapping, replace(swaps, blocked=why, remaining=remaining), max_change)
+        first_failure.args = (f"{first_failure.args[0]}; and no single swap of two circuits is both safe "
+                              "and lowers the MLU",)
+    raise first_failure
+
+
+def _plan_and_map(
+    fabric: Fabric,
+    matrices: Sequence[TrafficMatrix],
+    circuits: tuple[Circuit, ...],
+    knobs: ToeKnobs,
+    evaluate: MluFunction,
+    mapper: Mapper,
+    budget: TimeBudget,
+) -> tuple[ToePlan, MappingResult]:
+    lp_budget = budget.share(LP_SHARE)
+    progress.report("ToE LP", f"max change {knobs.max_change:g}")
+    toe = plan_topology(fabric, matrices, circuits, knobs, evaluate, budget=lp_budget)
+    progress.report("mapping", f"{toe.removed_lower_bound} circuits to remove at least")
     mapping = mapper(fabric, toe.topology, circuits)
     limit = toe.max_removed
     for _ in range(_MAX_CHANGE_RETRIES):
@@ -137,14 +238,16 @@ def plan_target(
         log.info(
             "mapping removes %d circuits > limit %d: re-planning with %d", mapping.removed, limit, tighter
         )
-        toe = plan_topology(fabric, matrices, circuits, knobs, evaluate, max_removed=tighter, budget=budget)
+        toe = plan_topology(
+            fabric, matrices, circuits, knobs, evaluate, max_removed=tighter, budget=lp_budget
+        )
         mapping = mapper(fabric, toe.topology, circuits)
     if limit is not None and mapping.removed > limit:
         raise InfeasibleError(
             f"the mapping removes {mapping.removed} circuits, over the change limit of {limit} "
             f"(max_change {knobs.max_change:g}), even after re-planning with tighter limits"
         )
-    return TargetPlan(toe, mapping)
+    return toe, mapping
 
 
 def plan_reconfiguration(
@@ -155,6 +258,7 @@ def plan_reconfiguration(
     threshold: float = DEFAULT_THRESHOLD,
     table_size: int = DEFAULT_TABLE_SIZE,
     mapper: Mapper = map_topology,
+    clock: Clock = time.monotonic,
 ) -> ReconfigurationPlan:
     """Plan the topology for ``demands``, lay it on the OCSes (:func:`plan_target`) and stage
     the change.
@@ -165,16 +269,21 @@ def plan_reconfiguration(
     """
     knobs = knobs or ToeKnobs()
     knobs.validate()
+    budget = TimeBudget(knobs.time_limit, clock)  # the whole plan, from here
     matrices = [demands] if isinstance(demands, TrafficMatrix) else list(demands)
     circuits = tuple(uniform_mesh(fabric) if current is None else current)
     solver = TeSolver(fabric, hedge=knobs.hedge, table_size=table_size)
     evaluate = te_evaluator(solver)
 
-    target = plan_target(fabric, matrices, circuits, knobs, evaluate, mapper)
+    target = plan_target(fabric, matrices, circuits, knobs, evaluate, mapper, budget, threshold=threshold)
     toe, mapping = target.toe, target.mapping
-    staging = stage_changes(fabric, circuits, mapping.circuits, matrices, evaluate, threshold)
+    staging = target.staging
+    if staging is None:  # pragma: no cover - a threshold was given
+        raise RuntimeError("internal error: the plan was not staged")
+    reached = staging.final_topology
     worst = matrices[0]
     if len(matrices) > 1:
-        worst = max(matrices, key=lambda tm: evaluate(fabric, mapping.topology, tm))
-    routing = solver.solve(mapping.topology, worst)
+        worst = max(matrices, key=lambda tm: evaluate(fabric, reached, tm))
+    progress.report("routing", "TE with integer weights on the planned topology")
+    routing = solver.solve(reached, worst)
     return ReconfigurationPlan(fabric, toe, mapping, staging, routing)

@@ -59,3 +59,23 @@ def test_generate_rejects_impossible_numbers() -> None:
     result = run_cli("fabric", "generate", "--blocks", "4", "--uplinks", "6", "--ocs", "4", "--ports", "8")
     assert result.returncode != 0
     assert "blocks[0].uplinks" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_fabric_check_warns_when_the_mesh_cannot_join_every_pair(tmp_path: Path) -> None:
+    short = tmp_path / "short.yaml"
+    run_cli(
+        "fabric", "generate", "--blocks", "24", "--uplinks", "16", "--ocs", "8", "--ports", "48",
+        "--domains", "4", "--out", str(short), check=True,
+    )
+    result = run_cli("fabric", "check", str(short), check=True)
+    assert "is valid" in result.stdout
+    assert "warning:" in result.stderr and "cannot join" in result.stderr
+    assert "fewer uplinks than the 23 other blocks" in result.stderr
+
+    enough = tmp_path / "enough.yaml"
+    run_cli(
+        "fabric", "generate", "--blocks", "24", "--uplinks", "32", "--ocs", "16", "--ports", "48",
+        "--domains", "4", "--out", str(enough), check=True,
+    )
+    result = run_cli("fabric", "check", str(enough), check=True)
+    assert "warning" not in result.stderr

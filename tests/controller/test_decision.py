@@ -412,7 +412,7 @@ def test_the_daemon_gets_the_optimizer_s_starved_block_repair(monkeypatch) -> No
 
 
 def test_toe_plans_a_smaller_change_when_the_first_plan_cannot_be_staged(monkeypatch) -> None:
-    import controller.reconfig.toe_run as toe_run
+    import optimizer.toe.reconfigure as reconfigure
     from optimizer.staging import StagingBlocked, stage_changes
 
     calls: list[int] = []
@@ -423,17 +423,19 @@ def test_toe_plans_a_smaller_change_when_the_first_plan_cannot_be_staged(monkeyp
             raise StagingBlocked(0, ("b1", "b2"), 0.9, 0.8)
         return stage_changes(fabric, current, target, *args, **kwargs)
 
-    monkeypatch.setattr(toe_run, "stage_changes", blocked_once)
+    monkeypatch.setattr(reconfigure, "stage_changes", blocked_once)
     tm = hotspot_matrix(FABRIC, seed=1, load=0.6)
     proposal = ToePlanner(FABRIC, 0.8).propose("operator", tm, MESH, 0.0, None, SETTINGS.policy)
     assert len(calls) == 2 and calls[1] < calls[0]  # the second plan adds fewer circuits
     assert proposal.verdict.apply and proposal.plan["stages"]
     assert proposal.plan["circuits_added"] == calls[1]
+    assert proposal.plan["solver"]["max_change"] == 0.5
 
 
 def test_toe_planner_tries_smaller_changes_when_staging_or_the_change_limit_fails(monkeypatch) -> None:
     """1.0 cannot be staged, the mapping cannot keep to 0.5: the planner goes on to 0.25;
     when every step fails the first error (the staging one) is raised."""
+    import optimizer.toe.reconfigure as reconfigure
     from optimizer.errors import InfeasibleError
     from optimizer.staging import StagingBlocked
 
@@ -441,21 +443,22 @@ def test_toe_planner_tries_smaller_changes_when_staging_or_the_change_limit_fail
     planner = ToePlanner(fabric, 0.8)
     tried: list[float] = []
     failures = {1.0: StagingBlocked(0, ("b1", "b2"), 0.9, 0.8), 0.5: InfeasibleError("over the change limit")}
+    real = reconfigure._plan_and_map
 
-    def propose(*args: object) -> str:
-        max_change = float(args[-2])  # type: ignore[arg-type]  # (..., max_change, budget)
-        tried.append(max_change)
-        if max_change in failures:
-            raise failures[max_change]
-        return "planned"
+    def plan_and_map(fabric, matrices, circuits, knobs, *args):
+        tried.append(knobs.max_change)
+        if knobs.max_change in failures:
+            raise failures[knobs.max_change]
+        return real(fabric, matrices, circuits, knobs, *args)
 
-    monkeypatch.setattr(planner, "_propose", propose)
+    monkeypatch.setattr(reconfigure, "_plan_and_map", plan_and_map)
     policy = ReconfigurePolicy()
     tm = uniform_matrix(fabric)
-    assert planner.propose("periodic", tm, [], 0.0, None, policy) == "planned"
+    proposal = planner.propose("periodic", tm, uniform_mesh(fabric), 0.0, None, policy)
+    assert proposal.plan["solver"]["max_change"] == 0.25
     assert tried == [1.0, 0.5, 0.25]
     failures[0.25] = InfeasibleError("still over")
     tried.clear()
     with pytest.raises(StagingBlocked):
-        planner.propose("periodic", tm, [], 0.0, None, policy)
+        planner.propose("periodic", tm, uniform_mesh(fabric), 0.0, None, policy)
     assert tried == [1.0, 0.5, 0.25]

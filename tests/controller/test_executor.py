@@ -235,6 +235,13 @@ def test_bad_api_calls_get_clear_errors_and_maintenance_drains_an_ocs(controller
         what="ocs1's ports drained",
     )
     assert api.status().maintenance == ("ocs:ocs1",)
+    assert "already drained" in api.set_maintenance(MaintenanceKind.OCS, "ocs1", True)
+    assert "not drained" in api.set_maintenance(MaintenanceKind.OCS, "ocs3", False)
+    with pytest.raises(ApiError) as info:  # half the OCSes gone: the MLU would reach ~1
+        api.set_maintenance(MaintenanceKind.OCS, "ocs2", True)
+    assert info.value.code is ApiErrorCode.FAILED_PRECONDITION
+    assert "stage limit 0.8" in info.value.message and "--force" in info.value.message
+    assert api.status().maintenance == ("ocs:ocs1",)
     time.sleep(1.0)
     assert ctl.fabric.stats().blackholed_bytes == 0
     api.set_maintenance(MaintenanceKind.OCS, "ocs1", False)
@@ -335,3 +342,33 @@ def test_an_idle_fabric_is_not_an_error(controller: Controller) -> None:
     assert controller.count("toe", trigger="auto", reason="skipped: no traffic is predicted") >= 1
     status = controller.api.status()
     assert status.last_error is None and status.phase is Phase.IDLE
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("controller", [("hotspot", None)], indirect=True)
+def test_a_reviewed_plan_is_applied_exactly_or_refused_once_the_fabric_moved(controller: Controller) -> None:
+    """ctl toe --dry-run returns a plan id; --apply runs exactly that plan's stages; applying it
+    again once the circuits changed is refused with the reason; --wait reports the outcome."""
+    from controller.commands.ctl import wait_for_reconfiguration
+
+    ctl, api = controller, controller.api
+    api.pause_toe()  # only the operator's requests reconfigure
+    wait_for(lambda: ctl.count("te"), 30, what="the first TE run")
+    wait_for(lambda: ctl.daemon.estimation.predictor.prediction is not None, 30, what="a prediction")
+    dry = api.trigger_toe(dry_run=True)
+    assert dry.plan is not None and dry.plan["stages"], dry.message
+    assert dry.plan_id and dry.plan["plan_id"] == dry.plan_id
+    with pytest.raises(ApiError) as info:
+        api.trigger_toe(plan_id="not-a-plan")
+    assert info.value.code is ApiErrorCode.NOT_FOUND
+    started = api.trigger_toe(plan_id=dry.plan_id)
+    assert started.accepted and started.reconfiguration_id is not None
+    intent = ctl.daemon.journal.intent(started.reconfiguration_id)
+    assert intent.plan["stages"] == dry.plan["stages"]  # exactly the reviewed stages
+    ok, message = wait_for_reconfiguration(api, started.reconfiguration_id, None, timeout=90, poll_s=0.2)
+    assert ok, message
+    assert f"reconfiguration {started.reconfiguration_id} done" in message
+    with pytest.raises(ApiError) as info:  # the same plan, now that its circuits are in place
+        api.trigger_toe(plan_id=dry.plan_id)
+    assert info.value.code is ApiErrorCode.FAILED_PRECONDITION
+    assert "no longer starts from today's circuits" in info.value.message

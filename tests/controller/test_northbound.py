@@ -163,6 +163,9 @@ def test_drain_and_undrain_a_block_and_an_ocs(served: Served) -> None:
     client.set_maintenance(MaintenanceKind.BLOCK, "b3", False)
     assert client.status().maintenance == ("ocs:ocs2",)
     assert api.calls_to("set_maintenance")[0] == (MaintenanceKind.BLOCK, "b3", True)
+    assert api.last_force is False
+    client.set_maintenance(MaintenanceKind.OCS, "ocs1", True, force=True)
+    assert api.last_force is True
 
 
 def test_plan_with_numpy_values_travels_as_plain_json(served: Served) -> None:

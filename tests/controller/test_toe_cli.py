@@ -167,3 +167,40 @@ def test_bad_files_name_the_file_and_key(demand, tmp_path):
     assert reused.returncode != 0
     assert f"heliostat: error: {current}: circuits[1]: port 0 of ocs1 is already used" in reused.stderr
     assert "Traceback" not in reused.stderr
+
+
+def _toe_on_a_terminal(demand: Path, *extra: str) -> str:
+    """Run ``heliostat toe`` with stderr on a pseudo-terminal; return what it wrote there."""
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "controller.cli", "toe", "--fabric", FABRIC, "--demand", str(demand),
+             "--format", "json", *extra],
+            stdout=subprocess.PIPE, stderr=follower, check=False, timeout=300,
+        )
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO once the terminal's other end is closed and drained
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(leader)
+    assert done.returncode == 0
+    return b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_shows_on_a_terminal_and_q_silences_it(demand) -> None:
+    shown = _toe_on_a_terminal(demand)
+    for step in ("ToE LP", "round 1", "mapping", "failure domain", "staging", "routing"):
+        assert step in shown, shown
+    assert _toe_on_a_terminal(demand, "-q") == ""
+    piped = heliostat("toe", "--fabric", FABRIC, "--demand", str(demand), "--format", "json")
+    assert piped.returncode == 0 and "ToE LP" not in piped.stderr  # not a terminal: no progress

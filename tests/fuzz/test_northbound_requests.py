@@ -47,6 +47,14 @@ def _journaled(daemon: Daemon) -> tuple:
     return tuple(journal.get_state(k) for k in ("maintenance", "toe_paused", "toe_requested"))
 
 
+def _already(daemon: Daemon, kind: int, name: str, drained: bool) -> bool:
+    """Whether the device is already drained (``drained``) or in service (not ``drained``)."""
+    from controller.decision import Maintenance, MaintenanceTarget
+
+    target = Maintenance(MaintenanceTarget.BLOCK if kind == 1 else MaintenanceTarget.OCS, name)
+    return (target in daemon.state.maintenance) == drained
+
+
 def _call(method, request) -> grpc.StatusCode:
     try:
         method(request, timeout=5)
@@ -91,6 +99,8 @@ def test_northbound_requests(api: tuple, tmp_path: Path) -> None:
             return
         if code is not grpc.StatusCode.OK:
             assert daemon.requests.qsize() == queued and _journaled(daemon) == journaled
+        elif action == "maintenance" and _already(daemon, kind, name, drained):
+            assert daemon.requests.qsize() == queued  # already in that state: said so, nothing queued
         elif action != "history":
             assert daemon.requests.qsize() == queued + 1
 

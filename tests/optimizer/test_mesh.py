@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optimizer.config import generate_fabric, load_fabric
 from optimizer.errors import ConfigError
@@ -12,6 +14,7 @@ from optimizer.topology import (
     check_circuits,
     circuits_from_json,
     circuits_to_json,
+    mesh_gaps,
     mesh_topology,
     topology_from_json,
     uniform_mesh,
@@ -96,3 +99,64 @@ def test_mesh_is_domain_balanced(blocks: int, uplinks: int, ocs: int, domains: i
     circuits = uniform_mesh(fabric)
     check_circuits(fabric, circuits)
     assert domain_balance_violations(fabric, circuits) == ()
+
+
+def _pair_domains(fabric, circuits) -> dict[tuple[str, str], list[int]]:  # type: ignore[no-untyped-def]
+    out: dict[tuple[str, str], list[int]] = {}
+    for c in circuits:
+        a, b = sorted(c.blocks(fabric))
+        out.setdefault((a, b), []).append(fabric.ocs_named(c.ocs).domain)
+    return out
+
+
+def test_mesh_joins_every_pair_when_slots_are_fewer_than_shifts() -> None:
+    """24 blocks x 32 uplinks on 16 OCSes in 4 domains (issue 13): the shift cycle restarted
+    per domain gave each block 8 neighbours; every pair is joined now, a pair with fewer
+    circuits than domains has them in distinct domains, and every port is used."""
+    fabric = generate_fabric(24, 32, 16, 48, 4)
+    circuits = uniform_mesh(fabric)
+    check_circuits(fabric, circuits)
+    assert 2 * len(circuits) == len(fabric.wiring)
+    per_pair = _pair_domains(fabric, circuits)
+    assert len(per_pair) == 24 * 23 // 2
+    for domains in per_pair.values():
+        if len(domains) <= len(fabric.domains):
+            assert len(set(domains)) == len(domains)
+
+
+def test_mesh_of_mixed_blocks_joins_every_pair() -> None:
+    from optimizer.fabric import Block, Ocs, build_fabric
+
+    blocks = [Block(f"a{i:02d}", 64 if i % 2 else 32, 200.0 if i % 4 >= 2 else 100.0) for i in range(16)]
+    ocs = [Ocs(f"o{k}", 96, k // 4) for k in range(8)]
+    fabric = build_fabric("mixed", blocks, ocs)
+    circuits = uniform_mesh(fabric)
+    check_circuits(fabric, circuits)
+    assert len(_pair_domains(fabric, circuits)) == 16 * 15 // 2
+    assert mesh_gaps(fabric, circuits) == []
+
+
+@given(
+    n=st.integers(3, 14),
+    per_ocs=st.sampled_from([2, 4]),
+    n_ocs=st.integers(1, 12),
+    domains=st.integers(1, 4),
+    big=st.lists(st.booleans(), min_size=14, max_size=14),
+)
+@settings(max_examples=40, deadline=None)
+def test_mesh_joins_every_pair_whenever_the_ports_allow(
+    n: int, per_ocs: int, n_ocs: int, domains: int, big: list[bool]
+) -> None:
+    from optimizer.fabric import Block, Ocs, build_fabric
+
+    domains = min(domains, n_ocs)
+    blocks = [Block(f"b{i}", per_ocs * n_ocs * (2 if big[i] else 1)) for i in range(n)]
+    ports = sum(b.uplinks // n_ocs for b in blocks) + 4
+    fabric = build_fabric("p", blocks, [Ocs(f"o{k}", ports, k % domains) for k in range(n_ocs)])
+    circuits = uniform_mesh(fabric)
+    check_circuits(fabric, circuits)
+    if all(b.uplinks >= n - 1 for b in blocks):
+        assert mesh_gaps(fabric, circuits) == []
+        for domains_of_pair in _pair_domains(fabric, circuits).values():
+            if len(domains_of_pair) < len(fabric.domains):
+                assert len(set(domains_of_pair)) == len(domains_of_pair)

@@ -64,3 +64,13 @@ def test_bad_policy_values_are_config_errors():
         should_reconfigure(0.9, 0.5, 0.0, None, ReconfigurePolicy(min_gain=-0.1))
     with pytest.raises(ConfigError, match="min_interval_s"):
         should_reconfigure(0.9, 0.5, 0.0, None, ReconfigurePolicy(min_interval_s=float("nan")))
+
+
+def test_an_overloaded_fabric_does_not_wait_out_the_interval() -> None:
+    """Traffic a topology was specialised for has gone and today's MLU is 2.19: the plan that
+    brings it back applies at once; a fabric that is merely hot still waits."""
+    policy = ReconfigurePolicy(min_gain=0.05, min_interval_s=3600.0)
+    back = should_reconfigure(2.19, 0.7, now=100.0, last_change_at=50.0, policy=policy)
+    assert back.apply and "overloaded" in back.reason
+    hot = should_reconfigure(0.95, 0.7, now=100.0, last_change_at=50.0, policy=policy)
+    assert not hot.apply and "minimum interval" in hot.reason

@@ -48,6 +48,7 @@ _C2 = {"ocs": "ocs1", "a": {"block": "b1", "port": 0}, "b": {"block": "b4", "por
 _C3 = {"ocs": "ocs2", "a": {"block": "b3", "port": 2}, "b": {"block": "b4", "port": 7}}
 
 #: Shaped like the daemon's reconfiguration plan.
+PLAN_ID = "0123abcd4567"
 PLAN = {
     "fabric": "fake-4",
     "trigger": "dry_run",
@@ -147,12 +148,16 @@ class FakeControllerApi:
         self._enter("history", limit)
         return self.history_data[:limit]
 
-    def trigger_toe(self, dry_run: bool = False) -> ToeRequestResult:
+    def trigger_toe(self, dry_run: bool = False, plan_id: str | None = None) -> ToeRequestResult:
         self._enter("trigger_toe", dry_run)
         with self._lock:
+            if plan_id is not None:
+                if plan_id != PLAN_ID:
+                    raise ApiError(ApiErrorCode.NOT_FOUND, f"no reviewed plan {plan_id!r}")
+                return ToeRequestResult(True, False, f"reviewed plan {plan_id} started", None, plan_id, 7)
             if dry_run:
                 self.plan = PLAN
-                return ToeRequestResult(True, True, "planned 2 stages, 4 circuits change", PLAN)
+                return ToeRequestResult(True, True, "planned 2 stages, 4 circuits change", PLAN, PLAN_ID)
             if self.toe_queued:
                 raise ApiError(ApiErrorCode.FAILED_PRECONDITION, "a ToE run is already queued")
             self.toe_queued = True
@@ -168,8 +173,9 @@ class FakeControllerApi:
         with self._lock:
             self.snapshot = replace(self.snapshot, toe_paused=False)
 
-    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool) -> str:
+    def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool, force: bool = False) -> str:
         self._enter("set_maintenance", kind, name, drained)
+        self.last_force = force
         known = BLOCKS if kind is MaintenanceKind.BLOCK else OCSES
         if name not in known:
             raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"name: no {kind.value} {name!r} in fabric fake-4")

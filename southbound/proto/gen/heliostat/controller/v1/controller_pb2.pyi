@@ -166,22 +166,28 @@ class ListReconfigurationsResponse(_message.Message):
     def __init__(self, reconfigurations_json: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TriggerToeRequest(_message.Message):
-    __slots__ = ("dry_run",)
+    __slots__ = ("dry_run", "plan_id")
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    PLAN_ID_FIELD_NUMBER: _ClassVar[int]
     dry_run: bool
-    def __init__(self, dry_run: _Optional[bool] = ...) -> None: ...
+    plan_id: str
+    def __init__(self, dry_run: _Optional[bool] = ..., plan_id: _Optional[str] = ...) -> None: ...
 
 class TriggerToeResponse(_message.Message):
-    __slots__ = ("accepted", "dry_run", "message", "plan_json")
+    __slots__ = ("accepted", "dry_run", "message", "plan_json", "plan_id", "reconfiguration_id")
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     PLAN_JSON_FIELD_NUMBER: _ClassVar[int]
+    PLAN_ID_FIELD_NUMBER: _ClassVar[int]
+    RECONFIGURATION_ID_FIELD_NUMBER: _ClassVar[int]
     accepted: bool
     dry_run: bool
     message: str
     plan_json: str
-    def __init__(self, accepted: _Optional[bool] = ..., dry_run: _Optional[bool] = ..., message: _Optional[str] = ..., plan_json: _Optional[str] = ...) -> None: ...
+    plan_id: str
+    reconfiguration_id: int
+    def __init__(self, accepted: _Optional[bool] = ..., dry_run: _Optional[bool] = ..., message: _Optional[str] = ..., plan_json: _Optional[str] = ..., plan_id: _Optional[str] = ..., reconfiguration_id: _Optional[int] = ...) -> None: ...
 
 class PauseToeRequest(_message.Message):
     __slots__ = ()
@@ -200,14 +206,16 @@ class ResumeToeResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class SetMaintenanceRequest(_message.Message):
-    __slots__ = ("kind", "name", "drained")
+    __slots__ = ("kind", "name", "drained", "force")
     KIND_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     DRAINED_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
     kind: MaintenanceKind
     name: str
     drained: bool
-    def __init__(self, kind: _Optional[_Union[MaintenanceKind, str]] = ..., name: _Optional[str] = ..., drained: _Optional[bool] = ...) -> None: ...
+    force: bool
+    def __init__(self, kind: _Optional[_Union[MaintenanceKind, str]] = ..., name: _Optional[str] = ..., drained: _Optional[bool] = ..., force: _Optional[bool] = ...) -> None: ...
 
 class SetMaintenanceResponse(_message.Message):
     __slots__ = ("message",)
