@@ -60,14 +60,18 @@ from controller.sensing.observe import (
     maintenance_ports,
     measured_mlu,
     port_samples,
+    spines_out,
     startup_intent,
 )
 from controller.sensing.qualify import qualified_links
+from controller.sensing.spine import spine_links_up, spine_port_samples, spine_utilisation, without_drained
 from controller.status import StatusBoard
 from controller.te_loop.te_push import TePusher, TeRun, group_tables, usable_circuits
 from optimizer.config import load_fabric
 from optimizer.errors import ConfigError, HeliostatError
+from optimizer.fabric import SpineSwitch
 from optimizer.policy import ReconfigurePolicy
+from optimizer.spine import SpineLink, spine_in_service, spine_links
 from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION, RecentDemand
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
@@ -134,6 +138,8 @@ class Daemon:
         self.live: frozenset[Circuit] = frozenset()  # installed and both links up: what TE uses
         self.installed: frozenset[Circuit] = frozenset()  # what the OCSes hold
         self.ocs_down: frozenset[str] = frozenset()
+        # a hybrid fabric's spine links that are up (as cabled until the first poll)
+        self.spine_up: frozenset[SpineLink] = frozenset(spine_links(self.fabric))
         self.quarantined: PortsByBlock = {}
         self.maintenance_drained: PortsByBlock = {}
         self.estimation = TrafficEstimation(self.fabric.block_names, config.estimation_settings())
@@ -192,6 +198,7 @@ class Daemon:
         known = record.circuits if record is not None else ()
         self.installed = live_circuits(poll.ocs, known, poll.unreachable)
         self.live = links_up(self.fabric, self.installed, poll.ports)
+        self.spine_up = spine_links_up(self.fabric, poll.ports, poll.spine_ports)
         self.ocs_down = self._down(poll)
         recovery = self.journal.recovery_point()
         if recovery is not None:
@@ -300,6 +307,7 @@ class Daemon:
             ocs_down=self.ocs_down,
             requests=requests,
             installed=self.installed,
+            spine_links=frozenset(self.spine_up),
         )
         self.state, actions = dec.decide(self.state, obs, now, self.settings)
         self.board.update(
@@ -382,10 +390,15 @@ class Daemon:
             log.info("%d circuits installed but not up", len(self.installed) - len(self.live))
         self.ocs_down = self._down(poll)
         self.metrics.circuits.set(len(self.live))
+        self.spine_up = spine_links_up(self.fabric, poll.ports, poll.spine_ports)
         self.port_rates.observe_many(port_samples(poll.counters), now)
-        rates = cast(dict[tuple[str, int], float], self.port_rates.rates())  # keyed (block, port)
+        self.port_rates.observe_many(spine_port_samples(poll.spine_counters), now)
+        rates = cast(dict[tuple[str, int], float], self.port_rates.rates())  # keyed (device, port)
         te_due = self._estimate(poll, rates, now)
         measured = measured_mlu(self.fabric, self._usable(self.live), rates)
+        spine_util = self._spine_utilisation(rates)
+        if spine_util:
+            measured = max(measured or 0.0, *spine_util.values())
         if measured is not None:
             self.metrics.measured_mlu.set(measured)
         self.board.update(
@@ -465,7 +478,45 @@ class Daemon:
             log.info("restored %d circuits on %s; they stay drained until they qualify", len(adds), ocs)
             self._emit("restore", ocs=ocs, circuits=len(adds))
 
+    def _spine_links_in_service(self) -> frozenset[SpineLink]:
+        drained = merge_ports(
+            maintenance_ports(self.fabric, self.state.maintenance, self.installed), self.quarantined
+        )
+        return without_drained(self.spine_up, drained)
+
+    def spine_service(self) -> tuple[SpineSwitch, ...]:
+        """The spine TE may route over: links up, not drained, switches not under maintenance."""
+        out = spines_out(self.state.maintenance)
+        return spine_in_service(self.fabric, self._spine_links_in_service(), out)
+
+    def spine_view(self) -> list[dict[str, object]]:
+        """Per spine switch and block: links in service and cabled (``ctl topology``)."""
+        service = {s.name: s for s in self.spine_service()}
+        return [
+            {
+                "spine": s.name,
+                "block": block,
+                "in_service": service[s.name].links_to(block) if s.name in service else 0,
+                "cabled": count,
+            }
+            for s in self.fabric.spine
+            for block, count in s.links
+            if count > 0
+        ]
+
+    def _spine_utilisation(self, rates: dict[tuple[str, int], float]) -> dict[tuple[str, str], float]:
+        if not self.fabric.spine:
+            return {}
+        service = self.spine_service()
+        util = spine_utilisation(self.fabric, service, self._spine_links_in_service(), rates)
+        for (src, dst), value in util.items():
+            self.metrics.spine_utilization.labels(src, dst).set(value)
+        self.metrics.spine_links.set(sum(count for s in service for _, count in s.links))
+        return util
+
     def _te_inputs(self) -> TeInputs:
+        # Every TE (the loop's and the executor's) routes over the spine in service now.
+        self.te.set_spine(self.spine_service(), getattr(self._drivers(), "spines", ()))
         if self.recent:
             demand = RecentDemand(tuple(self.recent))
         else:
@@ -506,7 +557,7 @@ class Daemon:
             return
         self.maintenance_drained = wanted
         self.estimation.te_ran(inputs.demand.latest)
-        self.state = dec.te_finished(self.state, now, self.live, True)
+        self.state = dec.te_finished(self.state, now, self.live, True, spine_links=frozenset(self.spine_up))
         elapsed = time.monotonic() - started
         self._te_done(run, now, elapsed)
         self._emit(

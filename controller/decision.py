@@ -38,6 +38,7 @@ from optimizer.traffic import TrafficMatrix
 class MaintenanceTarget(StrEnum):
     BLOCK = "block"
     OCS = "ocs"
+    SPINE = "spine"  # a spine switch of a hybrid fabric
 
 
 @dataclass(frozen=True, order=True)
@@ -119,6 +120,7 @@ class Settings:
 @dataclass(frozen=True)
 class ControlState:
     te_circuits: frozenset[Circuit] | None = None  # the live circuits TE last ran on
+    te_spine_links: frozenset[object] = frozenset()  # the spine links up when TE last ran
     te_maintenance: frozenset[Maintenance] = frozenset()
     te_failed: bool = False
     last_te_at: float | None = None
@@ -142,6 +144,7 @@ class Observation:
     ocs_down: frozenset[str] = frozenset()  # unreachable or without power
     requests: tuple[Request, ...] = ()
     installed: frozenset[Circuit] | None = None  # everything the OCSes hold (default: live)
+    spine_links: frozenset[object] = frozenset()  # a hybrid fabric's spine links that are up
 
 
 def decide(
@@ -214,6 +217,10 @@ def te_reason(state: ControlState, obs: Observation) -> str | None:
         return f"live topology changed (-{lost} +{gained} circuits)"
     if state.te_maintenance != state.maintenance:
         return "maintenance changed"
+    if state.te_spine_links != obs.spine_links:
+        lost = len(state.te_spine_links - obs.spine_links)
+        gained = len(obs.spine_links - state.te_spine_links)
+        return f"spine links changed (-{lost} +{gained})"
     if obs.te_due:
         return "traffic matrix changed"
     return None
@@ -256,8 +263,14 @@ def missing_circuits(
 
 
 def te_finished(
-    state: ControlState, now: float, circuits: frozenset[Circuit], ok: bool, error: str | None = None
+    state: ControlState,
+    now: float,
+    circuits: frozenset[Circuit],
+    ok: bool,
+    error: str | None = None,
+    spine_links: frozenset[object] | None = None,
 ) -> ControlState:
+    """TE ran (``ok``) or failed; ``spine_links`` are the spine links it saw up (None: as before)."""
     if not ok:
         return replace(state, te_failed=True, last_error=error)
     return replace(
@@ -265,6 +278,7 @@ def te_finished(
         te_failed=False,
         te_circuits=circuits,
         te_maintenance=state.maintenance,
+        te_spine_links=state.te_spine_links if spine_links is None else spine_links,
         last_te_at=now,
     )
 

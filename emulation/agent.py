@@ -15,6 +15,7 @@ from grpc_reflection.v1alpha import reflection
 
 from emulation.ocs_device import OcsDevice
 from emulation.servicers import OcsServicer, PacketSwitchServicer
+from emulation.spine_device import SpineDevice
 from emulation.switch_device import BlockSwitch
 from southbound.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
 from southbound.tls import ServerTlsConfig
@@ -136,6 +137,20 @@ def switch_agent(device: BlockSwitch, tls: ServerTlsConfig | None = None) -> Dev
     return DeviceAgent(
         device.name,
         "block",
+        lambda server: packet_switch_pb2_grpc.add_PacketSwitchServiceServicer_to_server(
+            servicer, server
+        ),
+        SWITCH_SERVICE,
+        tls=tls,
+    )
+
+
+def spine_agent(device: SpineDevice, tls: ServerTlsConfig | None = None) -> DeviceAgent:
+    """A spine switch serves the packet-switch service, as a block does (kind ``spine``)."""
+    servicer = PacketSwitchServicer(device)
+    return DeviceAgent(
+        device.name,
+        "spine",
         lambda server: packet_switch_pb2_grpc.add_PacketSwitchServiceServicer_to_server(
             servicer, server
         ),

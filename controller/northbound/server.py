@@ -147,6 +147,8 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
             raise _invalid("name", f"fabric {fabric.name!r} has no block {name!r}")
         if kind is MaintenanceKind.OCS and name not in {o.name for o in fabric.ocs}:
             raise _invalid("name", f"fabric {fabric.name!r} has no OCS {name!r}")
+        if kind is MaintenanceKind.SPINE and name not in {s.name for s in fabric.spine}:
+            raise _invalid("name", f"fabric {fabric.name!r} has no spine switch {name!r}")
 
     def _serve(self, context: grpc.ServicerContext, rpc: str, handle: Callable[[], T]) -> T:
         try:
