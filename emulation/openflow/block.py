@@ -61,6 +61,9 @@ COUNTER_FIELDS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets", "tx_drops"
 
 
 class OpenFlowBlockSwitch(BlockSwitch):
+    #: the table and group base whose per-destination flows count the egress bytes
+    EGRESS_TABLE, EGRESS_GROUP_BASE = TABLE_SOURCE, SOURCE_GROUP_BASE
+
     def __init__(
         self,
         spec: BlockSpec,
@@ -70,10 +73,11 @@ class OpenFlowBlockSwitch(BlockSwitch):
         bucket_scheme: str = "replicated",
         max_group_entries: int = 128,
         table_capacity: int = 4096,
+        spines: tuple[str, ...] = (),
     ) -> None:
         super().__init__(spec.name, spec.name, blocks, spec.uplinks, spec.speed_gbps, WallClock(),
                          neighbours, max_group_entries=max_group_entries,
-                         table_capacity=table_capacity)
+                         table_capacity=table_capacity, spines=spines)
         self.spec = spec
         self.bucket_scheme = bucket_scheme
         self.channel: Channel | None = None
@@ -366,7 +370,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
         p, ofp, dp = channel.parser, channel.ofp, channel.datapath
         ports = channel.multipart(p.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
         flows = channel.multipart(p.OFPFlowStatsRequest(
-            dp, table_id=TABLE_SOURCE, cookie=COOKIE_ROUTE, cookie_mask=COOKIE_MASK_KIND))
+            dp, table_id=self.EGRESS_TABLE, cookie=COOKIE_ROUTE, cookie_mask=COOKIE_MASK_KIND))
         dropped = channel.multipart(p.OFPFlowStatsRequest(
             dp, table_id=TABLE_NO_ROUTE, cookie=COOKIE_NO_ROUTE, cookie_mask=COOKIE_MASK_KIND))
         now = time.time()
@@ -388,7 +392,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
                 columns[f"{way}_drop_bytes"][port] = int(columns[f"{way}_drops"][port]) * mean
         egress = {b: c.value(("dest", b)) for b in self.blocks if b != self.block}
         for stat in flows:
-            d = (stat.cookie & 0xFFFFFFFF) - SOURCE_GROUP_BASE
+            d = (stat.cookie & 0xFFFFFFFF) - self.EGRESS_GROUP_BASE
             if 0 <= d < len(self.blocks) and self.blocks[d] != self.block:
                 egress[self.blocks[d]] = c.update(("dest", self.blocks[d]), int(stat.byte_count))
         for stat in dropped:

@@ -52,7 +52,11 @@ def test_cli_runs_the_fabric_for_a_while_and_cleans_up(tmp_path: Path) -> None:
 
 
 def test_cli_refuses_a_fabric_it_cannot_build(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["--fabric", str(FABRIC_4.with_name("fabric-hybrid-8.yaml")), "--duration", "1",
+    from optimizer.config import dump_fabric_yaml, generate_fabric
+
+    too_big = tmp_path / "fabric-251.yaml"  # one 10.<b>.0.0/16 per block: at most 250
+    too_big.write_text(dump_fabric_yaml(generate_fabric(blocks=251, uplinks=2, ocs=1, ports=502)))
+    code = cli.main(["--fabric", str(too_big), "--duration", "1",
                      "--devices-file", str(tmp_path / "d.yaml")])
-    assert code == 2 and "spine" in capsys.readouterr().err
+    assert code == 2 and "250 blocks" in capsys.readouterr().err
     assert not (tmp_path / "d.yaml").exists()
