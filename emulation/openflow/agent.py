@@ -47,11 +47,12 @@ def build_devices(spec: AgentSpec) -> FabricDevices:
         devices[b.dpid] = OpenFlowBlockSwitch(
             b, spec.block_names, neighbours, bucket_scheme=spec.bucket_scheme,
             max_group_entries=spec.max_group_entries, table_capacity=spec.table_capacity,
-            spines=spec.spine_names)
+            spines=spec.spine_names, probe_interval_s=spec.probe_interval_s)
     for s in spec.spines:
         devices[s.dpid] = OpenFlowSpineSwitch(
             s, spec.block_names, neighbours, bucket_scheme=spec.bucket_scheme,
-            max_group_entries=spec.max_group_entries, table_capacity=spec.table_capacity)
+            max_group_entries=spec.max_group_entries, table_capacity=spec.table_capacity,
+            probe_interval_s=spec.probe_interval_s)
     for o in spec.ocs:
         devices[o.dpid] = OpenFlowOcs(o, switching_time_s=spec.ocs_switching_time_s)
     return FabricDevices(devices, spec.probe_interval_s)

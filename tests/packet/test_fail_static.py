@@ -100,3 +100,33 @@ def test_forwarding_survives_the_agent_and_a_restart_adopts_it(fabric: Running) 
         assert ping_failures(net) == []
         assert b1.undrain([port]) == frozenset()
     assert ping_failures(net) == []
+
+
+def test_a_restarted_agent_recovers_drains_and_generations(fabric: Running) -> None:
+    """The generation of every device and each port's drain come back from the state the
+    agent recorded on the bridges (state flows); before, generations restarted from 1 and
+    drained ports came back undrained."""
+    net, _ = fabric
+    devices = load_devices_file(net.devices_file)
+    with default_registry().create(devices["b1"]) as b1, default_registry().create(devices["ocs1"]) as ocs:
+        to_b3 = sorted(p.port for p in b1.ports() if p.peer_block == "b3")
+        b1.drain(to_b3[:1])
+        groups = b1.groups()
+        b1.set_groups(expected_generation=groups.generation, source=groups.source, transit=groups.transit)
+        drained = sorted(p.port for p in b1.ports() if p.drained)
+        before = (b1.groups(), drained, ocs.cross_connects().generation)
+    assert before[0].generation >= 3 and before[1] == to_b3[:1]
+    net.kill_agent()
+    net.start_agent()
+    net.wait_attached(30.0)
+    with default_registry().create(devices["b1"]) as b1, default_registry().create(devices["ocs1"]) as ocs:
+        groups = b1.groups()
+        assert groups.generation == before[0].generation
+        assert sorted(p.port for p in b1.ports() if p.drained) == before[1]
+        assert ocs.cross_connects().generation == before[2]
+        assert set(groups.source) == set(before[0].source)
+        # compare-and-set goes on from the recovered generation; the drain stays until undrained
+        done = b1.set_groups(expected_generation=before[0].generation, source=groups.source)
+        assert done.generation == before[0].generation + 1
+        assert b1.undrain(to_b3[:1]) == frozenset()
+    assert ping_failures(net) == []
