@@ -47,6 +47,7 @@ from controller.reconfig.executor import (
     StageOutcome,
     TeInputs,
 )
+from controller.reconfig.in_service import planning_view
 from controller.reconfig.journal import Journal, RecoveryPoint
 from controller.reconfig.stage_plan import stage_count
 from controller.reconfig.toe_run import Proposal, ToePlanner
@@ -637,8 +638,14 @@ class Daemon:
         if prediction is None:
             raise DaemonError("no traffic measured yet")
         started = time.monotonic()
+        maintenance = self.state.maintenance
+        ocs_out = [m.name for m in maintenance if m.kind is dec.MaintenanceTarget.OCS]
+        view = planning_view(
+            self.fabric, self.installed, ocs_out, blocks_out(maintenance), self.spine_service()
+        )
         proposal = self.planner.propose(
-            trigger, prediction, self.installed, now, self.state.last_reconfig_at, self.settings.policy
+            trigger, prediction, self.installed, now, self.state.last_reconfig_at, self.settings.policy,
+            view=view,
         )
         self.metrics.toe_runs.labels(trigger).inc()
         self.metrics.toe_solve_seconds.observe(time.monotonic() - started)

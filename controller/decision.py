@@ -17,8 +17,10 @@ The rules, in order of precedence:
 4. While a reconfiguration is in flight its next stage runs (one stage per cycle; TE may run
    before it). Only one failure domain is ever touched at a time: stages are sequential.
 5. Otherwise ToE is planned on operator request, or every ``toe_check_interval`` unless
-   paused, under maintenance, some OCS is unreachable or down, or the last reconfiguration
-   is more recent than the policy's minimum interval. Whether a plan is applied
+   paused, some OCS is unreachable or down, or the last reconfiguration is more recent
+   than the policy's minimum interval. Maintenance does not stop it: ToE plans around the
+   blocks, OCSes and spine switches drained for maintenance (their circuits are kept as
+   they are; see :mod:`controller.reconfig.in_service`), as TE routes around them. Whether a plan is applied
    is :func:`toe_verdict` (the reconfiguration policy; an operator request skips the
    interval but still needs the plan to change something).
 """
@@ -164,7 +166,10 @@ def decide(
         r = state.reconfiguration
         actions.append(RunStage(r.intent_id, r.next_stage))
         return state, actions
-    if not state.maintenance and not obs.ocs_down and obs.have_matrix and not missing:
+    # Under maintenance ToE plans around it, once TE has routed around it (not in the cycle
+    # that changed it).
+    settled = state.te_maintenance == state.maintenance or state.toe_requested is not None
+    if not obs.ocs_down and obs.have_matrix and not missing and settled:
         if state.toe_requested is not None:
             actions.append(PlanToe(state.toe_requested))
         elif not state.toe_paused and _toe_check_due(state, now, settings):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.decision import toe_verdict
+from controller.reconfig.in_service import PlanningView
 from controller.reconfig.stage_plan import reconfiguration_plan
 from optimizer.budget import Clock, TimeBudget
 from optimizer.errors import InfeasibleError
@@ -66,7 +67,9 @@ class ToePlanner:
         self.staging_threshold = stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
 
     def evaluate(self, fabric: Fabric, topology: Topology, tm: TrafficMatrix) -> float:
-        return min_mlu(fabric, topology, tm, spine=())
+        """Min-MLU over the circuits and ``fabric``'s spine (a planning view's: the spine in
+        service), as the ToE LP itself counts the spine."""
+        return min_mlu(fabric, topology, tm)
 
     def propose(
         self,
@@ -76,8 +79,12 @@ class ToePlanner:
         now: float,
         last_reconfig_at: float | None,
         policy: ReconfigurePolicy,
+        view: PlanningView | None = None,
     ) -> Proposal:
         """Plan for ``prediction`` from the ``live`` circuits; stage it when it is worth applying.
+
+        ``view`` (:func:`controller.reconfig.in_service.planning_view`) plans around what is
+        under maintenance: only the circuits in service change, on the capacity in service.
 
         A ``dry_run`` trigger is judged as an operator request and always staged. When the
         plan cannot be staged under the threshold (or the mapping cannot keep to a smaller
@@ -90,7 +97,7 @@ class ToePlanner:
         for max_change in MAX_CHANGE_STEPS:
             try:
                 return self._propose(
-                    trigger, prediction, live, now, last_reconfig_at, policy, max_change, budget
+                    trigger, prediction, live, now, last_reconfig_at, policy, max_change, budget, view=view
                 )
             except InfeasibleError as exc:
                 # StagingBlocked, or a smaller change limit the mapping cannot meet
@@ -111,11 +118,16 @@ class ToePlanner:
         policy: ReconfigurePolicy,
         max_change: float,
         budget: TimeBudget,
+        view: PlanningView | None = None,
     ) -> Proposal:
         knobs = ToeKnobs(max_change=max_change, time_limit=self.time_limit)
-        target_plan = plan_target(self.fabric, [prediction], live, knobs, self.evaluate, budget=budget)
+        fabric, frozen = (self.fabric, frozenset()) if view is None else (view.fabric, view.frozen)
+        if view is not None:
+            prediction = view.demand(prediction)
+        changing = live - frozen
+        target_plan = plan_target(fabric, [prediction], changing, knobs, self.evaluate, budget=budget)
         toe, mapping = target_plan.toe, target_plan.mapping
-        target = frozenset(mapping.circuits)
+        target = frozenset(mapping.circuits) | frozen
         changed = len(target ^ live)
         current_mlu = toe.current_mlu  # both by self.evaluate, in plan_topology
         planned_mlu = toe.mlu  # the mapping realises toe.topology exactly
@@ -138,11 +150,12 @@ class ToePlanner:
         )
         if verdict.apply or trigger == "dry_run":
             staging = stage_changes(
-                self.fabric, live, target, prediction, self.evaluate, self.staging_threshold
+                fabric, changing, target - frozen, prediction, self.evaluate, self.staging_threshold
             )
             plan = reconfiguration_plan(
-                self.fabric, trigger, staging, current_mlu, planned_mlu, verdict.reason
+                fabric, trigger, staging, current_mlu, planned_mlu, verdict.reason
             )
+            plan["topology"] = Topology.from_circuits(self.fabric, target).to_json()
         else:
             plan = {
                 "fabric": self.fabric.name,
@@ -152,9 +165,11 @@ class ToePlanner:
                 "planned_mlu": round(planned_mlu, 6),
                 "circuits_removed": len(live - target),
                 "circuits_added": len(target - live),
-                "topology": mapping.topology.to_json(),
+                "topology": Topology.from_circuits(self.fabric, target).to_json(),
                 "stages": [],
             }
+        if frozen:
+            plan["frozen_circuits"] = len(frozen)  # on devices under maintenance: kept
         plan["repair_trades"] = toe.repair_trades
         plan["solver"] = {**toe.solver_json(), "max_change": max_change}
         return Proposal(plan, verdict, current_mlu, planned_mlu, changed, target)

@@ -65,6 +65,14 @@ def hybrid(tmp_path: Path) -> Iterator[Hybrid]:
             h.daemon.close()
 
 
+def spine_rate(h: Hybrid, window_s: float = 1.0) -> float:
+    """Bytes the spine carried per emulated second over the next ``window_s`` wall seconds."""
+    carried = h.spine_carried("s1") + h.spine_carried("s2")
+    start = h.fabric.clock.now()
+    time.sleep(window_s)
+    return (h.spine_carried("s1") + h.spine_carried("s2") - carried) / (h.fabric.clock.now() - start)
+
+
 def spine_hops(fabric: EmulatedFabric, spine: str) -> int:
     """How many block groups name ``spine`` as a next hop."""
     return sum(
@@ -133,3 +141,52 @@ def test_a_cut_spine_link_is_routed_around(hybrid: Hybrid) -> None:
     lost = h.fabric.stats().blackholed_bytes
     time.sleep(1.0)
     assert h.fabric.stats().blackholed_bytes == lost  # nothing more is lost after TE
+
+
+@pytest.mark.slow
+def test_toe_plans_around_an_ocs_domain_drained_for_maintenance(hybrid: Hybrid) -> None:
+    """Domain 0 (ocs1, ocs2) drained: the spine carries what the OCS layer lost, and ToE
+    proposes (and carries out) a plan that changes only domain 1, every stage within the
+    stage rule, while the maintenance lasts."""
+    h = hybrid
+    h.api.pause_toe()  # only the operator's ToE runs: the test decides when
+    wait_for(lambda: h.te_runs(), 30, what="the first TE run")
+    wait_for(lambda: h.spine_carried("s1") > 0, 10, what="spine traffic")
+    before = h.fabric.stats()
+    spine_before = spine_rate(h)
+    runs = h.te_runs(reason="maintenance changed")
+    h.api.set_maintenance(MaintenanceKind.OCS, "ocs1", True)
+    h.api.set_maintenance(MaintenanceKind.OCS, "ocs2", True)
+    wait_for(lambda: h.te_runs(reason="maintenance changed") > runs, 30, what="TE around domain 0")
+    wired = [w for w in h.fabric.fabric.wiring if w.ocs in ("ocs1", "ocs2")]
+    wait_for(
+        lambda: all(h.fabric.switches[w.block].forwarding_state().drained[w.block_port] for w in wired),
+        10,
+        what="domain 0's ports drained",
+    )
+    assert spine_rate(h) > 1.2 * spine_before  # the spine took over part of the lost capacity
+    during = h.fabric.stats()
+    assert during.blackholed_bytes == 0 and during.dropped_bytes == before.dropped_bytes
+
+    dry = h.api.trigger_toe(dry_run=True)
+    plan = dry.plan
+    assert plan is not None and plan["stages"], plan.get("reason")
+    assert plan["frozen_circuits"] == sum(
+        len(d.established()) for name, d in h.fabric.ocs.items() if name in ("ocs1", "ocs2")
+    )
+    domain1 = {o.name for o in h.fabric.fabric.ocs if o.domain == 1}
+    for stage in plan["stages"]:
+        assert stage["domain"] == 1
+        assert {c[0] for c in (*stage["remove"], *stage["add"])} <= domain1
+        assert stage["mlu_drained"] <= max(plan["threshold"], stage["mlu_start"]) + 1e-9, stage
+    # Carried out during the maintenance: domain 0 untouched, nothing lost.
+    frozen = {n: set(h.fabric.ocs[n].established()) for n in ("ocs1", "ocs2")}
+    result = h.api.trigger_toe()
+    assert result.accepted
+    wait_for(lambda: any(k == "reconfiguration" for k, _ in h.events), 90, what="the reconfiguration")
+    done = [d for k, d in h.events if k == "reconfiguration"][-1]
+    assert done["outcome"] == "done", (done, h.daemon.quarantined)
+    assert {n: set(h.fabric.ocs[n].established()) for n in ("ocs1", "ocs2")} == frozen
+    assert all(h.fabric.switches[w.block].forwarding_state().drained[w.block_port] for w in wired)
+    assert h.fabric.stats().blackholed_bytes == 0
+    assert h.api.status().maintenance == ("ocs:ocs1", "ocs:ocs2")

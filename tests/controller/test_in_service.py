@@ -1,0 +1,30 @@
+"""The planning view ToE uses under maintenance (controller.reconfig.in_service)."""
+
+from __future__ import annotations
+
+from controller.reconfig.in_service import planning_view
+from optimizer.fabric import Fabric
+from optimizer.spine import spine_in_service, spine_links
+from optimizer.topology import uniform_mesh
+from optimizer.traffic import uniform_matrix
+
+
+def test_an_ocs_and_a_block_under_maintenance_are_frozen_out(hybrid8: Fabric) -> None:
+    mesh = frozenset(uniform_mesh(hybrid8))
+    spine = spine_in_service(hybrid8, spine_links(hybrid8), out=["s2"])
+    view = planning_view(hybrid8, mesh, ocs_out=["ocs1"], blocks_out=["b3"], spine=spine)
+    frozen = {c for c in mesh if c.ocs == "ocs1" or "b3" in c.blocks(hybrid8)}
+    assert view.frozen == frozen and view.current(mesh) == mesh - frozen
+    assert [o.name for o in view.fabric.ocs] == ["ocs2", "ocs3", "ocs4"]
+    # 32 uplinks striped over 4 OCSes: 8 ports each; b3 keeps none
+    assert {b.name: b.uplinks for b in view.fabric.blocks} == {
+        **{f"b{i}": 24 for i in range(1, 9)}, "b3": 0
+    }
+    assert all(w.ocs != "ocs1" and w.block != "b3" for w in view.fabric.wiring)
+    assert [s.name for s in view.fabric.spine] == ["s1"]
+    # the circuits left are all wired in the view, on the same ports
+    for c in view.current(mesh):
+        assert c.blocks(view.fabric) == c.blocks(hybrid8)
+    tm = view.demand(uniform_matrix(hybrid8, 0.5))
+    i = hybrid8.block_index("b3")
+    assert tm.gbps[i].sum() == 0 and tm.gbps[:, i].sum() == 0 and tm.total() > 0
