@@ -56,7 +56,7 @@ POLICIES: dict[str, TePolicy] = {
     "jupiter (peak of 12, S=0.5)": TePolicy(TeMethod.MIN_MLU, Predictor.PEAK, 12, 0.5),
     "last snapshot, no hedge": TePolicy(TeMethod.MIN_MLU, Predictor.LAST, 1, None),
     "last snapshot, S=0.5": TePolicy(TeMethod.MIN_MLU, Predictor.LAST, 1, 0.5),
-    "default": TePolicy(),
+    "scenarios (48, S=0.5)": TePolicy(TeMethod.SCENARIOS, Predictor.LAST, 48, 0.5),
 }
 
 

@@ -19,6 +19,13 @@ The accepted form (every section but the three paths is optional; times in secon
       min_reconfig_interval: 3600      # at least this long between two reconfigurations
       stage_mlu: 0.8                   # a stage may not push the MLU above max(this, MLU at its start)
       min_qualified_fraction: 0.95     # below this share of new links qualified, the stage rolls back
+    te:                                # what TE plans for (optimizer.te.TePolicy)
+      method: scenarios                # scenarios (the recent matrices together) or min_mlu
+      window: 12                       # measurements of history the method reads
+      hedge: null                      # S in (0, 1], or null (no cap)
+      predictor: last                  # min_mlu only: last or peak (per-pair peak of the window)
+      table_size: 128
+      max_oversubscription: 1.02
     timeouts:                          # per executor step
       drain: 30
       verify_drain: 90

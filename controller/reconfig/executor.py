@@ -265,7 +265,7 @@ class StageExecutor:
         now_circuits -= inputs.down
         drained = now_circuits - set(stage.spec.remove)
         mlu_now = self.te.min_mlu(Topology.from_circuits(self.fabric, now_circuits), matrix)
-        result = self.te.solve(drained, demand)
+        result = self.te.solve(drained, demand, for_latest=True)
         limit = max(self.settings.stage_mlu, mlu_now * DEFAULT_MAX_OVERSUBSCRIPTION)
         if result.mlu_quantized > limit + 1e-6:
             raise StepFailed(

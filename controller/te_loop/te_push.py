@@ -122,6 +122,10 @@ class TePusher:
             table_size=self.policy.table_size,
             max_oversubscription=self.policy.max_oversubscription,
         )
+        # min-MLU without a hedge, as staging checks it: the MLU figures and a stage's drain
+        self.exact = TeSolver(
+            fabric, table_size=self.policy.table_size, max_oversubscription=self.policy.max_oversubscription
+        )
         self.mix_floor = mix_floor
         self.pushed: GroupTables | None = None
         # The spine in service (None: the fabric's whole spine, as cabled) and the spine
@@ -139,17 +143,27 @@ class TePusher:
     def spine_in_service(self) -> tuple[SpineSwitch, ...]:
         return self.fabric.spine if self.spine is None else self.spine
 
-    def solve(self, circuits: Iterable[Circuit], demand: RecentDemand) -> TeResult:
-        """TE on ``circuits`` and the spine in service for the recent demand, as the policy
-        says (see :mod:`optimizer.te.policy`)."""
+    def solve(self, circuits: Iterable[Circuit], demand: RecentDemand, for_latest: bool = False) -> TeResult:
+        """TE on ``circuits`` and the spine in service for the recent demand, as the policy says
+        (see :mod:`optimizer.te.policy`).
+
+        ``for_latest``: the min-MLU routing of the latest matrix instead (no hedge), whatever the
+        policy: a stage's drain routes for the matrix its staging rule was checked against, so
+        that the rule holds on it (the policy's routing, planned for the next interval, comes
+        back at the undrain).
+        """
         topology = Topology.from_circuits(self.fabric, circuits)
         with self._lock:
-            return route(self.solver, topology, demand, self.policy, self.spine_in_service())
+            spine = self.spine_in_service()
+            if for_latest:
+                return self.exact.solve(topology, demand.latest, spine)
+            return route(self.solver, topology, demand, self.policy, spine)
 
     def min_mlu(self, topology: Topology, matrix: TrafficMatrix) -> float:
-        """The optimal MLU of ``matrix`` on ``topology`` and the spine in service."""
+        """The LP optimum of ``matrix`` on ``topology`` and the spine in service (no hedge: the
+        figure staging checks)."""
         with self._lock:
-            return self.solver.min_mlu(topology, matrix, self.spine_in_service())
+            return self.exact.min_mlu(topology, matrix, self.spine_in_service())
 
     def run(self, circuits: Iterable[Circuit], demand: RecentDemand, request_prefix: str) -> TeRun:
         circuits = frozenset(circuits)

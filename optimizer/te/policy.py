@@ -48,9 +48,12 @@ MAX_WINDOW = 1024
 
 @dataclass(frozen=True)
 class TePolicy:
-    method: TeMethod = TeMethod.MIN_MLU
-    predictor: Predictor = Predictor.LAST
-    window: int = 1  # measurements of history the method reads
+    """The default is what measured best on real traffic (``benchmarks/RESULTS_replay.md``):
+    the scenario method over the last 12 measurements with the hedge S = 0.5."""
+
+    method: TeMethod = TeMethod.SCENARIOS
+    predictor: Predictor = Predictor.LAST  # min_mlu only
+    window: int = 12  # measurements of history the method reads
     hedge: float | None = None  # S in (0, 1]; None: no cap
     table_size: int = DEFAULT_TABLE_SIZE
     max_oversubscription: float = DEFAULT_MAX_OVERSUBSCRIPTION

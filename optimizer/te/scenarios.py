@@ -33,6 +33,8 @@ Pure: numpy and scipy, no I/O, no clock.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +46,18 @@ from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
 #: log(links) / 200, about 4%, of the max at 64 blocks; the true objective picks the iterate).
 COLD_BETAS = (20.0, 50.0, 100.0, 200.0)
 COLD_STEPS = 50  # per temperature
-WARM_STEPS = 50
+#: Matrices x pairs x vias up to which a first solve goes through every temperature; beyond
+#: (64 blocks with a dozen matrices is 3 M) it takes 2 x WARM_STEPS at the last one, to stay
+#: within a TE cycle, and later decisions improve on it.
+FULL_COLD_SOLVE_ENTRIES = 1_000_000
+#: The traffic shifted (a job started, a hotspot appeared) when, under the routing in force,
+#: two matrices in a row have a ratio to their bound of at least SHIFT_RATIO and SHIFT_FACTOR
+#: times the median of the older ones: the matrices before them then stop counting, until
+#: they leave the window. One odd snapshot is not a shift: on the stationary Meta traces
+#: (ratio p99 about 1.26) it does not fire.
+SHIFT_RATIO = 1.4
+SHIFT_FACTOR = 1.5
+WARM_STEPS = 10  # per decision, from the routing in force: more does not route the next matrix better
 
 
 @dataclass(frozen=True)
@@ -85,7 +98,8 @@ class PathOperator:
 
 def hose_bounds(graph: LinkGraph, demands: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """(K,) lower bounds of each matrix's min MLU: the busiest block's egress or ingress over
-    the capacity of its links (every byte leaves and enters over one of them)."""
+    the capacity of its links (every byte leaves and enters over one of them), and all the
+    demand over all the capacity (every byte crosses at least one link)."""
     n = graph.n_blocks
     out_cap = np.bincount(graph.link_src, weights=graph.capacity_gbps, minlength=graph.n_nodes)[:n]
     in_cap = np.bincount(graph.link_dst, weights=graph.capacity_gbps, minlength=graph.n_nodes)[:n]
@@ -97,7 +111,8 @@ def hose_bounds(graph: LinkGraph, demands: np.ndarray, src: np.ndarray, dst: np.
     with np.errstate(divide="ignore", invalid="ignore"):
         out_ratio = np.where(out_cap > 0, egress / np.where(out_cap > 0, out_cap, 1), 0.0)
         in_ratio = np.where(in_cap > 0, ingress / np.where(in_cap > 0, in_cap, 1), 0.0)
-    return np.maximum(out_ratio.max(axis=1), in_ratio.max(axis=1))
+    total = demands.sum(axis=1) / max(float(graph.capacity_gbps.sum()), 1e-12)
+    return np.maximum(np.maximum(out_ratio.max(axis=1), in_ratio.max(axis=1)), total)
 
 
 def project_capped_simplex(y: np.ndarray, cap: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -136,6 +151,22 @@ def path_caps(paths: CandidatePaths, hedge: float | None) -> np.ndarray:
     return np.minimum(caps, 1.0)
 
 
+def capacity_split(paths: CandidatePaths) -> np.ndarray:
+    """Each pair split over its paths in proportion to their capacity (the oblivious routing)."""
+    total = paths.capacity_sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(
+            total[:, None] > 0, paths.bottleneck_gbps / np.where(total > 0, total, 1)[:, None], 0.0
+        )
+
+
+def mean_ratio(
+    operator: PathOperator, fractions: np.ndarray, demands: np.ndarray, scale: np.ndarray
+) -> float:
+    """The objective: mean over the matrices of max utilisation over the matrix's bound."""
+    return float((operator.utilisation(fractions, demands).max(axis=1) / scale).mean())
+
+
 def _smax(u: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise log-sum-exp max of ``u`` (K, links) and its softmax weights."""
     top = u.max(axis=1, keepdims=True)
@@ -160,10 +191,7 @@ def solve_scenarios(
     paths = operator.paths
     valid = paths.valid
     weight = (1.0 / len(demands)) / scale  # mean over k, each ratio to its own bound
-    if start is None:
-        total = np.maximum(paths.capacity_sum(), 1e-12)
-        start = np.where(valid, paths.bottleneck_gbps / total[:, None], 0.0)
-    x = project_capped_simplex(start, cap, valid)
+    x = project_capped_simplex(capacity_split(paths) if start is None else start, cap, valid)
 
     def evaluate(f: np.ndarray, beta: float) -> tuple[float, np.ndarray, float]:
         u = operator.utilisation(f, demands) * (1.0 / scale)[:, None]
@@ -201,3 +229,69 @@ def solve_scenarios(
             x, fx, t = nxt, fn, t_next
             step *= 1.25
     return ScenarioResult(best, best_value, iterations)
+
+
+class ScenarioPlanner:
+    """What one scenario solve hands the next: the routing in force (the warm start), the
+    link graph it was planned on, and the newest matrix at which the traffic last shifted.
+
+    The first solve starts from the capacity split (the most spread routing: on stationary
+    traffic the short warm-started runs that follow keep that spread, which routes the next
+    matrix better than a tighter fit). A new link graph (circuits added or drained, a stage, a
+    failure) or a traffic shift, which also drops the matrices before it, starts from the
+    better on the window of the capacity split and ``lp_start`` (the min-MLU routing of the
+    newest matrix on that graph): the routing in force is not a fit start then.
+    """
+
+    def __init__(self) -> None:
+        self.start: np.ndarray | None = None
+        self.graph_key: bytes | None = None
+        self.shift_at: bytes | None = None  # digest of the matrix the traffic shifted at
+        self.suspect: bytes | None = None  # the newest matrix looked shifted: is the next too?
+        self.shifts = 0
+
+    def plan(
+        self,
+        operator: PathOperator,
+        demands: np.ndarray,
+        caps: np.ndarray,
+        lp_start: Callable[[], np.ndarray],
+        warm_steps: int = WARM_STEPS,
+    ) -> tuple[ScenarioResult, int]:
+        """The routing for ``demands`` (K, P), oldest first; also how many matrices it used."""
+        graph = operator.graph
+        key = hashlib.sha1(
+            graph.capacity_gbps.tobytes() + graph.link_src.tobytes() + graph.link_dst.tobytes()
+        ).digest()
+        digests = [hashlib.sha1(row.tobytes()).digest() for row in demands]
+        if self.shift_at in digests:
+            cut = digests.index(self.shift_at)
+            demands, digests = demands[cut:], digests[cut:]
+        paths = operator.paths
+        scale = hose_bounds(graph, demands, paths.src, paths.dst)
+        scale = np.where(scale > 0, scale, 1.0)
+        moved = self.start is not None and (self.graph_key != key or self.start.shape != paths.valid.shape)
+        start = capacity_split(paths) if self.start is None or moved else self.start
+        if len(demands) > 2 and not moved:
+            ratios = operator.utilisation(start, demands).max(axis=1) / scale
+            newest, before = ratios[-1], float(np.median(ratios[:-2]))
+            if newest >= SHIFT_RATIO and newest >= SHIFT_FACTOR * before:
+                if self.suspect == digests[-2]:  # the second in a row: the traffic shifted
+                    self.shift_at, self.shifts, moved = digests[-2], self.shifts + 1, True
+                    demands, scale = demands[-2:], scale[-2:]
+                self.suspect = digests[-1]
+            else:
+                self.suspect = None
+        if moved:  # a new graph or a traffic shift: start from the better of the two on the window
+            candidates = [project_capped_simplex(capacity_split(paths), caps, paths.valid), lp_start()]
+            start = min(candidates, key=lambda f: mean_ratio(operator, f, demands, scale))
+        cold = self.start is None or moved
+        if not cold:
+            betas, steps = (COLD_BETAS[-1],), warm_steps
+        elif demands.size * paths.valid.shape[1] <= FULL_COLD_SOLVE_ENTRIES:
+            betas, steps = COLD_BETAS, COLD_STEPS
+        else:
+            betas, steps = (COLD_BETAS[-1],), 2 * warm_steps
+        result = solve_scenarios(operator, demands, scale, caps, start, betas=betas, steps_per_beta=steps)
+        self.start, self.graph_key = result.fractions, key
+        return result, len(demands)

@@ -35,12 +35,11 @@ from optimizer.te.paths import (
     path_loads,
 )
 from optimizer.te.scenarios import (
-    COLD_BETAS,
     WARM_STEPS,
     PathOperator,
-    hose_bounds,
+    ScenarioPlanner,
+    capacity_split,
     path_caps,
-    solve_scenarios,
 )
 from optimizer.te.wcmp import (
     DEFAULT_MAX_OVERSUBSCRIPTION,
@@ -232,14 +231,6 @@ def _instance(
     return _Instance(graph, pairs, comm, rows, comm_paths)
 
 
-def _capacity_split(pairs: CandidatePaths) -> np.ndarray:
-    """Each pair split over its paths in proportion to their capacity (the oblivious split)."""
-    capacity_sum = pairs.capacity_sum()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        oblivious = pairs.bottleneck_gbps / capacity_sum[:, None]
-    return np.where(capacity_sum[:, None] > 0, oblivious, 0.0)
-
-
 def _rows(paths: CandidatePaths, rows: np.ndarray) -> CandidatePaths:
     return CandidatePaths(
         paths.src[rows],
@@ -321,7 +312,7 @@ class TeSolver:
         self.max_oversubscription = max_oversubscription
         self._pool: PathPool | None = None
         self._mesh: Topology | None = None
-        self._scenario_start: np.ndarray | None = None  # the last scenario routing (warm start)
+        self._scenarios = ScenarioPlanner()  # the routing in force, for the next scenario solve
         self._operator_cache: tuple[tuple[bytes, bytes, bytes], PathOperator] | None = None
 
     @property
@@ -367,29 +358,20 @@ class TeSolver:
         demands = np.array([m.gbps[pairs.src, pairs.dst] for m in matrices if m.blocks == blocks])
         active = demands.sum(axis=1) > 0
         if not active.any():
-            fractions = _capacity_split(pairs)
-            iterations, objective = 0, 0.0
+            fractions = capacity_split(pairs)
+            iterations, objective, used = 0, 0.0, 0
         else:
             demands = demands[active]
             check_routable(_rows(pairs, np.flatnonzero(demands.max(axis=0) > 0)), inst.graph)
             operator = self._operator(inst)
-            scale = hose_bounds(inst.graph, demands, pairs.src, pairs.dst)
-            scale = np.where(scale > 0, scale, 1.0)
-            start = self._scenario_start if self._scenario_start is not None else None
-            if start is not None and start.shape == pairs.valid.shape:
-                solved = solve_scenarios(
-                    operator,
-                    demands,
-                    scale,
-                    path_caps(pairs, self.hedge),
-                    start,
-                    betas=(COLD_BETAS[-1],),
-                    steps_per_beta=warm_steps,
-                )
-            else:
-                solved = solve_scenarios(operator, demands, scale, path_caps(pairs, self.hedge))
+
+            def lp_start() -> np.ndarray:
+                return self._lp_fractions(inst, self._solve_lp(inst))
+
+            solved, used = self._scenarios.plan(
+                operator, demands, path_caps(pairs, self.hedge), lp_start, warm_steps
+            )
             fractions, iterations, objective = solved.fractions, solved.iterations, solved.objective
-            self._scenario_start = fractions
         flow = fractions[inst.comm_rows] * inst.comm.demand_gbps[:, None]
         mlu, _ = _mlu(inst.graph, inst.comm_paths, flow)
         return self._plan(
@@ -402,7 +384,7 @@ class TeSolver:
             columns=int(pairs.valid.sum()),
             rounds=iterations,
             optimal=True,
-            method=f"scenarios ({len(demands)} matrices, mean ratio {objective:.4f})",
+            method=f"scenarios ({used} matrices, mean ratio {objective:.4f})",
         )
 
     def _operator(self, inst: _Instance) -> PathOperator:
@@ -415,6 +397,14 @@ class TeSolver:
             self._operator_cache = (key, PathOperator(inst.graph, inst.pairs))
         return self._operator_cache[1]
 
+    @staticmethod
+    def _lp_fractions(inst: _Instance, lp: LpSolution) -> np.ndarray:
+        """Every pair's split: the LP's where there is demand, else by path capacity."""
+        fractions = capacity_split(inst.pairs)
+        if inst.comm.count:
+            fractions[inst.comm_rows] = lp.flow_gbps / inst.comm.demand_gbps[:, None]
+        return fractions
+
     def _plan_lp(
         self,
         inst: _Instance,
@@ -424,9 +414,7 @@ class TeSolver:
     ) -> TeResult:
         """The LP's split where there is demand, else in proportion to path capacity (the
         oblivious hedge) so that unforeseen traffic still spreads."""
-        fractions = _capacity_split(inst.pairs)
-        if inst.comm.count:
-            fractions[inst.comm_rows] = lp.flow_gbps / inst.comm.demand_gbps[:, None]
+        fractions = self._lp_fractions(inst, lp)
         return self._plan(
             inst, topology, spine, fractions, lp.mlu, lp.flow_gbps, lp.columns, lp.rounds, lp.optimal
         )

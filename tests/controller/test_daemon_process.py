@@ -133,6 +133,9 @@ def test_a_demand_shift_is_replanned_and_the_measured_mlu_meets_the_prediction(t
             prediction_window=2.0,
             northbound=address,
             prediction_change=0.0,
+            # ToE's planned MLU is the min-MLU optimum of the new topology: what TE gives when
+            # it plans for the matrix it measured (the default plans for the next interval)
+            te={"method": "min_mlu", "hedge": None},
         )
         proc = start_daemon_process(config, log)
         try:

@@ -275,3 +275,14 @@ def test_the_cli_replays_writes_routes_and_a_plot_and_refuses_bad_series(tmp_pat
     refused = run_cli("replay", "--fabric", str(FABRIC_FILE), "--series", str(bad))
     assert refused.returncode == 2
     assert refused.stderr.strip() == f"heliostat: error: {bad}: line 3: unknown dst block 'zz'"
+
+
+def test_the_default_te_settles_near_the_optimum_when_the_traffic_holds_still(tmp_path: Path) -> None:
+    # The scenario policy plans for the next interval from the recent matrices: when they
+    # are all the same, its routing should approach that matrix's own optimum within a few
+    # cycles (what is left is the hedge and the integer weights).
+    series = series_of([hotspot_matrix(FABRIC, 4, 0.7).gbps] * 16)
+    result = replay(tmp_path, series)
+    ratios = [s.ratio for s in result.snapshots if s.ratio is not None]
+    assert ratios[-1] <= 1.10
+    assert ratios[-1] <= ratios[0] + 1e-9

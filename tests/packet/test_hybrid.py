@@ -78,7 +78,7 @@ def hybrid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hybrid]:
         config = controller_config(tmp, FABRIC, fabric.devices_file, te_interval=1.0,
                                    toe_check_interval=3600.0, northbound=address)
         data = yaml.safe_load(config.read_text())
-        data["te"] = {"hedge": 1.0}  # every path in proportion to its capacity
+        data["te"] = {"method": "min_mlu", "hedge": 1.0}  # every path in proportion to its capacity
         config.write_text(yaml.safe_dump(data))
         daemon = start_daemon_process(config, daemon_log)
         try:

@@ -70,6 +70,7 @@ def controller_config(
     min_reconfig_interval: float = 3600.0,
     timeouts: dict[str, float] | None = None,
     northbound: str = "127.0.0.1:0",
+    te: dict[str, Any] | None = None,
     **thresholds: float,
 ) -> Path:
     """Write a controller config with short intervals; returns its path."""
@@ -92,6 +93,8 @@ def controller_config(
         or {"drain": 20, "verify_drain": 20, "apply_ocs": 20, "qualify": 20, "undrain": 20},
         "listen": {"northbound": northbound, "metrics": "127.0.0.1:0"},
     }
+    if te is not None:
+        data["te"] = te
     path = tmp / "controller.yaml"
     path.write_text(yaml.safe_dump(data))
     return path

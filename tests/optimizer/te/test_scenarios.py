@@ -132,3 +132,34 @@ def test_route_with_the_scenarios_policy_gives_weights_judged_on_the_newest_matr
         assert max(h.share for h in g.next_hops) <= 1 / (0.5 * 7) * 2 + 1e-9
     again = route(solver, mesh, RecentDemand((*matrices[1:], matrices[0])), policy)  # warm start
     assert again.lp_rounds <= 50
+
+
+def test_a_traffic_shift_drops_the_old_matrices_but_noise_does_not(fabric8) -> None:
+    mesh = mesh_topology(fabric8)
+    policy = TePolicy(method=TeMethod.SCENARIOS, window=12)
+    rng = np.random.default_rng(5)
+    base = gravity_matrix(fabric8, 2, 0.4).gbps
+
+    def noisy() -> TrafficMatrix:
+        noise = rng.lognormal(0, 0.4, base.shape)
+        np.fill_diagonal(noise, 0)
+        return TrafficMatrix(fabric8.block_names, base * noise)
+
+    solver = TeSolver(fabric8)
+    history = [noisy() for _ in range(12)]
+    for _ in range(20):  # stationary noise: every matrix counts
+        history = [*history[1:], noisy()]
+        result = route(solver, mesh, RecentDemand(tuple(history)), policy)
+        assert result.method.startswith("scenarios (12 matrices")
+    hot = hotspot_matrix(fabric8, 1, 0.7)
+    history = [*history[1:], hot]
+    first = route(solver, mesh, RecentDemand(tuple(history)), policy)
+    assert first.method.startswith("scenarios (12 matrices")  # one odd matrix is not a shift
+    history = [*history[1:], hot]
+    second = route(solver, mesh, RecentDemand(tuple(history)), policy)
+    assert second.method.startswith("scenarios (2 matrices")  # the second in a row is
+    optimum = TeSolver(fabric8).min_mlu(mesh, hot, ())
+    assert second.mlu <= optimum * 1.10  # routed for the new traffic at once
+    history = [*history[1:], hot]
+    third = route(solver, mesh, RecentDemand(tuple(history)), policy)
+    assert third.method.startswith("scenarios (3 matrices")  # the old ones stay out
