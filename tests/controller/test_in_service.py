@@ -28,3 +28,20 @@ def test_an_ocs_and_a_block_under_maintenance_are_frozen_out(hybrid8: Fabric) ->
     tm = view.demand(uniform_matrix(hybrid8, 0.5))
     i = hybrid8.block_index("b3")
     assert tm.gbps[i].sum() == 0 and tm.gbps[:, i].sum() == 0 and tm.total() > 0
+
+
+def test_replay_routing_counts_spine_next_hops(hybrid8: Fabric) -> None:
+    """Groups naming a spine switch (TE's on a hybrid fabric) load its trunks both ways."""
+    import numpy as np
+
+    from controller.replay.routing import routed_loads, trunk_members
+
+    mesh = frozenset(uniform_mesh(hybrid8))
+    members = trunk_members(hybrid8, mesh)
+    demand = np.zeros((8, 8))
+    demand[0, 1] = 300.0
+    loads = routed_loads(hybrid8, {"b1": {"b2": {"b2": 1, "s1": 2}}}, demand, members)
+    s1 = 8  # nodes: the blocks, then s1, s2
+    assert loads.load[0, s1] == 200.0 and loads.load[s1, 1] == 200.0 and loads.load[0, 1] == 100.0
+    assert loads.capacity[0, s1] == loads.capacity[s1, 1] == 400.0
+    assert loads.mlu() == 0.5
