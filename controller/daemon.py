@@ -427,7 +427,9 @@ class Daemon:
             if self.pushed_tables is None or not rates:
                 return False
             circuits = self.state.te_circuits or self._usable(self.live)
-            matrix = infer_matrix(self.fabric, self.pushed_tables, circuits, rates).matrix
+            matrix = infer_matrix(
+                self.fabric, self.pushed_tables, circuits, rates, self._spine_links_in_service()
+            ).matrix
             settings = self.estimation.settings
             te_due = dec.inferred_te_due(
                 matrix, self.estimation.te_matrix, settings.floor_gbps, settings.te_matrix_change
