@@ -47,9 +47,9 @@ from controller.reconfig.executor import (
     StageOutcome,
     TeInputs,
 )
-from controller.reconfig.in_service import planning_view
-from controller.reconfig.journal import Journal, RecoveryPoint
-from controller.reconfig.stage_plan import stage_count
+from controller.reconfig.in_service import maintenance_conflict, planning_view
+from controller.reconfig.journal import IntentState, Journal, RecoveryPoint
+from controller.reconfig.stage_plan import stage_count, stage_spec
 from controller.reconfig.toe_run import Proposal, ToePlanner
 from controller.sensing.estimation import PeakPredictor, RateEstimator, TrafficEstimation
 from controller.sensing.inferred_matrix import infer_matrix
@@ -677,6 +677,9 @@ class Daemon:
         self.board.update(phase="reconfiguring", reconfiguration_id=action.intent_id, stage=action.stage)
         self.metrics.reconfig_stage.set(action.stage)
         recovery = self._journal().recovery_point()
+        resuming = recovery is not None and any(s.stage == action.stage for s in recovery.steps)
+        if not resuming and self._stop_for_maintenance(action, before, now):
+            return
         if recovery is not None and any(s.stage == action.stage for s in recovery.steps):
             # An earlier attempt of this stage stopped half-way (an unexpected error in this
             # process): finish it exactly as after a crash.
@@ -684,6 +687,26 @@ class Daemon:
         else:
             outcome = self.executor.run_stage(action.intent_id, action.stage, before)
         self._after_stage(outcome, now)
+
+    def _stop_for_maintenance(self, action: dec.RunStage, before: frozenset[Circuit], now: float) -> bool:
+        """Stop a reconfiguration (before the stage starts) whose next stage would switch an
+        OCS or a block drained for maintenance since it was planned; True if it stopped.
+        Every stage ends consistent, so nothing is rolled back; ToE re-plans around it."""
+        spec = stage_spec(self._journal().intent(action.intent_id).plan, action.stage)
+        maintenance = self.state.maintenance
+        ocs_out = [m.name for m in maintenance if m.kind is dec.MaintenanceTarget.OCS]
+        conflict = maintenance_conflict(self.fabric, spec.remove, spec.add, ocs_out, blocks_out(maintenance))
+        if conflict is None:
+            return False
+        reason = (f"stage {action.stage + 1} would switch {conflict}, drained for maintenance since the "
+                  "plan was made: the reconfiguration stops here")
+        log.warning("intent %d: %s", action.intent_id, reason)
+        state = IntentState.CANCELLED if action.stage == 0 else IntentState.ROLLED_BACK
+        self._journal().finish_intent(action.intent_id, state, reason)
+        self._after_stage(
+            StageOutcome(False, action.intent_id, action.stage, True, None, before, reason=reason), now
+        )
+        return True
 
     def _after_stage(self, outcome: StageOutcome, now: float) -> None:
         self._set_quarantine(add=outcome.quarantined)

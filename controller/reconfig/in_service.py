@@ -48,6 +48,25 @@ class PlanningView:
         return TrafficMatrix(matrix.blocks, gbps)
 
 
+def maintenance_conflict(
+    fabric: Fabric,
+    remove: Iterable[Circuit],
+    add: Iterable[Circuit],
+    ocs_out: Iterable[str],
+    blocks_out: Iterable[str],
+) -> str | None:
+    """What under maintenance a stage's circuits touch (``"ocs1"``, ``"block b3"``), or None.
+    A stage planned before the maintenance began must not switch a device being serviced."""
+    ocs_gone, blocks_gone = set(ocs_out), set(blocks_out)
+    for c in (*remove, *add):
+        if c.ocs in ocs_gone:
+            return c.ocs
+        for block in c.blocks(fabric):
+            if block in blocks_gone:
+                return f"block {block}"
+    return None
+
+
 def planning_view(
     fabric: Fabric,
     circuits: Iterable[Circuit],

@@ -31,9 +31,12 @@ class Hybrid:
     daemon: Daemon
     api: DaemonApi
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    hooks: list[Any] = field(default_factory=list)
 
     def on_event(self, kind: str, details: dict[str, Any]) -> None:
         self.events.append((kind, details))
+        for hook in list(self.hooks):
+            hook(kind, details)
 
     def te_runs(self, **match: Any) -> int:
         return sum(1 for k, d in self.events if k == "te" and all(d.get(x) == v for x, v in match.items()))
@@ -190,3 +193,39 @@ def test_toe_plans_around_an_ocs_domain_drained_for_maintenance(hybrid: Hybrid) 
     assert all(h.fabric.switches[w.block].forwarding_state().drained[w.block_port] for w in wired)
     assert h.fabric.stats().blackholed_bytes == 0
     assert h.api.status().maintenance == ("ocs:ocs1", "ocs:ocs2")
+
+
+@pytest.mark.slow
+def test_a_reconfiguration_stops_before_a_stage_that_would_switch_an_ocs_under_maintenance(
+    hybrid: Hybrid,
+) -> None:
+    """Planned without maintenance, the reconfiguration's first stage runs; an OCS its next
+    stage needs is then drained for maintenance: the next stage never starts (the OCS keeps
+    its circuits), the intent ends with the reason, and the maintenance is in force."""
+    h = hybrid
+    h.api.pause_toe()
+    wait_for(lambda: h.te_runs(), 30, what="the first TE run")
+    drained: list[str] = []
+
+    def drain_next_stage_ocs(kind: str, details: dict[str, Any]) -> None:
+        if kind == "stage" and details["event"] == "done" and details["stage"] == 0 and not drained:
+            plan = h.daemon.journal.intent(details["intent"]).plan
+            ocs = sorted({c[0] for c in (*plan["stages"][1]["remove"], *plan["stages"][1]["add"])})[0]
+            drained.append(ocs)
+            held.update({ocs: set(h.fabric.ocs[ocs].established())})
+            h.api.set_maintenance(MaintenanceKind.OCS, ocs, True)
+
+    held: dict[str, set[Any]] = {}
+    h.hooks.append(drain_next_stage_ocs)
+    plan = h.api.trigger_toe(dry_run=True).plan
+    assert plan is not None and len(plan["stages"]) >= 2, plan
+    assert h.api.trigger_toe().accepted
+    wait_for(lambda: any(k == "reconfiguration" for k, _ in h.events), 90, what="the reconfiguration to end")
+    done = [d for k, d in h.events if k == "reconfiguration"][-1]
+    assert drained and done["outcome"] == "rolled_back", done
+    assert "stage 2 would switch " + drained[0] in done["reason"]
+    assert set(h.fabric.ocs[drained[0]].established()) == held[drained[0]]
+    intent = h.daemon.journal.reconfigurations(1)[0]
+    assert intent.state.value == "rolled_back" and drained[0] in intent.reason
+    assert h.api.status().maintenance == (f"ocs:{drained[0]}",)
+    assert h.fabric.stats().blackholed_bytes == 0
