@@ -17,6 +17,8 @@ from benchmarks.machine import machine_summary
 
 HERE = Path(__file__).resolve().parent
 ORDER = ("te", "mapping", "toe", "toe_limit", "southbound", "controller")
+#: Results written by long runs that ``make bench`` does not start (``python -m benchmarks.soak``).
+EXTRA_SECTIONS = ("soak",)
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +39,7 @@ def gather() -> str:
         f"Last gathered on: {machine_summary()}",
         "",
     ]
-    for name in bench_modules():
+    for name in [*bench_modules(), *EXTRA_SECTIONS]:
         section = HERE / f"RESULTS_{name}.md"
         if section.exists():
             parts.append(section.read_text(encoding="utf-8").rstrip() + "\n")

@@ -10,11 +10,11 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from controller.commands import ctl, demand, demo, fabric, plan, replay, run, toe
+from controller.commands import certs, ctl, demand, demo, fabric, plan, replay, run, toe
 from emulation import service as emulate
 from optimizer.errors import HeliostatError
 
-COMMANDS = (fabric, demand, plan, toe, replay, run, demo, emulate, ctl)
+COMMANDS = (fabric, demand, plan, toe, replay, run, demo, emulate, ctl, certs)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -39,6 +39,8 @@ The accepted form (every section but the three paths is optional; times in secon
         cert: certs/controller.pem     # the API's certificate chain (PEM)
         key: certs/controller-key.pem  # its private key (PEM)
         client_ca: certs/ca.pem        # optional: clients must present a certificate it signed
+        operators: [ctl-admin]         # with client_ca, required: certificate names (CN or DNS
+        readers: [grafana]             #   SAN) that may act / only read; others are refused
       metrics: 127.0.0.1:9108          # Prometheus HTTP endpoint
 
 Loading validates everything in one place and raises :class:`~optimizer.errors.ConfigError`
@@ -53,11 +55,11 @@ from pathlib import Path
 from typing import Any
 
 from controller.sensing.estimation import EstimationSettings
-from optimizer import schema
+from optimizer import limits, schema
 from optimizer.config import parse_yaml
 from optimizer.errors import ConfigError
 from optimizer.te import MAX_WINDOW, Predictor, TeMethod, TePolicy
-from southbound.tls import ServerTlsConfig
+from southbound.tls import CERTIFICATE, PRIVATE_KEY, ClientRoles, ServerTlsConfig, TlsConfigError, read_pem
 
 #: Entries a WCMP group may have at most (switch group tables hold 128 to 4096).
 MAX_TABLE_SIZE = 65536
@@ -119,6 +121,7 @@ class Listen:
     northbound: ListenAddress = field(default_factory=lambda: ListenAddress("127.0.0.1", 50051))
     metrics: ListenAddress = field(default_factory=lambda: ListenAddress("127.0.0.1", 9108))
     northbound_tls: ServerTlsConfig | None = None  # None: the API is served in plaintext
+    northbound_roles: ClientRoles | None = None  # with mutual TLS: who may act, who may only read
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,7 @@ _TE_KEYS = tuple(TePolicy.__dataclass_fields__)
 def load_controller_config(path: str | Path) -> ControllerConfig:
     """Read and validate the controller config at ``path``."""
     source = str(path)
-    text = schema.read_file(path)
+    text = schema.read_file(path, limits.MAX_YAML_FILE_BYTES)
     return parse_controller_config(text, source, base_dir=Path(path).resolve().parent)
 
 
@@ -202,7 +205,10 @@ def _path(value: object, source: str, key: str, base: Path) -> Path:
 
 
 def _seconds(section: dict[str, Any], name: str, default: float, source: str, section_key: str) -> float:
-    return schema.number(section.get(name, default), source, schema.join(section_key, name), positive=True)
+    return schema.number(
+        section.get(name, default), source, schema.join(section_key, name), positive=True,
+        maximum=limits.MAX_SECONDS,
+    )
 
 
 def _intervals(section: dict[str, Any], source: str) -> Intervals:
@@ -210,6 +216,10 @@ def _intervals(section: dict[str, Any], source: str) -> Intervals:
     values = {k: _seconds(section, k, getattr(d, k), source, "intervals") for k in _INTERVAL_KEYS}
     result = Intervals(**values)
     te = result.te_interval
+    if te < limits.MIN_TE_INTERVAL_S:
+        raise ConfigError(
+            source, "intervals.te_interval", f"must be at least {limits.MIN_TE_INTERVAL_S:g} s, got {te:g}"
+        )
     for name in ("prediction_window", "toe_check_interval", "stale_after"):
         if getattr(result, name) < te:
             raise ConfigError(
@@ -292,34 +302,60 @@ def _timeouts(section: dict[str, Any], source: str) -> StepTimeouts:
 
 def _listen(section: dict[str, Any], source: str, base: Path) -> Listen:
     d = Listen()
+    tls, roles = _server_tls(section.get("northbound_tls"), source, "listen.northbound_tls", base)
     return Listen(
         northbound=_address(section.get("northbound"), d.northbound, source, "listen.northbound"),
         metrics=_address(section.get("metrics"), d.metrics, source, "listen.metrics"),
-        northbound_tls=_server_tls(section.get("northbound_tls"), source, "listen.northbound_tls", base),
+        northbound_tls=tls,
+        northbound_roles=roles,
     )
 
 
-_SERVER_TLS_KEYS = ("cert", "key", "client_ca")
+_SERVER_TLS_FILES = {"cert": CERTIFICATE, "key": PRIVATE_KEY, "client_ca": CERTIFICATE}
+_SERVER_TLS_KEYS = (*_SERVER_TLS_FILES, "operators", "readers")
 
 
-def _server_tls(value: object, source: str, key: str, base: Path) -> ServerTlsConfig | None:
-    """The API's TLS files, each checked readable now (not when the server starts)."""
+def _server_tls(
+    value: object, source: str, key: str, base: Path
+) -> tuple[ServerTlsConfig | None, ClientRoles | None]:
+    """The API's TLS files, each checked now to be a readable PEM file of its kind (not when
+    the server starts), and with client_ca the roles of the client certificates."""
     if value is None:
-        return None
+        return None, None
     section = schema.mapping(value, source, key)
     schema.check_keys(section, source, key, _SERVER_TLS_KEYS, required=("cert", "key"))
     files: dict[str, Path] = {}
-    for name in _SERVER_TLS_KEYS:
+    for name, kind in _SERVER_TLS_FILES.items():
         if section.get(name) is None:
             continue
         child = schema.join(key, name)
         path = _path(section[name], source, child, base)
         try:
-            path.read_bytes()
-        except OSError as exc:
-            raise ConfigError(source, child, f"cannot read {path}: {exc.strerror}") from exc
+            read_pem(path, kind)
+        except TlsConfigError as exc:
+            raise ConfigError(source, child, str(exc)) from exc
         files[name] = path
-    return ServerTlsConfig(files["cert"], files["key"], files.get("client_ca"))
+    tls = ServerTlsConfig(files["cert"], files["key"], files.get("client_ca"))
+    if tls.client_ca is None:
+        for name in ("operators", "readers"):
+            if name in section:
+                raise ConfigError(source, schema.join(key, name), "needs client_ca (client certificates)")
+        return tls, None
+    if "operators" not in section:
+        raise ConfigError(
+            source, schema.join(key, "operators"),
+            "required with client_ca: the certificate names (CN or DNS SAN) allowed to act",
+        )
+    roles = ClientRoles(
+        operators=_names(section["operators"], source, schema.join(key, "operators")),
+        readers=_names(section.get("readers") or [], source, schema.join(key, "readers")),
+    )
+    return tls, roles
+
+
+def _names(value: object, source: str, key: str) -> frozenset[str]:
+    items = schema.sequence(value, source, key)
+    return frozenset(schema.string(v, source, schema.join(key, i)) for i, v in enumerate(items))
 
 
 def _address(value: object, default: ListenAddress, source: str, key: str) -> ListenAddress:

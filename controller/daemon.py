@@ -37,8 +37,11 @@ from controller.device_view import (
     ports_of_circuits,
     ports_without,
 )
-from controller.drivers import FabricDrivers
+from controller.devices_watch import DevicesFileWatch
+from controller.drivers import DevicesMismatch, FabricDrivers
+from controller.dry_runs import DryRunner
 from controller.metrics import ControllerMetrics
+from controller.operator_requests import RequestJournal
 from controller.reconfig.executor import (
     ExecutorInterrupted,
     ExecutorSettings,
@@ -48,7 +51,8 @@ from controller.reconfig.executor import (
     TeInputs,
 )
 from controller.reconfig.in_service import maintenance_conflict, planning_view
-from controller.reconfig.journal import IntentState, Journal, RecoveryPoint
+from controller.reconfig.journal import IntentState, Journal, JournalError, RecoveryPoint
+from controller.reconfig.journal_lock import JournalLock
 from controller.reconfig.stage_plan import stage_count, stage_spec
 from controller.reconfig.toe_run import Proposal, ToePlanner
 from controller.sensing.estimation import PeakPredictor, RateEstimator, TrafficEstimation
@@ -63,12 +67,13 @@ from controller.sensing.observe import (
     port_samples,
     spines_out,
     startup_intent,
+    unexplained_drains,
 )
 from controller.sensing.qualify import qualified_links
 from controller.sensing.spine import spine_links_up, spine_port_samples, spine_utilisation, without_drained
 from controller.status import StatusBoard
 from controller.te_loop.te_push import TePusher, TeRun, group_tables, usable_circuits
-from optimizer.config import load_fabric
+from optimizer.config import load_plannable_fabric
 from optimizer.errors import ConfigError, HeliostatError
 from optimizer.fabric import SpineSwitch
 from optimizer.policy import ReconfigurePolicy
@@ -127,7 +132,7 @@ class Daemon:
         self.stop_event = threading.Event()
         self.wake = threading.Event()
         self.requests: queue.SimpleQueue[dec.Request | DryRun] = queue.SimpleQueue()
-        self.fabric = load_fabric(config.fabric)
+        self.fabric = load_plannable_fabric(config.fabric)
         self.board = StatusBoard(self.fabric.name)
         self.settings = dec.Settings(
             toe_check_interval=config.intervals.toe_check_interval,
@@ -151,12 +156,23 @@ class Daemon:
         self.pushed_tables: GroupTables | None = None  # the groups TE last pushed (for tomogravity)
         self.te_runs = 0
         self.journal: Journal | None = None
+        self.journal_lock = JournalLock(config.store)
+        self.request_journal: RequestJournal | None = None
+        self._pending: list[dec.Request] = []  # dequeued, not yet folded into the state by decide
+        self._cycle_error: str | None = None  # last_error set by a failed cycle or journal write
         self.drivers: FabricPort | None = None
+        self.devices_watch: DevicesFileWatch | None = None  # None: devices given, not from a file
+        self.dry_runs = DryRunner(lambda: self._propose("dry_run", self.clock()))
 
     # -- start-up --------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Open the journal and drivers, reconcile with the devices, recover a crashed stage."""
+        """Open the journal and drivers, reconcile with the devices, recover a crashed stage.
+        A journal another controller holds is refused first (controller/reconfig/journal_lock.py)."""
+        try:
+            self.journal_lock.acquire()
+        except HeliostatError as exc:
+            raise DaemonError(str(exc)) from exc
         if self._given_devices is not None:
             self.drivers = self._given_devices
         else:
@@ -165,7 +181,9 @@ class Daemon:
             except ConfigError as exc:
                 raise DaemonError(str(exc)) from exc
             self.drivers = FabricDrivers(self.fabric, devices)
+            self.devices_watch = DevicesFileWatch(self.config.devices, devices)
         self.journal = Journal(self.config.store, clock=self.clock)
+        self.request_journal = RequestJournal(self.journal)
         # Transitions between groups aim under the stage threshold less the WCMP rounding margin,
         # as staging does, so that measured loads stay under the threshold itself.
         mix_floor = self.config.thresholds.stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
@@ -221,10 +239,46 @@ class Daemon:
                 topology = Topology.from_circuits(self.fabric, start.intended)
                 self.journal.save_topology(topology, start.intended)
             self.state = replace(self.state, intended=start.intended)
-        paused = bool(self.journal.get_state("toe_paused", False))
-        self.state = replace(self.state, toe_paused=paused)
-        self.board.update(phase="idle", toe_paused=paused)
+        requested = self.request_journal.restore()
+        self.state = replace(
+            self.state,
+            toe_paused=requested.toe_paused,
+            maintenance=requested.maintenance,
+            toe_requested=self.state.toe_requested or requested.toe_requested,
+        )
+        self._adopt_unexplained_drains()
+        self.board.update(  # what the journal restored shows at once, not after the first cycle
+            phase="idle",
+            toe_paused=requested.toe_paused,
+            maintenance=tuple(str(m) for m in sorted(self.state.maintenance)),
+        )
         self._emit("started", circuits=len(self.live), unreachable=sorted(poll.unreachable))
+
+    def _adopt_unexplained_drains(self) -> None:
+        """Drained ports that neither the journal's quarantine nor maintenance explain (a lost
+        or wrong journal, a crash mid-stage before it): the devices are the truth. They are
+        reported and quarantined, so each returns to service once its link qualifies
+        (:meth:`_release_quarantine`); a port whose circuit is gone stays drained until a
+        stage gives it one."""
+        ports, errors = self._drivers().switch_ports(self.fabric.block_names)
+        if errors:
+            log.warning("start-up: drains of %s not read: %s", ", ".join(sorted(errors)), "; ".join(
+                sorted(errors.values())))
+        maintained = maintenance_ports(self.fabric, self.state.maintenance, self.installed)
+        stray = unexplained_drains(ports, self.quarantined, maintained)
+        if not stray:
+            return
+        count = sum(len(p) for p in stray.values())
+        where = "; ".join(f"{b}: {', '.join(map(str, p))}" for b, p in stray.items())
+        log.warning(
+            "start-up: %d drained ports no journal explains (%s): quarantined; each returns to "
+            "service once its link qualifies",
+            count,
+            where,
+        )
+        self._set_quarantine(add=stray)
+        self.board.update(unexplained_drains=count)
+        self._emit("unexplained_drains", ports=count, blocks=sorted(stray))
 
     def _restore_estimation(self) -> None:
         journal = self._journal()
@@ -259,12 +313,14 @@ class Daemon:
         interval = self.config.intervals.te_interval
         due = time.monotonic()
         while not self.stop_event.is_set():
+            started = time.monotonic()
             try:
                 healthy = self.cycle_safely()
             except ExecutorInterrupted:
                 break
             now = time.monotonic()
-            due = dec.next_cycle_at(due, interval, now, healthy and self.state.reconfiguration is not None)
+            reconfiguring = healthy and self.state.reconfiguration is not None
+            due = dec.next_cycle_at(due, interval, now, reconfiguring, started=started)
             if due > now:
                 self.wake.wait(due - now)
                 self.wake.clear()
@@ -279,28 +335,45 @@ class Daemon:
             raise
         except (HeliostatError, SouthboundError) as exc:
             log.error("cycle failed: %s", exc)
-            self.board.update(last_error=str(exc))
+            self._cycle_error = str(exc)
+            self.board.update(last_error=self._cycle_error)
+            if isinstance(exc, JournalError):
+                self.board.update(journal_error=str(exc))
             return False
-        except Exception:  # the loop must survive a bug in one cycle
+        except Exception as exc:  # the loop must survive a bug in one cycle
             log.exception("cycle failed unexpectedly")
+            self._cycle_error = f"cycle failed unexpectedly: {type(exc).__name__}: {exc}"
+            self.board.update(last_error=self._cycle_error)
             return False
         return True
+
+    def submit(self, request: dec.Request | DryRun) -> None:
+        """Queue an operator request once it is durable (controller/operator_requests.py);
+        raises JournalError, and queues nothing, when the journal cannot take it."""
+        if not isinstance(request, DryRun):
+            if self.request_journal is None:
+                raise DaemonError("the daemon is not started")
+            self.request_journal.record(request)
+        self.requests.put(request)
+        self.wake.set()
 
     def stop(self) -> None:
         self.stop_event.set()
         self.wake.set()
 
     def close(self) -> None:
+        self.dry_runs.close()
         if self.drivers is not None:
             self.drivers.close()
         if self.journal is not None:
             self.journal.close()
+        self.journal_lock.release()
 
     def cycle(self) -> list[dec.Action]:
         """One poll, decision and the actions it asks for. Returns the actions."""
         now = self.clock()
         requests, dry_runs = self._drain_requests()
-        te_due = self._poll(now)
+        te_due = self._poll(now)  # if it fails, the requests wait in _pending for the next cycle
         obs = dec.Observation(
             live_circuits=self.live,
             have_matrix=self.matrix is not None,
@@ -310,7 +383,11 @@ class Daemon:
             installed=self.installed,
             spine_links=frozenset(self.spine_up),
         )
+        toe_wanted = self.state.toe_requested is not None or any(
+            isinstance(r, dec.ToeTrigger) for r in requests
+        )
         self.state, actions = dec.decide(self.state, obs, now, self.settings)
+        self._pending.clear()
         self.board.update(
             toe_paused=self.state.toe_paused,
             maintenance=tuple(str(m) for m in sorted(self.state.maintenance)),
@@ -323,6 +400,14 @@ class Daemon:
             self._carry_out(action, now)
         if self.state.reconfiguration is None:
             self._release_quarantine(now)
+        if toe_wanted and self.state.toe_requested is None and self.request_journal is not None:
+            self.request_journal.forget_toe_request()
+        if self._cycle_error is not None and self.board.get("journal_error") is None:
+            # A whole cycle after a failed one (or a failed journal write): that error is
+            # gone, unless a newer one (TE, ToE, a stage) has replaced it since.
+            if self.board.get("last_error") == self._cycle_error:
+                self.board.update(last_error=None)
+            self._cycle_error = None
         return actions
 
     def _release_quarantine(self, now: float) -> None:
@@ -360,7 +445,8 @@ class Daemon:
         self._journal().put_state(QUARANTINE_KEY, {b: list(p) for b, p in self.quarantined.items()})
 
     def _drain_requests(self) -> tuple[tuple[dec.Request, ...], list[DryRun]]:
-        requests: list[dec.Request] = []
+        """The requests queued since the last cycle, after any a failed cycle left pending."""
+        requests = self._pending
         dry_runs: list[DryRun] = []
         while True:
             try:
@@ -371,8 +457,6 @@ class Daemon:
                 dry_runs.append(item)
             else:
                 requests.append(item)
-                if isinstance(item, dec.SetToePaused):
-                    self._journal().put_state("toe_paused", item.paused)
         return tuple(requests), dry_runs
 
     def _poll(self, now: float) -> bool:
@@ -384,6 +468,8 @@ class Daemon:
             log.warning("poll: %s", error)
         self.metrics.counter_polls.labels("ok").inc(len(poll.counters))
         self.metrics.counter_polls.labels("failed").inc(len(poll.errors))
+        self.metrics.devices_unreachable.set(len(poll.unreachable))
+        self._follow_devices_file(poll.unreachable)
         self.installed = live_circuits(poll.ocs, self.installed, poll.unreachable)
         self.installed |= frozenset().union(*(r.switching for r in poll.ocs.values()))
         self.live = links_up(self.fabric, self.installed, poll.ports)
@@ -438,11 +524,50 @@ class Daemon:
         self.matrix = matrix
         self.recent.append(matrix)
         journal = self._journal()
-        journal.append_matrix(now, matrix, retention_s=self.config.intervals.prediction_window)
+        self._journal_softly(
+            "the matrix history",
+            lambda: journal.append_matrix(now, matrix, retention_s=self.config.intervals.prediction_window),
+        )
         if prediction.refreshed:
-            journal.put_matrix_state(PREDICTION_KEY, prediction.prediction)
+            self._journal_softly(
+                "the prediction", lambda: journal.put_matrix_state(PREDICTION_KEY, prediction.prediction)
+            )
         self.metrics.demand_gbps.set(matrix.total())
         return te_due
+
+    def _follow_devices_file(self, unreachable: frozenset[str]) -> None:
+        """While devices do not answer, re-read the devices file with backoff and reconnect
+        to the devices whose address changed (controller/devices_watch.py)."""
+        drivers = self.drivers
+        if self.devices_watch is None or not isinstance(drivers, FabricDrivers):
+            return
+        devices = self.devices_watch.check(unreachable, time.monotonic())
+        if devices is None:
+            return
+        try:
+            moved = drivers.replace_devices(devices)
+        except DevicesMismatch as exc:
+            log.warning("devices file %s not followed: %s", self.config.devices, exc)
+            return
+        if moved:
+            log.warning("reconnected to %d devices at their new addresses: %s", len(moved), ", ".join(moved))
+            self._emit("devices_moved", devices=moved)
+
+    def _journal_softly(self, what: str, write: Callable[[], object]) -> None:
+        """A journal write the loop can go on without (the matrix history, the prediction):
+        when it fails (a full disk) the loop still polls and runs TE, the status shows it, and
+        the first write that succeeds again clears it."""
+        try:
+            write()
+        except JournalError as exc:
+            if self.board.get("journal_error") is None:
+                log.warning("journal: cannot write %s (%s); going on without it", what, exc.problem)
+            self._cycle_error = f"journal: cannot write {what}: {exc}"
+            self.board.update(journal_error=str(exc), last_error=self._cycle_error)
+            return
+        if self.board.get("journal_error") is not None:
+            log.warning("journal %s: writable again", self.config.store)
+            self.board.update(journal_error=None)
 
     def _down(self, poll: PollResult) -> frozenset[str]:
         unpowered = {name for name, r in poll.ocs.items() if not r.powered}
@@ -612,6 +737,9 @@ class Daemon:
             log.warning("ToE (%s) failed: %s", trigger, exc)
             self.state = dec.toe_checked(self.state, now, f"ToE failed: {exc}")
             self.board.update(phase="idle", last_error=f"ToE failed: {exc}", last_toe_time=now)
+            if isinstance(exc, JournalError):  # cleared once the journal is writable again
+                self._cycle_error = f"ToE failed: {exc}"
+                self.board.update(journal_error=str(exc))
             self._emit("toe", trigger=trigger, apply=False, reason=f"failed: {exc}")
             return
         self.board.update(toe_runs=self.board.get("toe_runs") + 1, last_toe_time=now)
@@ -665,11 +793,8 @@ class Daemon:
         return proposal
 
     def _dry_run(self, request: DryRun, now: float) -> None:
-        try:
-            proposal = self._propose("dry_run", now)
-            request.result.set_result(proposal)
-        except HeliostatError as exc:
-            request.result.set_exception(exc)
+        """Planned on the dry-run worker: the loop does not wait for it (controller/dry_runs.py)."""
+        self.dry_runs.submit(request.result)
 
     def _run_stage(self, action: dec.RunStage, now: float) -> None:
         record = self._journal().current_topology()

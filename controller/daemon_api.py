@@ -8,6 +8,7 @@ and queued for the loop, which is woken up to take them.
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from controller.api import (
     ToeRequestResult,
 )
 from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, SetToePaused, ToeTrigger
+from controller.reconfig.journal import JournalError
 from optimizer.errors import HeliostatError
 from optimizer.topology import Topology
 from optimizer.traffic import TrafficMatrix
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DRY_RUN_WAIT_S = 120.0
+#: Dry runs waiting for a plan at once; more are refused (each holds an API worker thread).
+MAX_DRY_RUNS_WAITING = 2
 MAX_HISTORY = 1000
 
 
@@ -44,10 +48,29 @@ def _matrix_json(matrix: TrafficMatrix | None) -> dict[str, dict[str, float]] | 
     }
 
 
+def health(board: dict[str, Any], devices: int) -> dict[str, Any]:
+    """``health`` (``ok`` or ``degraded``) and, when degraded, ``degraded``: why, one line
+    per reason (devices that do not answer, OCSes without power, a journal that cannot be
+    written). The phase says what the controller does; this says whether it sees the fabric."""
+    reasons = []
+    unreachable = list(board["unreachable"])
+    if unreachable:
+        stale = " (MLU and circuits are the last known)" if len(unreachable) >= devices else ""
+        names = ", ".join(unreachable)
+        reasons.append(f"{len(unreachable)} of {devices} devices unreachable: {names}{stale}")
+    unpowered = [o for o in board["ocs_down"] if o not in unreachable]
+    if unpowered:
+        reasons.append(f"OCS without power: {', '.join(unpowered)}")
+    if board["journal_error"]:
+        reasons.append(f"journal: {board['journal_error']}")
+    return {"health": "degraded" if reasons else "ok", "degraded": reasons}
+
+
 class DaemonApi(ControllerApi):
     def __init__(self, daemon: Daemon, dry_run_wait_s: float = DRY_RUN_WAIT_S) -> None:
         self.daemon = daemon
         self.dry_run_wait_s = dry_run_wait_s
+        self._dry_run_slots = threading.BoundedSemaphore(MAX_DRY_RUNS_WAITING)
 
     def _ready(self) -> None:
         phase = self.daemon.board.get("phase")
@@ -55,8 +78,14 @@ class DaemonApi(ControllerApi):
             raise ApiError(ApiErrorCode.UNAVAILABLE, f"the controller is {phase}")
 
     def _queue(self, request: Any) -> None:
-        self.daemon.requests.put(request)
-        self.daemon.wake.set()
+        """Queue once durable: a request the journal cannot take is refused, not lost."""
+        try:
+            self.daemon.submit(request)
+        except JournalError as exc:
+            log.warning("request %s refused: %s", request, exc)
+            raise ApiError(
+                ApiErrorCode.UNAVAILABLE, f"not accepted: the request could not be journaled ({exc})"
+            ) from exc
 
     def status(self) -> StatusSnapshot:
         v = self.daemon.board.snapshot()
@@ -84,6 +113,9 @@ class DaemonApi(ControllerApi):
                 "circuits_installed": v["circuits_installed"],
                 "circuits_up": v["circuits_up"],
                 "poll_seconds": v["poll_s"],
+                "unexplained_drains": v["unexplained_drains"],
+                "journal_error": v["journal_error"],
+                **health(v, len(self.daemon.fabric.blocks) + len(self.daemon.fabric.ocs)),
             },
         )
 
@@ -136,14 +168,21 @@ class DaemonApi(ControllerApi):
         if dry_run:
             from controller.daemon import DryRun
 
+            if not self._dry_run_slots.acquire(blocking=False):
+                raise ApiError(
+                    ApiErrorCode.UNAVAILABLE,
+                    f"{MAX_DRY_RUNS_WAITING} dry runs are already waiting for a plan; try again later",
+                )
             future: Future = Future()
-            self._queue(DryRun(future))
             try:
+                self._queue(DryRun(future))
                 proposal = future.result(timeout=self.dry_run_wait_s)
             except FutureTimeout as exc:
                 raise ApiError(ApiErrorCode.UNAVAILABLE, "the controller did not plan in time") from exc
             except HeliostatError as exc:
                 raise ApiError(ApiErrorCode.FAILED_PRECONDITION, f"cannot plan: {exc}") from exc
+            finally:
+                self._dry_run_slots.release()
             return ToeRequestResult(True, True, proposal.verdict.reason, proposal.plan)
         if self.daemon.board.get("reconfiguration_id") is not None:
             raise ApiError(ApiErrorCode.FAILED_PRECONDITION, "a reconfiguration is already in flight")
@@ -152,13 +191,13 @@ class DaemonApi(ControllerApi):
 
     def pause_toe(self) -> None:
         self._ready()
-        self.daemon.board.update(toe_paused=True)
         self._queue(SetToePaused(True))
+        self.daemon.board.update(toe_paused=True)
 
     def resume_toe(self) -> None:
         self._ready()
-        self.daemon.board.update(toe_paused=False)
         self._queue(SetToePaused(False))
+        self.daemon.board.update(toe_paused=False)
 
     def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool) -> str:
         self._ready()

@@ -177,12 +177,22 @@ def decide(
     return state, actions
 
 
-def next_cycle_at(last_due: float, interval: float, now: float, reconfiguring: bool) -> float:
+def next_cycle_at(
+    last_due: float, interval: float, now: float, reconfiguring: bool, started: float | None = None
+) -> float:
     """When the next cycle runs: right away while a reconfiguration has stages left (one
     stage per cycle), else one ``interval`` after the last cycle was due, or now if that has
-    passed (a long cycle is not made up for by a burst of short ones)."""
+    passed (a long cycle is not made up for by a burst of short ones).
+
+    ``started`` is when the cycle that just ended began (None: when it was due). A cycle
+    that began before ``last_due`` was not the scheduled one: an operator request woke the
+    loop early. It leaves the schedule alone, so the next poll stays ``last_due`` however
+    many requests arrive (each one used to push polling and TE one interval further out).
+    """
     if reconfiguring:
         return now
+    if started is not None and started < last_due:
+        return last_due
     return max(last_due + interval, now)
 
 

@@ -52,13 +52,15 @@ class FabricDrivers:
         workers: int = 16,
     ) -> None:
         self.fabric = fabric
-        registry = registry or default_registry()
+        registry = self._registry = registry or default_registry()
         missing = [b for b in fabric.block_names if b not in devices]
         missing += [o.name for o in fabric.ocs if o.name not in devices]
         if missing:
             raise DevicesMismatch(f"the devices file has no entry for {', '.join(missing)}")
         self.switches: dict[str, SwitchClient] = {}
         self.ocs: dict[str, OcsClient] = {}
+        self._configs: dict[str, DeviceConfig] = {n: devices[n] for n in [*fabric.block_names,
+                                                                         *(o.name for o in fabric.ocs)]}
         # Spine switches with a device: polled, steered and drained. One without an entry is
         # a static spine (its links are judged from the blocks' side alone).
         self.spines: dict[str, SwitchClient] = {}
@@ -73,6 +75,7 @@ class FabricDrivers:
                 if spine.name in devices:
                     self._check_kind(devices[spine.name], "spine")
                     self.spines[spine.name] = registry.create(devices[spine.name])
+                    self._configs[spine.name] = devices[spine.name]
             unmanaged = [s.name for s in fabric.spine if s.name not in self.spines]
             if unmanaged:
                 log.warning("spine switches %s have no device: static, not steered or drained",
@@ -81,6 +84,32 @@ class FabricDrivers:
             self.close()
             raise DevicesMismatch(str(exc)) from exc
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="southbound")
+
+    def replace_devices(self, devices: Mapping[str, DeviceConfig]) -> list[str]:
+        """Reconnect the devices whose entry changed (a new address, TLS or options); the
+        others keep their clients. Returns the devices reconnected. A devices file that no
+        longer covers the fabric raises DevicesMismatch and changes nothing."""
+        registry = self._registry
+        missing = [n for n in [*self.switches, *self.ocs] if n not in devices]
+        if missing:
+            raise DevicesMismatch(f"the devices file has no entry for {', '.join(missing)}")
+        changed = []
+        for table, kind in ((self.switches, "block"), (self.ocs, "ocs"), (self.spines, "spine")):
+            for name, client in list(table.items()):
+                if name not in devices:  # a spine switch left out: it keeps its client
+                    continue
+                device = devices[name]
+                if self._configs.get(name) == device:
+                    continue
+                self._check_kind(device, kind)
+                try:
+                    table[name] = registry.create(device)
+                except UnknownTransport as exc:
+                    raise DevicesMismatch(str(exc)) from exc
+                self._configs[name] = device
+                client.close()
+                changed.append(name)
+        return changed
 
     @staticmethod
     def _check_kind(device: DeviceConfig, kind: str) -> None:

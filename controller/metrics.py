@@ -44,6 +44,9 @@ class ControllerMetrics:
         )
         self.toe_paused = Gauge("heliostat_toe_paused", "1 when automatic ToE is paused", registry=r)
         self.circuits = Gauge("heliostat_circuits", "Circuits installed on the OCSes", registry=r)
+        self.devices_unreachable = Gauge(
+            "heliostat_devices_unreachable", "Devices that did not answer the last poll", registry=r
+        )
         self.demand_gbps = Gauge("heliostat_demand_gbps", "Total demand of the TE matrix", registry=r)
         self.te_solve_seconds = Histogram(
             "heliostat_te_solve_seconds", "Time to solve TE", buckets=SOLVE_BUCKETS, registry=r

@@ -13,12 +13,13 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from emulation.limits import SERVER_OPTIONS, StreamGate, stream_capacity
 from emulation.ocs_device import OcsDevice
 from emulation.servicers import OcsServicer, PacketSwitchServicer
 from emulation.spine_device import SpineDevice
 from emulation.switch_device import BlockSwitch
 from southbound.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
-from southbound.tls import ServerTlsConfig
+from southbound.tls import ServerTlsConfig, warn_if_exposed
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class DeviceAgent:
                 return self.address
             server = grpc.server(
                 futures.ThreadPoolExecutor(self._max_workers, thread_name_prefix=self.name),
-                options=[("grpc.so_reuseport", 0)],
+                options=[("grpc.so_reuseport", 0), *SERVER_OPTIONS],
             )
             self._register(server)
             health_servicer = health.HealthServicer()
@@ -83,6 +84,7 @@ class DeviceAgent:
                 (self._service_name, health.SERVICE_NAME, reflection.SERVICE_NAME), server
             )
             target = f"{self.host}:{self.port}"
+            warn_if_exposed(f"device {self.name}'s gRPC server", self.host, self._tls)
             try:
                 if self._tls is None:
                     port = server.add_insecure_port(target)
@@ -121,14 +123,19 @@ class DeviceAgent:
             log.debug("%s stopped", self.name)
 
 
+#: Worker threads of a device server (event streams may hold at most half of them).
+WORKERS = 8
+
+
 def ocs_agent(device: OcsDevice, tls: ServerTlsConfig | None = None) -> DeviceAgent:
-    servicer = OcsServicer(device)
+    servicer = OcsServicer(device, StreamGate(stream_capacity(WORKERS)))
     return DeviceAgent(
         device.name,
         "ocs",
         lambda server: ocs_pb2_grpc.add_OcsServiceServicer_to_server(servicer, server),
         OCS_SERVICE,
         tls=tls,
+        max_workers=WORKERS,
     )
 
 
@@ -142,6 +149,7 @@ def switch_agent(device: BlockSwitch, tls: ServerTlsConfig | None = None) -> Dev
         ),
         SWITCH_SERVICE,
         tls=tls,
+        max_workers=WORKERS,
     )
 
 
@@ -156,4 +164,5 @@ def spine_agent(device: SpineDevice, tls: ServerTlsConfig | None = None) -> Devi
         ),
         SWITCH_SERVICE,
         tls=tls,
+        max_workers=WORKERS,
     )

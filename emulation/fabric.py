@@ -302,6 +302,16 @@ class EmulatedFabric:
         """Start the device's server again, on the same address."""
         return self._agent(device).start()
 
+    def move_agents(self) -> dict[str, str]:
+        """Restart every agent on a new port and rewrite the devices file, as an emulator that
+        came back elsewhere would; the devices keep their state. Returns the new addresses."""
+        for agent in self.agents.values():
+            agent.stop(grace_s=0)
+            agent.port = 0
+            agent.start()
+        write_devices_file(self.devices_file, self.device_configs())
+        return {name: agent.address for name, agent in self.agents.items()}
+
     # -- traffic ------------------------------------------------------------------------
     def set_demand(self, demand: Demand | None) -> None:
         """Traffic to offer from now on: a TrafficMatrix or [B, B] Gbit/s array, a function

@@ -14,7 +14,7 @@ import numpy as np
 
 from emulation.clock import EmulatedClock
 from emulation.errors import ApplyAborted, GenerationMismatch, MalformedRequest, NoPower, ReplyLost
-from emulation.idempotency import ReplayCache
+from emulation.idempotency import ReplayCache, request_digest
 from southbound.types import CrossConnect, OcsEvent
 
 log = logging.getLogger(__name__)
@@ -160,8 +160,10 @@ class OcsDevice:
         """Remove then add, all or nothing. Returns (generation, replayed)."""
         remove = [CrossConnect(a, b) for a, b in remove]
         add = [CrossConnect(a, b) for a, b in add]
+        digest = request_digest({"remove": sorted((c.a, c.b) for c in remove),
+                                 "add": sorted((c.a, c.b) for c in add)})
         with self._lock:
-            cached = self._replays.get(request_id, expected_generation)
+            cached = self._replays.get(request_id, expected_generation, digest)
             if cached is not None:
                 return cached, True
             if not self.powered:
@@ -188,7 +190,7 @@ class OcsDevice:
                     )
                 self._connect(c, now + self.switching_time_s)
             self.generation += 1
-            self._replays.put(request_id, expected_generation, self.generation)
+            self._replays.put(request_id, expected_generation, self.generation, digest)
             for c in remove:
                 if c not in add:
                     self._emit("circuit_down", connect=c, reason="removed")

@@ -63,6 +63,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="OCS switching time (default: %(default)s)")
     p.add_argument("--duration", type=float, default=0.0,
                    help="stop after this many real seconds (default: run until interrupted)")
+    add_tls_arguments(p)
+
+
+def add_tls_arguments(p: argparse.ArgumentParser) -> None:
+    """The devices' TLS options, shared by the flow-level and the packet-level emulators."""
     tls = p.add_argument_group("TLS (all optional; without --tls-cert devices are plaintext)")
     tls.add_argument("--tls-cert", type=Path, help="device server certificate (PEM)")
     tls.add_argument("--tls-key", type=Path, help="device server private key (PEM)")
@@ -87,16 +92,10 @@ def run_command(args: argparse.Namespace) -> int:
         print("error: --speed, --tick and --demand-period must be positive", file=sys.stderr)
         return 2
     try:
+        check_output_file(args.devices_file, "--devices-file")
         fabric_model = load_fabric(args.fabric)
         demand = _demand(args, fabric_model)
-        server_tls = client_tls = None
-        if args.tls_cert or args.tls_key:
-            if not (args.tls_cert and args.tls_key):
-                raise TlsConfigError("--tls-cert and --tls-key go together")
-            server_tls = ServerTlsConfig(args.tls_cert, args.tls_key, args.tls_client_ca)
-        if args.tls_ca:
-            client_tls = TlsConfig(args.tls_ca, args.tls_client_cert, args.tls_client_key,
-                                   args.tls_server_name)
+        server_tls, client_tls = tls_from_args(args)
         fabric = EmulatedFabric(
             fabric_model,
             switching_time_s=args.switching_time_ms / 1000.0,
@@ -111,6 +110,26 @@ def run_command(args: argparse.Namespace) -> int:
 
     with stop_on_signals() as stop:
         return _serve(fabric, demand, stop, args.speed, args.duration)
+
+
+def check_output_file(path: Path, option: str) -> None:
+    """A file this command will write: its directory must exist and it must not be a directory."""
+    if path.is_dir():
+        raise ConfigError(str(path), option, "is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise ConfigError(str(path), option, f"the directory {path.parent} does not exist")
+
+
+def tls_from_args(args: argparse.Namespace) -> tuple[ServerTlsConfig | None, TlsConfig | None]:
+    """(server TLS of the devices, client TLS written to the devices file) from the options."""
+    server_tls = client_tls = None
+    if args.tls_cert or args.tls_key:
+        if not (args.tls_cert and args.tls_key):
+            raise TlsConfigError("--tls-cert and --tls-key go together")
+        server_tls = ServerTlsConfig(args.tls_cert, args.tls_key, args.tls_client_ca)
+    if args.tls_ca:
+        client_tls = TlsConfig(args.tls_ca, args.tls_client_cert, args.tls_client_key, args.tls_server_name)
+    return server_tls, client_tls
 
 
 def _serve(

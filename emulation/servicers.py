@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import queue
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import grpc
 
 from emulation.errors import DeviceRefusal, MalformedRequest
+from emulation.limits import MAX_STREAM_S, StreamGate, check_count, stream_capacity
 from emulation.ocs_device import OcsDevice
 from emulation.switch_device import BlockSwitch
 from southbound.errors import GENERATION_METADATA_KEY
@@ -37,8 +39,9 @@ def _serve(context: grpc.ServicerContext, action: Callable[[], T]) -> T:
 
 
 class OcsServicer(ocs_pb2_grpc.OcsServiceServicer):
-    def __init__(self, device: OcsDevice) -> None:
+    def __init__(self, device: OcsDevice, streams: StreamGate | None = None) -> None:
         self.device = device
+        self.streams = streams or StreamGate(stream_capacity(8))
 
     def GetDeviceInfo(self, request: Any, context: grpc.ServicerContext) -> ocs_pb2.OcsDeviceInfo:
         d = self.device
@@ -75,6 +78,7 @@ class OcsServicer(ocs_pb2_grpc.OcsServiceServicer):
 
     def ApplyCrossConnects(self, request: Any, context: grpc.ServicerContext) -> Any:
         def apply() -> tuple[int, bool]:
+            check_count("cross-connects", len(request.add) + len(request.remove), self.device.radix)
             return self.device.apply(
                 request.request_id,
                 request.expected_generation,
@@ -86,7 +90,11 @@ class OcsServicer(ocs_pb2_grpc.OcsServiceServicer):
         return ocs_pb2.ApplyCrossConnectsResponse(generation=generation, replayed=replayed)
 
     def GetPortStatus(self, request: Any, context: grpc.ServicerContext) -> Any:
-        status = _serve(context, lambda: self.device.port_status(list(request.ports)))
+        def read() -> list[dict[str, Any]]:
+            check_count("ports", len(request.ports), self.device.radix)
+            return self.device.port_status(list(request.ports))
+
+        status = _serve(context, read)
         ports = []
         for s in status:
             message = ocs_pb2.OcsPortStatus(
@@ -102,16 +110,20 @@ class OcsServicer(ocs_pb2_grpc.OcsServiceServicer):
         return ocs_pb2.GetPortStatusResponse(generation=self.device.generation, ports=ports)
 
     def StreamEvents(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-        events = self.device.subscribe()
-        try:
-            while context.is_active():
-                try:
-                    event = events.get(timeout=_EVENT_POLL_S)
-                except queue.Empty:
-                    continue
-                yield event_to_proto(event)
-        finally:
-            self.device.unsubscribe(events)
+        """Events until the client goes away or :data:`MAX_STREAM_S` passes (it opens a new
+        stream then); each stream holds a worker thread, so the gate bounds them."""
+        with self.streams.admit(context):
+            events = self.device.subscribe()
+            ends = time.monotonic() + MAX_STREAM_S
+            try:
+                while context.is_active() and time.monotonic() < ends:
+                    try:
+                        event = events.get(timeout=_EVENT_POLL_S)
+                    except queue.Empty:
+                        continue
+                    yield event_to_proto(event)
+            finally:
+                self.device.unsubscribe(events)
 
 
 def event_to_proto(event: OcsEvent) -> ocs_pb2.OcsEvent:
@@ -182,6 +194,13 @@ class PacketSwitchServicer(packet_switch_pb2_grpc.PacketSwitchServiceServicer):
 
     def SetNextHopGroups(self, request: Any, context: grpc.ServicerContext) -> Any:
         def apply() -> tuple[int, bool, int]:
+            nodes = len(self.device.nodes)
+            for what, items in (("source groups", request.source), ("transit groups", request.transit),
+                                ("delete_source", request.delete_source),
+                                ("delete_transit", request.delete_transit)):
+                check_count(what, len(items), nodes)
+            for g in (*request.source, *request.transit):
+                check_count(f"next hops for {g.destination_block[:64]!r}", len(g.next_hops), nodes)
             return self.device.set_groups(
                 request.request_id,
                 request.expected_generation,
@@ -198,12 +217,18 @@ class PacketSwitchServicer(packet_switch_pb2_grpc.PacketSwitchServiceServicer):
         )
 
     def DrainPorts(self, request: Any, context: grpc.ServicerContext) -> Any:
-        drained = _serve(context, lambda: self.device.drain(list(request.ports)))
-        return pb.DrainPortsResponse(drained_ports=drained)
+        def drain() -> list[int]:
+            check_count("ports", len(request.ports), self.device.num_ports)
+            return self.device.drain(list(request.ports))
+
+        return pb.DrainPortsResponse(drained_ports=_serve(context, drain))
 
     def UndrainPorts(self, request: Any, context: grpc.ServicerContext) -> Any:
-        drained = _serve(context, lambda: self.device.undrain(list(request.ports)))
-        return pb.DrainPortsResponse(drained_ports=drained)
+        def undrain() -> list[int]:
+            check_count("ports", len(request.ports), self.device.num_ports)
+            return self.device.undrain(list(request.ports))
+
+        return pb.DrainPortsResponse(drained_ports=_serve(context, undrain))
 
     def GetCounters(self, request: Any, context: grpc.ServicerContext) -> Any:
         c = self.device.counters()

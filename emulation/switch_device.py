@@ -20,7 +20,7 @@ import numpy as np
 from emulation.clock import EmulatedClock
 from emulation.counters import CounterArray
 from emulation.errors import GenerationMismatch, MalformedRequest
-from emulation.idempotency import ReplayCache
+from emulation.idempotency import ReplayCache, request_digest
 
 log = logging.getLogger(__name__)
 
@@ -216,8 +216,16 @@ class BlockSwitch:
         delete_transit: Iterable[str] = (),
     ) -> tuple[int, bool, int]:
         """Returns (generation, replayed, entries used); all or nothing."""
+        delete_source, delete_transit = list(delete_source), list(delete_transit)
+        digest = request_digest({
+            "source": {d: dict(g) for d, g in source.items()},
+            "transit": {d: dict(g) for d, g in transit.items()},
+            "replace": replace,
+            "delete_source": sorted(delete_source),
+            "delete_transit": sorted(delete_transit),
+        })
         with self._lock:
-            cached = self._replays.get(request_id, expected_generation)
+            cached = self._replays.get(request_id, expected_generation, digest)
             if cached is not None:
                 return cached[0], True, cached[1]
             if expected_generation != self.generation:
@@ -240,7 +248,7 @@ class BlockSwitch:
             self._source, self._transit = new_source, new_transit
             self._split_cache = None
             self.generation += 1
-            self._replays.put(request_id, expected_generation, (self.generation, used))
+            self._replays.put(request_id, expected_generation, (self.generation, used), digest)
             self.install_current_peers()
             return self.generation, False, used
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from optimizer import schema
+from optimizer import limits, schema
 from optimizer.errors import ConfigError
 from optimizer.fabric import (
     DEFAULT_SPEED_GBPS,
@@ -41,19 +41,128 @@ SPINE_KEYS = ("name", "links", "speed_gbps")
 def load_fabric(path: str | Path) -> Fabric:
     """Read, validate and wire the fabric described by the YAML file at ``path``."""
     source = str(path)
-    text = schema.read_file(path)
+    text = schema.read_file(path, limits.MAX_YAML_FILE_BYTES)
     return parse_fabric(text, source)
 
 
+def load_plannable_fabric(path: str | Path) -> Fabric:
+    """:func:`load_fabric`, refusing fabrics larger than the planners take (``plan``, ``toe``,
+    the daemon): their LPs grow as blocks^3 (2,000 blocks asked for 59.6 GiB)."""
+    fabric = load_fabric(path)
+    if fabric.n_blocks > limits.MAX_PLAN_BLOCKS:
+        raise ConfigError(
+            str(path), "blocks",
+            f"{fabric.n_blocks:,} blocks; traffic and topology engineering plan at most "
+            f"{limits.MAX_PLAN_BLOCKS}",
+        )
+    return fabric
+
+
 def parse_yaml(text: str, source: str) -> Any:
-    """Parse YAML text, turning syntax errors into a ConfigError with the line."""
+    """Parse YAML text (safe types only) within the limits of :mod:`optimizer.limits`: nesting,
+    aliases and what they expand to, integer digits, and no duplicate keys (the last one
+    silently won). Syntax errors and limits become a ConfigError with the line."""
+    loader = None
     try:
-        return yaml.safe_load(text)
+        loader = _LimitedLoader(text, source)  # its reader refuses control characters already
+        return loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(source, where, f"invalid YAML: {problem}") from exc
+    except RecursionError:
+        raise ConfigError(source, "", f"nested deeper than {limits.MAX_NESTING} levels") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    """PyYAML's SafeLoader with limits. Aliases are where a few hundred bytes become gigabytes
+    (an alias bomb): each one is counted, and the nodes it stands for are added up as if it
+    were expanded; past either limit the document is refused before anything is built."""
+
+    def __init__(self, text: str, source: str) -> None:
+        super().__init__(text)
+        self.source = source
+        self._depth = 0
+        self._aliases = 0
+        self._expanded = 0
+        self._sizes: dict[int, int] = {}
+
+    def _refuse(self, mark: Any, problem: str) -> None:
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(self.source, where, problem)
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            node = self.anchors.get(event.anchor)
+            if node is not None:
+                self._aliases += 1
+                if self._aliases > limits.MAX_YAML_ALIASES:
+                    self._refuse(event.start_mark, f"more than {limits.MAX_YAML_ALIASES} aliases")
+                self._expanded += self._size(node)
+                if self._expanded > limits.MAX_YAML_EXPANDED_NODES:
+                    self._refuse(
+                        event.start_mark,
+                        f"aliases expand to more than {limits.MAX_YAML_EXPANDED_NODES:,} values",
+                    )
+        self._depth += 1
+        if self._depth > limits.MAX_NESTING:
+            self._refuse(self.peek_event().start_mark, f"nested deeper than {limits.MAX_NESTING} levels")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def _size(self, node: Any) -> int:
+        """Nodes under ``node`` counted as if every alias were expanded (memoised, no recursion)."""
+        todo = [(node, False)]
+        while todo:
+            item, children_done = todo.pop()
+            if id(item) in self._sizes:
+                continue
+            children = _children(item)
+            if children_done or not children:
+                self._sizes[id(item)] = 1 + sum(self._sizes[id(c)] for c in children)
+                continue
+            todo.append((item, True))
+            todo.extend((c, False) for c in children if id(c) not in self._sizes)
+        return self._sizes[id(node)]
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[tuple[str, str], Any] = {}
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    marker = (key_node.tag, key_node.value)
+                    if marker in seen:
+                        self._refuse(
+                            key_node.start_mark,
+                            f"duplicate key {schema.key_text(key_node.value)} (also line "
+                            f"{seen[marker].line + 1}); each key may appear once",
+                        )
+                    seen[marker] = key_node.start_mark
+        return super().construct_mapping(node, deep)
+
+    def construct_yaml_int(self, node: Any) -> int:
+        digits = sum(ch.isalnum() for ch in str(node.value))
+        if digits > limits.MAX_INT_DIGITS:
+            self._refuse(node.start_mark, f"an integer of {digits} digits (at most {limits.MAX_INT_DIGITS})")
+        return int(super().construct_yaml_int(node))
+
+
+_LimitedLoader.add_constructor("tag:yaml.org,2002:int", _LimitedLoader.construct_yaml_int)
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
 
 
 def parse_fabric(text: str, source: str = "<fabric>") -> Fabric:
@@ -63,23 +172,26 @@ def parse_fabric(text: str, source: str = "<fabric>") -> Fabric:
 def fabric_from_dict(data: object, source: str = "<fabric>") -> Fabric:
     top = schema.mapping(data, source, "")
     schema.check_keys(top, source, "", TOP_KEYS, required=("name", "blocks", "ocs"))
-    name = schema.string(top["name"], source, "name")
-    blocks = [_block(item, source, i) for i, item in enumerate(_list(top, "blocks", source))]
-    ocs = [_ocs(item, source, i) for i, item in enumerate(_list(top, "ocs", source))]
+    name = schema.name(top["name"], source, "name")
+    block_items = _list(top, "blocks", source, limits.MAX_BLOCKS)
+    blocks = [_block(item, source, i) for i, item in enumerate(block_items)]
+    ocs = [_ocs(item, source, i) for i, item in enumerate(_list(top, "ocs", source, limits.MAX_OCS))]
     spine_raw = top.get("spine")
-    spine = (
-        []
-        if spine_raw is None
-        else [_spine(item, source, i) for i, item in enumerate(schema.sequence(spine_raw, source, "spine"))]
-    )
+    spine_items = [] if spine_raw is None else schema.sequence(spine_raw, source, "spine")
+    if len(spine_items) > limits.MAX_SPINES:
+        problem = f"at most {limits.MAX_SPINES:,} spine switches, got {len(spine_items):,}"
+        raise ConfigError(source, "spine", problem)
+    spine = [_spine(item, source, i) for i, item in enumerate(spine_items)]
     wiring = schema.choice(top.get("wiring", WiringRule.STRIPED.value), source, "wiring", WiringRule)
     return build_fabric(name, blocks, ocs, spine, wiring_rule=wiring, source=source)
 
 
-def _list(top: dict[str, Any] | Any, key: str, source: str) -> list[Any]:
+def _list(top: dict[str, Any] | Any, key: str, source: str, most: int) -> list[Any]:
     items = schema.sequence(top[key], source, key)
     if not items:
         raise ConfigError(source, key, "must not be empty")
+    if len(items) > most:
+        raise ConfigError(source, key, f"at most {most:,} entries, got {len(items):,}")
     return items
 
 
@@ -88,10 +200,13 @@ def _block(item: object, source: str, i: int) -> Block:
     m = schema.mapping(item, source, key)
     schema.check_keys(m, source, key, BLOCK_KEYS, required=("name", "uplinks"))
     return Block(
-        name=schema.string(m["name"], source, schema.join(key, "name")),
-        uplinks=schema.integer(m["uplinks"], source, schema.join(key, "uplinks"), minimum=1),
+        name=schema.name(m["name"], source, schema.join(key, "name")),
+        uplinks=schema.integer(
+            m["uplinks"], source, schema.join(key, "uplinks"), minimum=1, maximum=limits.MAX_UPLINKS
+        ),
         speed_gbps=schema.number(
-            m.get("speed_gbps", DEFAULT_SPEED_GBPS), source, schema.join(key, "speed_gbps"), positive=True
+            m.get("speed_gbps", DEFAULT_SPEED_GBPS), source, schema.join(key, "speed_gbps"), positive=True,
+            maximum=limits.MAX_SPEED_GBPS,
         ),
     )
 
@@ -101,9 +216,13 @@ def _ocs(item: object, source: str, i: int) -> Ocs:
     m = schema.mapping(item, source, key)
     schema.check_keys(m, source, key, OCS_KEYS, required=("name", "ports"))
     return Ocs(
-        name=schema.string(m["name"], source, schema.join(key, "name")),
-        ports=schema.integer(m["ports"], source, schema.join(key, "ports"), minimum=2),
-        domain=schema.integer(m.get("domain", 0), source, schema.join(key, "domain"), minimum=0),
+        name=schema.name(m["name"], source, schema.join(key, "name")),
+        ports=schema.integer(
+            m["ports"], source, schema.join(key, "ports"), minimum=2, maximum=limits.MAX_OCS_PORTS
+        ),
+        domain=schema.integer(
+            m.get("domain", 0), source, schema.join(key, "domain"), minimum=0, maximum=limits.MAX_OCS
+        ),
         sides=schema.choice(
             m.get("sides", OcsSides.SPLIT.value), source, schema.join(key, "sides"), OcsSides
         ),
@@ -117,14 +236,20 @@ def _spine(item: object, source: str, i: int) -> SpineSwitch:
     links_key = schema.join(key, "links")
     links = schema.mapping(m["links"], source, links_key)
     counts = tuple(
-        (block, schema.integer(count, source, schema.join(links_key, block), minimum=0))
+        (
+            schema.name(block, source, links_key),
+            schema.integer(
+                count, source, schema.join(links_key, block), minimum=0, maximum=limits.MAX_UPLINKS
+            ),
+        )
         for block, count in links.items()
     )
     return SpineSwitch(
-        name=schema.string(m["name"], source, schema.join(key, "name")),
+        name=schema.name(m["name"], source, schema.join(key, "name")),
         links=counts,
         speed_gbps=schema.number(
-            m.get("speed_gbps", DEFAULT_SPEED_GBPS), source, schema.join(key, "speed_gbps"), positive=True
+            m.get("speed_gbps", DEFAULT_SPEED_GBPS), source, schema.join(key, "speed_gbps"), positive=True,
+            maximum=limits.MAX_SPEED_GBPS,
         ),
     )
 
@@ -169,8 +294,17 @@ def generate_fabric(
     source = "<generate>"
     if blocks < 2:
         raise ConfigError(source, "blocks", f"need at least 2 blocks, got {blocks}")
+    schema.integer(blocks, source, "blocks", maximum=limits.MAX_BLOCKS)
     if ocs < 1:
         raise ConfigError(source, "ocs", f"need at least 1 OCS, got {ocs}")
+    schema.integer(ocs, source, "ocs", maximum=limits.MAX_OCS)
+    schema.integer(uplinks, source, "uplinks", minimum=1, maximum=limits.MAX_UPLINKS)
+    schema.integer(ports, source, "ports", minimum=2, maximum=limits.MAX_OCS_PORTS)
+    schema.number(speed_gbps, source, "speed", positive=True, maximum=limits.MAX_SPEED_GBPS)
+    schema.integer(spines, source, "spines", minimum=0, maximum=limits.MAX_SPINES)
+    schema.integer(spine_links, source, "spine_links", minimum=0, maximum=limits.MAX_UPLINKS)
+    if name is not None:
+        schema.name(name, source, "name")
     if domains < 1 or domains > ocs:
         raise ConfigError(source, "domains", f"must be between 1 and the OCS count {ocs}, got {domains}")
     width = len(str(blocks))

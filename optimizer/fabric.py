@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from optimizer import limits
 from optimizer.errors import ConfigError
 
 DEFAULT_SPEED_GBPS = 100.0
@@ -205,6 +206,11 @@ def build_fabric(
                 raise ConfigError(source, f"spine[{si}].links.{block}", f"unknown block {block!r}")
             if count < 0:
                 raise ConfigError(source, f"spine[{si}].links.{block}", "must be >= 0")
+    wired = sum(b.uplinks for b in blocks)
+    if wired > limits.MAX_WIRED_PORTS:
+        raise ConfigError(
+            source, "blocks", f"{wired:,} uplinks in all; a fabric has at most {limits.MAX_WIRED_PORTS:,}"
+        )
     wiring = striped_wiring(tuple(blocks), tuple(ocs), source)
     return Fabric(
         name=name,

@@ -21,7 +21,9 @@ import numpy as np
 
 from optimizer.errors import ConfigError
 from optimizer.fabric import Fabric
-from optimizer.schema import read_file
+from optimizer.limits import MAX_DEMAND_GBPS, MAX_LOAD, MAX_SEED
+from optimizer.schema import key_text, read_file, shown
+from optimizer.schema import parse_json as schema_parse_json
 
 
 @dataclass(frozen=True)
@@ -92,8 +94,7 @@ def load_matrix(path: str | Path, fabric: Fabric) -> TrafficMatrix:
 
 
 def parse_csv(text: str, fabric: Fabric, source: str = "<csv>") -> TrafficMatrix:
-    reader = csv.reader(io.StringIO(text))
-    rows = list(reader)
+    rows = read_csv_rows(text, source)
     if not rows or [c.strip() for c in rows[0]] != ["src", "dst", "gbps"]:
         raise ConfigError(source, "line 1", "expected the header 'src,dst,gbps'")
     arr = np.zeros((fabric.n_blocks, fabric.n_blocks))
@@ -112,12 +113,18 @@ def parse_csv(text: str, fabric: Fabric, source: str = "<csv>") -> TrafficMatrix
     return TrafficMatrix(fabric.block_names, arr)
 
 
-def parse_json(text: str, fabric: Fabric, source: str = "<json>") -> TrafficMatrix:
+def read_csv_rows(text: str, source: str) -> list[list[str]]:
+    """The rows of CSV text; malformed CSV (a stray quote or carriage return, a NUL) is a
+    ConfigError naming the line."""
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(source, f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from exc
-    return matrix_from_json(data, fabric, source)
+        return list(reader)
+    except csv.Error as exc:
+        raise ConfigError(source, f"line {reader.line_num}", f"invalid CSV: {exc}") from None
+
+
+def parse_json(text: str, fabric: Fabric, source: str = "<json>") -> TrafficMatrix:
+    return matrix_from_json(schema_parse_json(text, source), fabric, source)
 
 
 def matrix_from_json(data: object, fabric: Fabric, source: str = "<json>") -> TrafficMatrix:
@@ -126,26 +133,37 @@ def matrix_from_json(data: object, fabric: Fabric, source: str = "<json>") -> Tr
     arr = np.zeros((fabric.n_blocks, fabric.n_blocks))
     for src, row in data.items():
         if not isinstance(row, Mapping):
-            raise ConfigError(source, str(src), "expected an object of {dst: gbps}")
+            raise ConfigError(source, key_text(src), "expected an object of {dst: gbps}")
         for dst, value in row.items():
-            key = f"{src}.{dst}"
+            key = f"{key_text(src)}.{key_text(dst)}"
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigError(source, key, f"expected a number, got {value!r}")
-            _add(arr, fabric, str(src), str(dst), float(value), source, key)
+                raise ConfigError(source, key, f"expected a number, got {shown(value)}")
+            try:
+                gbps = float(value)
+            except OverflowError:
+                problem = f"demand must be a finite number, got {shown(value)}"
+                raise ConfigError(source, key, problem) from None
+            _add(arr, fabric, str(src), str(dst), gbps, source, key)
     return TrafficMatrix(fabric.block_names, arr)
 
 
 def _add(arr: np.ndarray, fabric: Fabric, src: str, dst: str, gbps: float, source: str, where: str) -> None:
     for role, name in (("src", src), ("dst", dst)):
         if not fabric.has_block(name):
-            raise ConfigError(source, where, f"unknown {role} block {name!r}")
+            raise ConfigError(source, where, f"unknown {role} block {shown(name)}")
     if src == dst:
         raise ConfigError(source, where, f"block {src!r} cannot send to itself")
     if math.isnan(gbps) or math.isinf(gbps):
         raise ConfigError(source, where, f"demand must be a finite number, got {gbps}")
     if gbps < 0:
         raise ConfigError(source, where, f"demand must be >= 0, got {gbps}")
-    arr[fabric.block_index(src), fabric.block_index(dst)] += gbps
+    i, j = fabric.block_index(src), fabric.block_index(dst)
+    total = arr[i, j] + gbps
+    if total > MAX_DEMAND_GBPS:
+        raise ConfigError(
+            source, where, f"the demand {src}->{dst} adds up to {total:g} Gbit/s; at most {MAX_DEMAND_GBPS:g}"
+        )
+    arr[i, j] = total
 
 
 def dump_matrix(tm: TrafficMatrix, fmt: str) -> str:
@@ -244,6 +262,12 @@ def _scale_to_load(fabric: Fabric, arr: np.ndarray, load: float) -> TrafficMatri
 def generate_matrix(
     fabric: Fabric, kind: MatrixKind | str, seed: int = 1, load: float = 0.5, phase: int = 0
 ) -> TrafficMatrix:
+    """Raises ConfigError (source ``<generate>``) for a load outside [0, MAX_LOAD] or not
+    finite, or a seed outside [0, MAX_SEED]."""
+    if isinstance(load, bool) or not isinstance(load, int | float) or not 0 <= load <= MAX_LOAD:
+        raise ConfigError("<generate>", "load", f"must be a number from 0 to {MAX_LOAD:g}, got {load!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError("<generate>", "seed", f"must be an integer from 0 to {MAX_SEED}, got {seed!r}")
     kind = MatrixKind(kind)
     if kind is MatrixKind.UNIFORM:
         return uniform_matrix(fabric, load)

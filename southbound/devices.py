@@ -31,13 +31,15 @@ from typing import Any
 
 import yaml
 
-from optimizer import schema
+from optimizer import limits, schema
 from optimizer.config import parse_yaml
 from optimizer.errors import ConfigError
 from southbound.rpc import CallOptions, RetryPolicy
 from southbound.tls import TlsConfig
 
 DEVICE_KINDS = ("ocs", "block", "spine")
+MAX_DEADLINE_S = 3600.0
+MAX_ATTEMPTS = 20
 _DEVICE_KEYS = {"kind", "address", "transport", "deadline_s", "max_attempts", "tls"}
 _DEFAULT_KEYS = _DEVICE_KEYS - {"kind", "address"}
 _TLS_KEYS = {"ca_cert", "client_cert", "client_key", "server_name"}
@@ -57,7 +59,7 @@ def load_devices_file(path: str | Path) -> dict[str, DeviceConfig]:
     """Read and validate a devices file; device name -> DeviceConfig. Errors are
     :class:`~optimizer.errors.ConfigError` naming the file and the key (``devices.x.kind``)."""
     path = Path(path)
-    raw = parse_yaml(schema.read_file(path), str(path))
+    raw = parse_yaml(schema.read_file(path, limits.MAX_YAML_FILE_BYTES), str(path))
     return parse_devices(raw, source=str(path), base_dir=path.parent)
 
 
@@ -73,6 +75,11 @@ def parse_devices(
     devices = schema.mapping(top.get("devices"), source, "devices")
     if not devices:
         raise ConfigError(source, "devices", "expected a non-empty mapping of device name -> settings")
+    most = limits.MAX_BLOCKS + limits.MAX_OCS
+    if len(devices) > most:
+        raise ConfigError(source, "devices", f"at most {most:,} devices, got {len(devices):,}")
+    for name in devices:
+        schema.name(name, source, schema.join("devices", schema.key_text(name)))
     return {
         name: _device(
             name, schema.mapping(entry, source, schema.join("devices", name)), defaults, source, base_dir
@@ -93,15 +100,15 @@ def _device(
     kind = entry["kind"]
     if kind not in DEVICE_KINDS:
         raise ConfigError(source, f"{where}.kind", f"expected one of {', '.join(DEVICE_KINDS)}, got {kind!r}")
-    address = entry["address"]
-    if not isinstance(address, str) or ":" not in address:
-        raise ConfigError(source, f"{where}.address", f"expected 'host:port', got {address!r}")
-    transport = schema.string(setting("transport", "grpc"), source, f"{where}.transport")
+    address = _address(entry["address"], source, f"{where}.address")
+    transport = schema.string(setting("transport", "grpc"), source, f"{where}.transport", max_chars=64)
     deadline = schema.number(
-        setting("deadline_s", CallOptions.deadline_s), source, f"{where}.deadline_s", positive=True
+        setting("deadline_s", CallOptions.deadline_s), source, f"{where}.deadline_s", positive=True,
+        maximum=MAX_DEADLINE_S,
     )
     attempts = schema.integer(
-        setting("max_attempts", RetryPolicy.max_attempts), source, f"{where}.max_attempts", minimum=1
+        setting("max_attempts", RetryPolicy.max_attempts), source, f"{where}.max_attempts", minimum=1,
+        maximum=MAX_ATTEMPTS,
     )
     tls = _parse_tls(setting("tls", None), source, f"{where}.tls", base_dir)
     return DeviceConfig(
@@ -112,6 +119,17 @@ def _device(
         tls=tls,
         options=CallOptions(deadline, RetryPolicy(max_attempts=attempts)),
     )
+
+
+def _address(value: object, source: str, key: str) -> str:
+    """``host:port`` (``[v6]:port``), port 1-65535, at most 255 characters, no spaces."""
+    if not isinstance(value, str) or len(value) > 255 or ":" not in value or any(c.isspace() for c in value):
+        raise ConfigError(source, key, f"expected 'host:port', got {schema.shown(value)}")
+    host, _, port = value.rpartition(":")
+    if not host or not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535 or "\0" in host:
+        problem = f"expected 'host:port' with a port from 1 to 65535, got {schema.shown(value)}"
+        raise ConfigError(source, key, problem)
+    return value
 
 
 def _parse_tls(raw: Any, source: str, where: str, base_dir: Path) -> TlsConfig | None:

@@ -24,6 +24,7 @@ from controller.northbound.client import (
     ControllerClient,
 )
 from controller.northbound.convert import status_to_json
+from controller.northbound.server import MAX_HISTORY_LIMIT
 from optimizer.errors import ConfigError
 from southbound.tls import TlsConfig, TlsConfigError
 
@@ -172,6 +173,8 @@ def _prediction(client: ControllerClient, args: argparse.Namespace) -> int:
 
 
 def _history(client: ControllerClient, args: argparse.Namespace) -> int:
+    if not 1 <= args.limit <= MAX_HISTORY_LIMIT:
+        raise ConfigError(ARGS, "--limit", f"must be from 1 to {MAX_HISTORY_LIMIT}, got {args.limit}")
     entries = client.history(args.limit)
     return _show(args, entries, lambda: ctl_tables.history_text(entries))
 

@@ -99,8 +99,10 @@ def document(data: Mapping[str, Any], prefix: str = "", indent: str = "") -> lis
 
 def status_text(report: StatusReport, now: float) -> str:
     s = report.status
-    rows = [
-        ("phase", s.phase.value),
+    rows = [("phase", s.phase.value)]
+    if s.details.get("health") == "degraded":
+        rows += [("health", "DEGRADED: " + "; ".join(map(str, s.details.get("degraded") or ())))]
+    rows += [
         ("fabric", s.fabric),
         ("automatic ToE", "paused" if s.toe_paused else "on"),
         ("TE runs", _runs(s.te_runs, s.last_te_time, now)),

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.schema import read_file
+from optimizer.schema import parse_json, read_file
 
 
 def emit(text: str, out: str | None) -> None:
@@ -27,8 +27,5 @@ def emit_json(data: Any, out: str | None) -> None:
 
 
 def read_json(path: str) -> Any:
-    text = read_file(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(path, f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from exc
+    """A JSON input file (circuits, topologies) within the limits of optimizer.limits."""
+    return parse_json(read_file(path), path)

@@ -6,8 +6,9 @@ import argparse
 import time
 
 from controller.commands.output import emit, emit_json, read_json
-from optimizer.config import load_fabric
+from optimizer.config import load_plannable_fabric
 from optimizer.errors import ConfigError
+from optimizer.limits import MAX_TABLE_SIZE
 from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION, DEFAULT_TABLE_SIZE, TeResult, solve_te
 from optimizer.topology import topology_from_json
 from optimizer.traffic import load_matrix
@@ -41,15 +42,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _check_args(args: argparse.Namespace) -> None:
     if args.hedge is not None and not 0.0 < args.hedge <= 1.0:
         raise ConfigError(ARGS, "--hedge", f"must be in (0, 1], got {args.hedge}")
-    if args.table_size < 1:
-        raise ConfigError(ARGS, "--table-size", f"must be >= 1, got {args.table_size}")
+    if not 1 <= args.table_size <= MAX_TABLE_SIZE:
+        problem = f"must be from 1 to {MAX_TABLE_SIZE:,}, got {args.table_size}"
+        raise ConfigError(ARGS, "--table-size", problem)
     if not args.max_oversubscription >= 1.0:
         raise ConfigError(ARGS, "--max-oversubscription", f"must be >= 1, got {args.max_oversubscription}")
 
 
 def _plan(args: argparse.Namespace) -> int:
     _check_args(args)
-    fabric = load_fabric(args.fabric)
+    fabric = load_plannable_fabric(args.fabric)
     tm = load_matrix(args.demand, fabric)
     topology = None
     if args.topology is not None:

@@ -40,6 +40,7 @@ def start_api_servers(daemon: Daemon) -> Any:
         listen.metrics,
         fabric=daemon.fabric,
         tls=listen.northbound_tls,
+        roles=listen.northbound_roles,
     )
     log.info(
         "northbound API on %s (%s), metrics on %s",

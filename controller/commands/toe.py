@@ -8,8 +8,9 @@ import time
 
 from controller.commands.output import emit, emit_json, read_json
 from optimizer.budget import check_time_limit
-from optimizer.config import load_fabric
+from optimizer.config import load_plannable_fabric
 from optimizer.errors import ConfigError
+from optimizer.limits import MAX_TABLE_SIZE
 from optimizer.staging import DEFAULT_THRESHOLD
 from optimizer.te import DEFAULT_TABLE_SIZE
 from optimizer.toe import (
@@ -75,14 +76,15 @@ def _check_args(args: argparse.Namespace) -> None:
         raise ConfigError(ARGS, "--hedge", f"must be in (0, 1], got {args.hedge}")
     if not 0.0 <= args.mesh_weight < math.inf:
         raise ConfigError(ARGS, "--mesh-weight", f"must be a number >= 0, got {args.mesh_weight}")
-    if args.table_size < 1:
-        raise ConfigError(ARGS, "--table-size", f"must be >= 1, got {args.table_size}")
+    if not 1 <= args.table_size <= MAX_TABLE_SIZE:
+        problem = f"must be from 1 to {MAX_TABLE_SIZE:,}, got {args.table_size}"
+        raise ConfigError(ARGS, "--table-size", problem)
     check_time_limit(args.time_limit, ARGS, "--time-limit")
 
 
 def _toe(args: argparse.Namespace) -> int:
     _check_args(args)
-    fabric = load_fabric(args.fabric)
+    fabric = load_plannable_fabric(args.fabric)
     matrices = [load_matrix(path, fabric) for path in args.demand]
     current = None
     if args.current is not None:

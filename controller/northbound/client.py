@@ -66,6 +66,7 @@ class ControllerClient(ClosesOnExit):
         channel: grpc.Channel | None = None,
     ) -> None:
         self.address = address
+        self.tls = tls
         self.deadline_s = deadline_s
         self.dry_run_deadline_s = dry_run_deadline_s
         self._channel = channel or open_channel(address, tls, convert.MESSAGE_SIZE_OPTIONS)
@@ -154,6 +155,10 @@ class ControllerClient(ClosesOnExit):
         if api_code is not None:
             return ApiError(api_code, details)
         if code == grpc.StatusCode.UNAVAILABLE:
+            tls_problem = tls_failure(details, self.tls is not None)
+            if tls_problem is not None:
+                where = self.address
+                return ControllerUnreachable(f"TLS with the controller at {where} failed: {tls_problem}")
             return ControllerUnreachable(
                 f"cannot reach the controller at {self.address} (is `heliostat run` running?): {details}"
             )
@@ -165,6 +170,25 @@ class ControllerClient(ClosesOnExit):
 
     def close(self) -> None:
         self._channel.close()
+
+
+def tls_failure(details: str, using_tls: bool) -> str | None:
+    """What went wrong when a connection failure is TLS's doing, else None (the daemon is not
+    running, the address is wrong...). gRPC reports a refused handshake as "Socket closed"
+    on the side that did not cause it, so that case is explained from what this side sent."""
+    text = details.lower()
+    if any(word in text for word in ("handshake", "ssl", "tls", "certificate")):
+        hint = ("check --ca-cert (the CA that signed the server's certificate) and --server-name"
+                if "verify" in text else "is the API served over TLS? (--ca-cert turns TLS on)")
+        return f"{hint}; {details}"
+    if "socket closed" in text:
+        if using_tls:
+            return ("the server closed the connection during the TLS handshake: it may want a client "
+                    "certificate its CA signed (--cert/--key), or serve plaintext (drop --ca-cert); "
+                    + details)
+        return ("the server closed the connection at once: if it serves TLS, pass --ca-cert "
+                "(and --cert/--key for mutual TLS); " + details)
+    return None
 
 
 def _api_error_code(error: grpc.RpcError) -> ApiErrorCode | None:

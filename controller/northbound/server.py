@@ -4,6 +4,11 @@ with grpc.health.v1 health checking and server reflection, beside the metrics en
 Every RPC calls one ControllerApi method. An :class:`ApiError` becomes its status code
 (see :mod:`controller.northbound.errors`); any other exception is logged and becomes
 INTERNAL, and the server keeps serving.
+
+Under mutual TLS with :class:`~southbound.tls.ClientRoles`, each call is authorised by the
+client certificate's name (subject CN or DNS SAN): the reads in :data:`READ_RPCS` need a
+reader or an operator, everything else (pause, drain, ToE, and any RPC added later) an
+operator; others get PERMISSION_DENIED naming the certificate.
 """
 
 from __future__ import annotations
@@ -28,13 +33,15 @@ from controller.northbound.metrics_http import MetricsHttpServer, start_metrics_
 from optimizer.fabric import Fabric
 from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 from southbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
-from southbound.tls import ServerTlsConfig, TlsConfigError
+from southbound.tls import ClientRoles, ServerTlsConfig, TlsConfigError, warn_if_exposed
 
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = convert.SERVICE_NAME
 DEFAULT_HISTORY_LIMIT = 20
 MAX_HISTORY_LIMIT = 1000
+#: RPCs a reader may call; every other one needs an operator.
+READ_RPCS = frozenset({"GetStatus", "GetTopology", "GetMatrices", "ListReconfigurations", "GetLastPlan"})
 
 T = TypeVar("T")
 
@@ -43,10 +50,17 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
     """Translates each RPC to one ControllerApi call. ``fabric``, when given, lets requests
     naming an unknown block or OCS be refused before they reach the daemon."""
 
-    def __init__(self, api: ControllerApi, metrics_address: str = "", fabric: Fabric | None = None) -> None:
+    def __init__(
+        self,
+        api: ControllerApi,
+        metrics_address: str = "",
+        fabric: Fabric | None = None,
+        roles: ClientRoles | None = None,
+    ) -> None:
         self._api = api
         self._metrics_address = metrics_address
         self._fabric = fabric
+        self._roles = roles
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -150,7 +164,21 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
         if kind is MaintenanceKind.SPINE and name not in {s.name for s in fabric.spine}:
             raise _invalid("name", f"fabric {fabric.name!r} has no spine switch {name!r}")
 
+    def _authorise(self, context: grpc.ServicerContext, rpc: str) -> None:
+        if self._roles is None:
+            return
+        names = certificate_names(context)
+        role = self._roles.role_of(names)
+        if role == "operator" or (role == "reader" and rpc in READ_RPCS):
+            return
+        who = ", ".join(sorted(names)) or "no certificate name"
+        log.warning("northbound %s denied to %s (role %s)", rpc, who, role or "none")
+        needed = "a reader or an operator" if rpc in READ_RPCS else "an operator"
+        context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                      f"{rpc} needs {needed}; the client certificate ({who}) is {role or 'neither'}")
+
     def _serve(self, context: grpc.ServicerContext, rpc: str, handle: Callable[[], T]) -> T:
+        self._authorise(context, rpc)
         try:
             return handle()
         except ApiError as exc:
@@ -162,6 +190,15 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
             code, details = grpc.StatusCode.INTERNAL, f"{rpc} failed: {type(exc).__name__}: {exc}"
         context.abort(code, details)
         raise NorthboundError(f"{rpc}: grpc context.abort returned")  # abort always raises
+
+
+def certificate_names(context: grpc.ServicerContext) -> set[str]:
+    """The client certificate's subject CN and DNS SANs (empty without mutual TLS)."""
+    auth = context.auth_context() or {}
+    names = set()
+    for key in ("x509_common_name", "x509_subject_alternative_name"):
+        names.update(v.decode("utf-8", "replace") for v in auth.get(key) or ())
+    return names
 
 
 def _invalid(field: str, problem: str) -> ApiError:
@@ -221,6 +258,7 @@ def start_northbound(
     *,
     fabric: Fabric | None = None,
     tls: ServerTlsConfig | None = None,
+    roles: ClientRoles | None = None,
     max_workers: int = 8,
 ) -> NorthboundServers:
     """Serve ``api`` over gRPC at ``listen_address`` and, when ``metrics`` and
@@ -239,7 +277,7 @@ def start_northbound(
     if metrics is not None and metrics_address is not None:
         metrics_server = start_metrics_http(metrics.registry, _address(metrics_address, "listen.metrics"))
     try:
-        return _start_grpc(api, grpc_target, metrics_server, fabric, tls, max_workers)
+        return _start_grpc(api, grpc_target, metrics_server, fabric, tls, roles, max_workers)
     except BaseException:
         if metrics_server is not None:
             metrics_server.stop()
@@ -252,14 +290,17 @@ def _start_grpc(
     metrics_server: MetricsHttpServer | None,
     fabric: Fabric | None,
     tls: ServerTlsConfig | None,
+    roles: ClientRoles | None,
     max_workers: int,
 ) -> NorthboundServers:
+    warn_if_exposed("the northbound API (pause, drain, ToE)", target.host, tls)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers, thread_name_prefix="northbound"),
         options=[("grpc.so_reuseport", 0), *convert.MESSAGE_SIZE_OPTIONS],
     )
     metrics_text = str(metrics_server.address) if metrics_server else ""
-    pb_grpc.add_ControllerServiceServicer_to_server(ControllerServicer(api, metrics_text, fabric), server)
+    servicer = ControllerServicer(api, metrics_text, fabric, roles)
+    pb_grpc.add_ControllerServiceServicer_to_server(servicer, server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for service in ("", SERVICE_NAME):

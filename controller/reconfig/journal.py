@@ -181,6 +181,10 @@ class Journal:
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10.0)
         except sqlite3.Error as exc:
+            if not _writable(self.path):
+                raise JournalError(
+                    self.path, f"cannot be written: read-only file system or no write permission ({exc})"
+                ) from exc
             raise JournalError(self.path, f"cannot open: {exc}") from exc
         try:
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
@@ -195,6 +199,10 @@ class Journal:
             self._migrate(conn)
         except sqlite3.Error as exc:
             conn.close()
+            if "readonly" in str(exc) or not _writable(self.path):
+                raise JournalError(
+                    self.path, f"cannot be written: read-only file system or no write permission ({exc})"
+                ) from exc
             raise JournalError(self.path, f"unreadable or corrupt ({exc})") from exc
         except JournalError:
             conn.close()
@@ -283,6 +291,8 @@ class Journal:
                 self._depth = 0
 
     def _rollback(self) -> None:
+        if not self._conn.in_transaction:  # SQLite already rolled back (e.g. SQLITE_FULL)
+            return
         try:
             self._conn.execute("ROLLBACK")
         except sqlite3.Error as exc:  # the original error matters more
@@ -608,6 +618,15 @@ class Journal:
     def get_matrix_state(self, key: str) -> TrafficMatrix | None:
         data = self.get_state(key)
         return None if data is None else self._matrix_from_json(json.dumps(data))
+
+
+def _writable(path: Path) -> bool:
+    """The journal (or, before it exists, its directory) can be written (access(2) also says
+    no on a read-only file system, even to root)."""
+    import os
+
+    target = path if path.exists() else path.parent
+    return os.access(target, os.W_OK)
 
 
 # -- row helpers -------------------------------------------------------------------------------

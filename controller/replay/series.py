@@ -15,8 +15,6 @@ the file and the row (``line 7``) and what is wrong with it.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +23,9 @@ import numpy as np
 
 from optimizer.errors import ConfigError
 from optimizer.fabric import Fabric
+from optimizer.limits import MAX_DEMAND_GBPS, MAX_SERIES_FILE_BYTES
 from optimizer.schema import read_file
-from optimizer.traffic import TrafficMatrix
+from optimizer.traffic import TrafficMatrix, read_csv_rows
 
 CSV_HEADER = ["time", "src", "dst", "gbps"]
 #: Refuse series larger than this many snapshots x pairs (about 1.6 GB of float64).
@@ -67,14 +66,14 @@ def load_series(
 ) -> Series:
     """Read a series file; ``.hist`` by its extension, else the long CSV."""
     source = str(path)
-    text = read_file(path)
+    text = read_file(path, MAX_SERIES_FILE_BYTES)
     if Path(path).suffix.lower() == ".hist":
         return parse_hist(text, fabric, source, interval_s=interval_s, unit_gbps=unit_gbps)
     return parse_series_csv(text, fabric, source)
 
 
 def parse_series_csv(text: str, fabric: Fabric, source: str = "<series>") -> Series:
-    rows = csv.reader(io.StringIO(text))
+    rows = iter(read_csv_rows(text, source))
     header = next(rows, None)
     if header is None or [c.strip() for c in header] != CSV_HEADER:
         raise ConfigError(source, "line 1", "expected the header 'time,src,dst,gbps'")
@@ -106,8 +105,9 @@ def parse_series_csv(text: str, fabric: Fabric, source: str = "<series>") -> Ser
             times.append(time_s)
             matrices.append(np.zeros((n, n)))
         matrices[-1][index[src], index[dst]] += gbps
-        if not math.isfinite(matrices[-1][index[src], index[dst]]):
-            raise ConfigError(source, where, f"the demand {src}->{dst} at time {time_s:g} overflows")
+        if not matrices[-1][index[src], index[dst]] <= MAX_DEMAND_GBPS:
+            problem = f"the demand {src}->{dst} at time {time_s:g} is over {MAX_DEMAND_GBPS:g} Gbit/s"
+            raise ConfigError(source, where, problem)
     if not times:
         raise ConfigError(source, "", "the series has no snapshot")
     return Series(fabric.block_names, np.array(times), np.array(matrices), source)
@@ -143,6 +143,8 @@ def parse_hist(
             raise ConfigError(source, where, "values must be finite (no NaN or infinity)")
         if (values < 0).any():
             raise ConfigError(source, where, "values must be >= 0")
+        if (values * unit_gbps > MAX_DEMAND_GBPS).any():
+            raise ConfigError(source, where, f"a demand is over {MAX_DEMAND_GBPS:g} Gbit/s")
         if np.diag(values).any():
             raise ConfigError(source, where, "a block cannot send to itself (non-zero diagonal)")
         matrices.append(values * unit_gbps)

@@ -11,7 +11,10 @@
 - :func:`fresh_fabric` — at start-up, whether the fabric was never configured (nothing
   journaled, every OCS answering, powered and empty): the daemon then intends the uniform
   mesh, which the restore rule installs;
-- :func:`maintenance_ports` — the block ports a maintenance drain takes out.
+- :func:`maintenance_ports` — the block ports a maintenance drain takes out;
+- :func:`unexplained_drains` — at start-up, drained ports that neither the journal's quarantine
+  nor maintenance explain (a lost or wrong journal, a crash mid-stage): the devices are the
+  truth, so the daemon quarantines them and returns them to service once they qualify.
 """
 
 from __future__ import annotations
@@ -187,6 +190,19 @@ def maintenance_ports(
 
 def blocks_out(maintenance: Iterable[Maintenance]) -> frozenset[str]:
     return frozenset(m.name for m in maintenance if m.kind is MaintenanceTarget.BLOCK)
+
+
+def unexplained_drains(
+    ports: Mapping[str, Iterable[SwitchPort]], quarantined: PortsByBlock, maintained: PortsByBlock
+) -> PortsByBlock:
+    """The ports the blocks report drained that are neither quarantined nor under maintenance."""
+    known = {(b, p) for group in (quarantined, maintained) for b, plist in group.items() for p in plist}
+    out: dict[str, tuple[int, ...]] = {}
+    for block, plist in sorted(ports.items()):
+        stray = sorted({p.port for p in plist if p.drained and (block, p.port) not in known})
+        if stray:
+            out[block] = tuple(stray)
+    return out
 
 
 def spines_out(maintenance: Iterable[Maintenance]) -> frozenset[str]:

@@ -19,9 +19,11 @@ from pathlib import Path
 from emulation.mininet.bootstrap import BootstrapError, bootstrap
 from emulation.mininet.fabric import PacketFabric, PacketFabricError
 from emulation.mininet.plan import PlanError
+from emulation.service import add_tls_arguments, tls_from_args
 from emulation.signals import stop_on_signals
 from optimizer.errors import ConfigError
 from southbound.errors import SouthboundError
+from southbound.tls import TlsConfigError
 
 DESCRIPTION = ("Run the packet-level fabric (Open vSwitch bridges in Mininet, driven by the "
                "OpenFlow agent) until interrupted, printing where its devices listen. Needs root.")
@@ -45,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="install the uniform mesh and simple WCMP groups through the drivers")
     p.add_argument("--duration", type=float, default=0.0,
                    help="stop after this many seconds (default: run until interrupted)")
+    add_tls_arguments(p)
 
 
 def build_parser(prog: str = "heliostat emulate --packet") -> argparse.ArgumentParser:
@@ -69,17 +72,20 @@ def run_command(args: argparse.Namespace) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="heliostat-packet-"))
     try:
         with stop_on_signals() as stop:
+            server_tls, client_tls = tls_from_args(args)
             fabric = PacketFabric.from_config(args.fabric, workdir, tag=args.tag,
                                               hosts_per_block=args.hosts_per_block,
                                               bucket_scheme=args.bucket_scheme,
-                                              ocs_switching_time_s=args.switching_time_ms / 1000.0)
+                                              ocs_switching_time_s=args.switching_time_ms / 1000.0,
+                                              server_tls=server_tls, client_tls=client_tls)
             with fabric:
                 if args.bootstrap:
                     bootstrap(fabric.driver, fabric.fabric)
                 shutil.copyfile(fabric.devices_file, args.devices_file)
                 _print_endpoints(fabric, args.devices_file)
                 stop.wait(args.duration or None)
-    except (ConfigError, PlanError, PacketFabricError, BootstrapError, SouthboundError) as exc:
+    except (ConfigError, PlanError, PacketFabricError, BootstrapError, SouthboundError,
+            TlsConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -14,6 +14,7 @@ and ends the agent. Nothing is ever cleaned up by name pattern.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -35,6 +36,7 @@ from optimizer.fabric import Fabric
 from southbound.devices import DeviceConfig, write_devices_file
 from southbound.ocs_client import OcsClient
 from southbound.switch_client import SwitchClient
+from southbound.tls import ServerTlsConfig, TlsConfig
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +91,11 @@ class PacketFabric:
         ocs_switching_time_s: float = DEFAULT_SWITCHING_TIME_S,
         system_python: str = SYSTEM_PYTHON,
         tag: str | None = None,
+        server_tls: ServerTlsConfig | None = None,
+        client_tls: TlsConfig | None = None,
     ) -> None:
+        """``server_tls``: the agent serves the devices' gRPC over (mutual) TLS;
+        ``client_tls``: what the devices file tells clients to dial them with."""
         self.fabric = fabric
         self.workdir = Path(workdir)
         self.system_python = system_python
@@ -99,6 +105,10 @@ class PacketFabric:
             raise PacketFabricError(f"tag {self.tag!r} is in use by existing bridges or interfaces")
         self.plan: NetPlan = plan_network(fabric, self.tag, free_tcp_port(), hosts_per_block,
                                           bucket_scheme, probe_interval_s, ocs_switching_time_s)
+        if server_tls is not None:
+            agent = dataclasses.replace(self.plan.agent, tls=server_tls)
+            self.plan = dataclasses.replace(self.plan, agent=agent)
+        self._client_tls = client_tls
         self.devices: dict[str, DeviceConfig] = {}
         self.host_pids: dict[str, int] = {}
         self.bridges: list[str] = []
@@ -172,7 +182,7 @@ class PacketFabric:
             time.sleep(0.05)
         ready = json.loads(ready_path.read_text())
         self.devices = {
-            name: DeviceConfig(name=name, kind=d["kind"], address=d["address"])
+            name: DeviceConfig(name=name, kind=d["kind"], address=d["address"], tls=self._client_tls)
             for name, d in sorted(ready["devices"].items())
         }
 

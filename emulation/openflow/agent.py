@@ -29,6 +29,7 @@ from emulation.openflow.ocs import OpenFlowOcs
 from emulation.openflow.probes import ProbeNeighbours
 from emulation.openflow.spec import AgentSpec, load_spec
 from emulation.openflow.spine import OpenFlowSpineSwitch
+from southbound.tls import ServerTlsConfig
 
 log = logging.getLogger(__name__)
 
@@ -58,17 +59,19 @@ def build_devices(spec: AgentSpec) -> FabricDevices:
     return FabricDevices(devices, spec.probe_interval_s)
 
 
-def start_grpc(devices: FabricDevices, ports: dict[str, int] | None = None) -> list[DeviceAgent]:
-    """One endpoint per device (on ``ports[name]`` when given, else a free port); health
-    says NOT_SERVING until the device's bridge is attached."""
+def start_grpc(
+    devices: FabricDevices, ports: dict[str, int] | None = None, tls: ServerTlsConfig | None = None
+) -> list[DeviceAgent]:
+    """One endpoint per device (on ``ports[name]`` when given, else a free port), over TLS
+    when ``tls`` is given; health says NOT_SERVING until the device's bridge is attached."""
     agents = {}
     for device in devices.by_dpid.values():
         if isinstance(device, OpenFlowOcs):
-            agent = ocs_agent(device)
+            agent = ocs_agent(device, tls)
         elif isinstance(device, OpenFlowSpineSwitch):
-            agent = spine_agent(device)
+            agent = spine_agent(device, tls)
         else:
-            agent = switch_agent(device)
+            agent = switch_agent(device, tls)
         agent.port = (ports or {}).get(device.name, 0)
         agent.set_serving(False)
         agent.start()
@@ -103,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = load_spec(args.spec)
     devices = build_devices(spec)
     parent = os.getppid()
-    agents = start_grpc(devices, dict(spec.grpc_ports))
+    agents = start_grpc(devices, dict(spec.grpc_ports), spec.tls)
     start_os_ken(spec, devices)
     if not _listening(spec.of_host, spec.of_port, OF_LISTEN_TIMEOUT_S):
         log.error("os-ken is not listening on %s:%d (port taken?)", spec.of_host, spec.of_port)

@@ -19,13 +19,13 @@ Block ``i`` (0-based, fabric order) owns the prefix ``10.<i+1>.0.0/16``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from optimizer import schema
 from optimizer.errors import ConfigError
+from southbound.tls import CERTIFICATE, PRIVATE_KEY, ServerTlsConfig, TlsConfigError, read_pem
 
 HOST_PORT_BASE = 1000
 
@@ -99,6 +99,8 @@ class AgentSpec:
     @property
     def spine_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.spines)
+    #: the devices' gRPC over TLS (with client_ca: mutual TLS); None: plaintext on loopback
+    tls: ServerTlsConfig | None = None
 
     @property
     def block_names(self) -> tuple[str, ...]:
@@ -131,7 +133,15 @@ class AgentSpec:
                  "bridge": s.bridge}
                 for s in self.spines
             ],
+            **({"tls": _tls_json(self.tls)} if self.tls is not None else {}),
         }
+
+
+def _tls_json(tls: ServerTlsConfig) -> dict[str, str]:
+    out = {"cert": str(Path(tls.cert).resolve()), "key": str(Path(tls.key).resolve())}
+    if tls.client_ca is not None:
+        out["client_ca"] = str(Path(tls.client_ca).resolve())
+    return out
 
 
 BUCKET_SCHEMES = ("weighted", "replicated")
@@ -148,6 +158,7 @@ _TOP_KEYS = {
     "ocs_switching_time_s",
     "grpc_ports",
     "spines",
+    "tls",
 }
 _BLOCK_KEYS = {"name", "dpid", "uplinks", "speed_gbps", "hosts", "bridge"}
 _HOST_KEYS = {"name", "ip", "mac", "ofport"}
@@ -206,7 +217,26 @@ def spec_from_json(raw: Any, source: str = "<spec>") -> AgentSpec:
             )
         ),
         spines=spines,
+        tls=_tls(top.get("tls"), source),
     )
+
+
+def _tls(raw: Any, source: str) -> ServerTlsConfig | None:
+    if raw is None:
+        return None
+    tls = schema.mapping(raw, source, "tls")
+    schema.check_keys(tls, source, "tls", ("cert", "key", "client_ca"), required=("cert", "key"))
+    files = {}
+    for name, kind in (("cert", CERTIFICATE), ("key", PRIVATE_KEY), ("client_ca", CERTIFICATE)):
+        if tls.get(name) is None:
+            continue
+        path = Path(schema.string(tls[name], source, schema.join("tls", name)))
+        try:
+            read_pem(path, kind)
+        except TlsConfigError as exc:
+            raise ConfigError(source, schema.join("tls", name), str(exc)) from exc
+        files[name] = path
+    return ServerTlsConfig(files["cert"], files["key"], files.get("client_ca"))
 
 
 def _block(raw: Any, source: str, key: str) -> BlockSpec:
@@ -253,9 +283,4 @@ def _ocs(raw: Any, source: str, key: str) -> OcsSpec:
 
 
 def load_spec(path: str | Path) -> AgentSpec:
-    text = schema.read_file(path)
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(str(path), f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from exc
-    return spec_from_json(raw, str(path))
+    return spec_from_json(schema.parse_json(schema.read_file(path), str(path)), str(path))

@@ -80,8 +80,10 @@ def test_relative_paths_are_resolved_against_the_config_file(tmp_path: Path) -> 
 
 def test_the_northbound_tls_files_are_relative_to_the_config_and_read_at_load(tmp_path: Path) -> None:
     (tmp_path / "certs").mkdir()
-    for name in ("api.pem", "api-key.pem", "ca.pem"):
-        (tmp_path / "certs" / name).write_text("PEM")
+    cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    key = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"
+    for name, text in (("api.pem", cert), ("api-key.pem", key), ("ca.pem", cert)):
+        (tmp_path / "certs" / name).write_text(text)
     path = tmp_path / "controller.yaml"
     listen = "listen:\n  northbound_tls:\n    cert: certs/api.pem\n    key: certs/api-key.pem\n"
     path.write_text(f"fabric: f.yaml\ndevices: d.yaml\nstore: j.db\n{listen}")
@@ -89,7 +91,18 @@ def test_the_northbound_tls_files_are_relative_to_the_config_and_read_at_load(tm
     assert tls is not None and tls.client_ca is None
     assert (tls.cert, tls.key) == (tmp_path / "certs" / "api.pem", tmp_path / "certs" / "api-key.pem")
     path.write_text(f"fabric: f.yaml\ndevices: d.yaml\nstore: j.db\n{listen}    client_ca: certs/ca.pem\n")
-    assert load_controller_config(path).listen.northbound_tls.client_ca == tmp_path / "certs" / "ca.pem"
+    with pytest.raises(ConfigError, match=r"listen\.northbound_tls\.operators: required with client_ca"):
+        load_controller_config(path)
+    roles = "    operators: [alice]\n    readers: [grafana, prometheus]\n"
+    top = "fabric: f.yaml\ndevices: d.yaml\nstore: j.db\n"
+    path.write_text(f"{top}{listen}    client_ca: certs/ca.pem\n{roles}")
+    listen_config = load_controller_config(path).listen
+    assert listen_config.northbound_tls.client_ca == tmp_path / "certs" / "ca.pem"
+    assert listen_config.northbound_roles.operators == {"alice"}
+    assert listen_config.northbound_roles.readers == {"grafana", "prometheus"}
+    (tmp_path / "certs" / "ca.pem").write_bytes(b"\x30\x82\x01\x0a")  # DER, not PEM
+    with pytest.raises(ConfigError, match=r"listen\.northbound_tls\.client_ca: .*not a PEM certificate"):
+        load_controller_config(path)
     (tmp_path / "certs" / "api-key.pem").unlink()
     with pytest.raises(ConfigError, match=r"listen\.northbound_tls\.key: cannot read"):
         load_controller_config(path)

@@ -254,6 +254,7 @@ def test_the_daemon_serves_its_api_over_mutual_tls_when_configured(tmp_path: Pat
         data = yaml.safe_load(config.read_text())
         data["listen"]["northbound_tls"] = {
             "cert": str(pki.server_cert), "key": str(pki.server_key), "client_ca": str(pki.ca_cert),
+            "operators": ["heliostat-controller"],  # the CN of make_pki's client certificate
         }
         config.write_text(yaml.safe_dump(data))
         proc = start_daemon_process(config, log)

@@ -110,8 +110,10 @@ def test_api_errors_exit_non_zero_with_the_message(served: Served) -> None:
     assert unknown.returncode != 0
     assert "heliostat: error: invalid_argument: name: no block 'b99' in fabric fake-4" in unknown.stderr
     bad_limit = ctl(servers, "history", "--limit", "-5")
-    assert bad_limit.returncode != 0 and "invalid_argument: limit: " in bad_limit.stderr
-    for result in (missing, unknown, bad_limit):
+    assert bad_limit.returncode != 0 and "--limit: must be from 1 to 1000, got -5" in bad_limit.stderr
+    huge_limit = ctl(servers, "history", "--limit", "999999999999")  # past int32: used to be a traceback
+    assert huge_limit.returncode == 2 and "--limit: must be from 1 to 1000" in huge_limit.stderr
+    for result in (missing, unknown, bad_limit, huge_limit):
         _no_traceback(result.stderr)
 
 
@@ -251,6 +253,14 @@ def test_ctl_over_mutual_tls_and_tls_option_errors(tmp_path: Path) -> None:
         assert ok.returncode == 0, ok.stderr
         assert json.loads(ok.stdout)["fabric"] == "fake-4"
         plaintext = run_cli("ctl", *address, "status", timeout=60)
-        assert plaintext.returncode != 0 and "cannot reach the controller" in plaintext.stderr
+        assert plaintext.returncode != 0 and "TLS with the controller" in plaintext.stderr
+        assert "pass --ca-cert" in plaintext.stderr  # says what to do, not "is heliostat run running?"
+        anonymous = run_cli("ctl", *address, *tls_args, "status", timeout=60)
+        assert anonymous.returncode != 0 and "TLS handshake" in anonymous.stderr
+        assert "--cert/--key" in anonymous.stderr
+        wrong_ca = run_cli("ctl", *address, "--ca-cert", str(pki.other_ca_cert), "--server-name", SERVER_NAME,
+                           *client_args, "status", timeout=60)
+        assert wrong_ca.returncode != 0 and "TLS with the controller" in wrong_ca.stderr
+        assert "--ca-cert" in wrong_ca.stderr
     assert main(["ctl", "--cert", str(pki.client_cert), "status"]) == 2
     assert main(["ctl", "--ca-cert", str(tmp_path / "missing.pem"), "status"]) == 2

@@ -1,0 +1,97 @@
+"""Fuzzing the northbound API's request messages against a real daemon (started, its loop not
+running, so every accepted request stays in its queue where the test can count it): each
+answer is OK or a deliberate refusal, never INTERNAL/UNKNOWN, and a refused request queues
+nothing and journals nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.config import load_controller_config
+from controller.daemon import Daemon
+from controller.daemon_api import DaemonApi
+from controller.northbound import start_northbound
+from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
+from southbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
+from tests.fuzz.test_parsers import FUZZ
+from tests.support.daemon_support import CONFIGS, controller_config, running_fabric
+
+REFUSALS = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND}
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, pb_grpc.ControllerServiceStub]]:
+    tmp = tmp_path_factory.mktemp("nb-fuzz")
+    fabric_file = CONFIGS / "fabric-4.yaml"
+    with running_fabric(fabric_file, tmp) as fabric:
+        daemon = Daemon(load_controller_config(controller_config(tmp, fabric_file, fabric.devices_file)))
+        daemon.start()
+        servers = start_northbound(DaemonApi(daemon), "127.0.0.1:0", fabric=daemon.fabric)
+        try:
+            with grpc.insecure_channel(str(servers.grpc_address)) as channel:
+                yield daemon, pb_grpc.ControllerServiceStub(channel)
+        finally:
+            servers.stop(grace_s=0)
+            daemon.close()
+
+
+def _journaled(daemon: Daemon) -> tuple:
+    journal = daemon.journal
+    assert journal is not None
+    return tuple(journal.get_state(k) for k in ("maintenance", "toe_paused", "toe_requested"))
+
+
+def _call(method, request) -> grpc.StatusCode:
+    try:
+        method(request, timeout=5)
+    except grpc.RpcError as exc:
+        assert exc.code() in REFUSALS, f"{exc.code()}: {exc.details()}"
+        return exc.code()
+    return grpc.StatusCode.OK
+
+
+def test_northbound_requests(api: tuple, tmp_path: Path) -> None:
+    daemon, stub = api
+    names = st.one_of(st.sampled_from(["b1", "b2", "ocs1", "ocs2", "", " ", "b1\n"]), st.text(max_size=200))
+
+    @FUZZ
+    @given(
+        kind=st.integers(-5, 5),
+        name=names,
+        drained=st.booleans(),
+        limit=st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)),
+        action=st.sampled_from(["maintenance", "history", "pause", "resume", "toe", "reads"]),
+    )
+    def run(kind, name, drained, limit, action) -> None:
+        queued, journaled = daemon.requests.qsize(), _journaled(daemon)
+        if action == "maintenance":
+            request = pb.SetMaintenanceRequest(kind=kind, name=name, drained=drained)
+            code = _call(stub.SetMaintenance, request)
+        elif action == "history":
+            request = pb.ListReconfigurationsRequest() if limit is None else pb.ListReconfigurationsRequest(
+                limit=limit)
+            code = _call(stub.ListReconfigurations, request)
+        elif action == "pause":
+            code = _call(stub.PauseToe, pb.PauseToeRequest())
+        elif action == "resume":
+            code = _call(stub.ResumeToe, pb.ResumeToeRequest())
+        elif action == "toe":
+            code = _call(stub.TriggerToe, pb.TriggerToeRequest(dry_run=False))
+        else:
+            reads = ((stub.GetStatus, pb.GetStatusRequest), (stub.GetTopology, pb.GetTopologyRequest),
+                     (stub.GetMatrices, pb.GetMatricesRequest))
+            for method, message in reads:
+                assert _call(method, message()) is grpc.StatusCode.OK
+            return
+        if code is not grpc.StatusCode.OK:
+            assert daemon.requests.qsize() == queued and _journaled(daemon) == journaled
+        elif action != "history":
+            assert daemon.requests.qsize() == queued + 1
+
+    run()
