@@ -6,7 +6,8 @@ ToE does not wait for maintenance to end: it plans around it, the way TE routes 
 - an OCS under maintenance is left out, with its fibres: its circuits are *frozen* (kept as
   they are, never staged) and the blocks' port budgets shrink by the ports cabled to it;
 - a block under maintenance keeps its circuits frozen too (its fibres left out, no ports to
-  plan with) and its traffic is out of the matrix (nobody can reach it);
+  plan with) and its traffic is out of the matrix (nobody can reach it); the far ends of
+  its frozen circuits are taken, so their fibres are left out as well;
 - the spine is the spine in service (links up, not drained, switches not under
   maintenance), which the ToE LP and every MLU check route over.
 
@@ -78,7 +79,15 @@ def planning_view(
     ``spine`` is the spine in service (default: the fabric's)."""
     ocs_gone = set(ocs_out)
     blocks_gone = set(blocks_out)
-    wiring = tuple(w for w in fabric.wiring if w.ocs not in ocs_gone and w.block not in blocks_gone)
+    circuits = tuple(circuits)
+    frozen = frozenset(
+        c for c in circuits if c.ocs in ocs_gone or any(b in blocks_gone for b in c.blocks(fabric))
+    )
+    taken = {(c.ocs, p) for c in frozen for p in (c.a, c.b)}
+    wiring = tuple(
+        w for w in fabric.wiring
+        if w.ocs not in ocs_gone and w.block not in blocks_gone and (w.ocs, w.port) not in taken
+    )
     ports = {b.name: 0 for b in fabric.blocks}
     for w in wiring:
         ports[w.block] += 1
@@ -90,8 +99,5 @@ def planning_view(
         wiring=wiring,
         wiring_rule=fabric.wiring_rule,
         source=fabric.source,
-    )
-    frozen = frozenset(
-        c for c in circuits if c.ocs in ocs_gone or any(b in blocks_gone for b in c.blocks(fabric))
     )
     return PlanningView(view, frozen, frozenset(blocks_gone))

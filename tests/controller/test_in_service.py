@@ -16,11 +16,20 @@ def test_an_ocs_and_a_block_under_maintenance_are_frozen_out(hybrid8: Fabric) ->
     frozen = {c for c in mesh if c.ocs == "ocs1" or "b3" in c.blocks(hybrid8)}
     assert view.frozen == frozen and view.current(mesh) == mesh - frozen
     assert [o.name for o in view.fabric.ocs] == ["ocs2", "ocs3", "ocs4"]
-    # 32 uplinks striped over 4 OCSes: 8 ports each; b3 keeps none
+    # 32 uplinks striped over 4 OCSes: 8 ports each; b3 keeps none, and the far ends of b3's
+    # circuits on ocs2-4 are taken
+    taken = {b: 0 for b in hybrid8.block_names}
+    for c in frozen:
+        if c.ocs != "ocs1":
+            for b in c.blocks(hybrid8):
+                taken[b] += 1
     assert {b.name: b.uplinks for b in view.fabric.blocks} == {
-        **{f"b{i}": 24 for i in range(1, 9)}, "b3": 0
+        **{f"b{i}": 24 - taken[f"b{i}"] for i in range(1, 9)}, "b3": 0
     }
     assert all(w.ocs != "ocs1" and w.block != "b3" for w in view.fabric.wiring)
+    # a plan on the view can only use ports no frozen circuit holds
+    held = {(c.ocs, p) for c in frozen for p in (c.a, c.b)}
+    assert not held & {(w.ocs, w.port) for w in view.fabric.wiring}
     assert [s.name for s in view.fabric.spine] == ["s1"]
     # the circuits left are all wired in the view, on the same ports
     for c in view.current(mesh):
