@@ -45,6 +45,7 @@ class ApiError(HeliostatError):
 class MaintenanceKind(StrEnum):
     BLOCK = "block"
     OCS = "ocs"
+    SPINE = "spine"
 
 
 @dataclass(frozen=True)

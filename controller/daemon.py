@@ -50,10 +50,11 @@ from controller.reconfig.executor import (
     StageOutcome,
     TeInputs,
 )
-from controller.reconfig.journal import Journal, JournalError, RecoveryPoint
+from controller.reconfig.in_service import maintenance_conflict, planning_view
+from controller.reconfig.journal import IntentState, Journal, JournalError, RecoveryPoint
 from controller.reconfig.journal_lock import JournalLock
 from controller.reconfig.reviewed import PlanRefused, ReviewedPlans, apply_problem
-from controller.reconfig.stage_plan import stage_count
+from controller.reconfig.stage_plan import stage_count, stage_spec
 from controller.reconfig.toe_run import Proposal, ToePlanner
 from controller.sensing.estimation import PeakPredictor, RateEstimator, TrafficEstimation
 from controller.sensing.inferred_matrix import infer_matrix
@@ -65,15 +66,19 @@ from controller.sensing.observe import (
     maintenance_ports,
     measured_mlu,
     port_samples,
+    spines_out,
     startup_intent,
     unexplained_drains,
 )
 from controller.sensing.qualify import qualified_links
+from controller.sensing.spine import spine_links_up, spine_port_samples, spine_utilisation, without_drained
 from controller.status import StatusBoard
 from controller.te_loop.te_push import TePusher, TeRun, group_tables, usable_circuits
 from optimizer.config import load_plannable_fabric
 from optimizer.errors import ConfigError, HeliostatError
+from optimizer.fabric import SpineSwitch
 from optimizer.policy import ReconfigurePolicy
+from optimizer.spine import SpineLink, spine_in_service, spine_links
 from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION, RecentDemand
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
@@ -149,6 +154,8 @@ class Daemon:
         self.live: frozenset[Circuit] = frozenset()  # installed and both links up: what TE uses
         self.installed: frozenset[Circuit] = frozenset()  # what the OCSes hold
         self.ocs_down: frozenset[str] = frozenset()
+        # a hybrid fabric's spine links that are up (as cabled until the first poll)
+        self.spine_up: frozenset[SpineLink] = frozenset(spine_links(self.fabric))
         self.quarantined: PortsByBlock = {}
         self.maintenance_drained: PortsByBlock = {}
         self.estimation = TrafficEstimation(self.fabric.block_names, config.estimation_settings())
@@ -220,6 +227,7 @@ class Daemon:
         known = record.circuits if record is not None else ()
         self.installed = live_circuits(poll.ocs, known, poll.unreachable)
         self.live = links_up(self.fabric, self.installed, poll.ports)
+        self.spine_up = spine_links_up(self.fabric, poll.ports, poll.spine_ports)
         self.ocs_down = self._down(poll)
         recovery = self.journal.recovery_point()
         if recovery is not None:
@@ -384,6 +392,7 @@ class Daemon:
             ocs_down=self.ocs_down,
             requests=requests,
             installed=self.installed,
+            spine_links=frozenset(self.spine_up),
         )
         toe_wanted = self.state.toe_requested is not None or any(
             isinstance(r, dec.ToeTrigger) for r in requests
@@ -485,10 +494,15 @@ class Daemon:
             log.info("%d circuits installed but not up", len(self.installed) - len(self.live))
         self.ocs_down = self._down(poll)
         self.metrics.circuits.set(len(self.live))
+        self.spine_up = spine_links_up(self.fabric, poll.ports, poll.spine_ports)
         self.port_rates.observe_many(port_samples(poll.counters), now)
-        rates = cast(dict[tuple[str, int], float], self.port_rates.rates())  # keyed (block, port)
+        self.port_rates.observe_many(spine_port_samples(poll.spine_counters), now)
+        rates = cast(dict[tuple[str, int], float], self.port_rates.rates())  # keyed (device, port)
         te_due = self._estimate(poll, rates, now)
         measured = measured_mlu(self.fabric, self._usable(self.live), rates)
+        spine_util = self._spine_utilisation(rates)
+        if spine_util:
+            measured = max(measured or 0.0, *spine_util.values())
         if measured is not None:
             self.metrics.measured_mlu.set(measured)
         self.board.update(
@@ -516,7 +530,9 @@ class Daemon:
             if self.pushed_tables is None or not rates:
                 return False
             circuits = self.state.te_circuits or self._usable(self.live)
-            matrix = infer_matrix(self.fabric, self.pushed_tables, circuits, rates).matrix
+            matrix = infer_matrix(
+                self.fabric, self.pushed_tables, circuits, rates, self._spine_links_in_service()
+            ).matrix
             settings = self.estimation.settings
             te_due = dec.inferred_te_due(
                 matrix, self.estimation.te_matrix, settings.floor_gbps, settings.te_matrix_change
@@ -607,7 +623,45 @@ class Daemon:
             log.info("restored %d circuits on %s; they stay drained until they qualify", len(adds), ocs)
             self._emit("restore", ocs=ocs, circuits=len(adds))
 
+    def _spine_links_in_service(self) -> frozenset[SpineLink]:
+        drained = merge_ports(
+            maintenance_ports(self.fabric, self.state.maintenance, self.installed), self.quarantined
+        )
+        return without_drained(self.spine_up, drained)
+
+    def spine_service(self) -> tuple[SpineSwitch, ...]:
+        """The spine TE may route over: links up, not drained, switches not under maintenance."""
+        out = spines_out(self.state.maintenance)
+        return spine_in_service(self.fabric, self._spine_links_in_service(), out)
+
+    def spine_view(self) -> list[dict[str, object]]:
+        """Per spine switch and block: links in service and cabled (``ctl topology``)."""
+        service = {s.name: s for s in self.spine_service()}
+        return [
+            {
+                "spine": s.name,
+                "block": block,
+                "in_service": service[s.name].links_to(block) if s.name in service else 0,
+                "cabled": count,
+            }
+            for s in self.fabric.spine
+            for block, count in s.links
+            if count > 0
+        ]
+
+    def _spine_utilisation(self, rates: dict[tuple[str, int], float]) -> dict[tuple[str, str], float]:
+        if not self.fabric.spine:
+            return {}
+        service = self.spine_service()
+        util = spine_utilisation(self.fabric, service, self._spine_links_in_service(), rates)
+        for (src, dst), value in util.items():
+            self.metrics.spine_utilization.labels(src, dst).set(value)
+        self.metrics.spine_links.set(sum(count for s in service for _, count in s.links))
+        return util
+
     def _te_inputs(self) -> TeInputs:
+        # Every TE (the loop's and the executor's) routes over the spine in service now.
+        self.te.set_spine(self.spine_service(), getattr(self._drivers(), "spines", ()))
         if self.recent:
             demand = RecentDemand(tuple(self.recent))
         else:
@@ -648,7 +702,7 @@ class Daemon:
             return
         self.maintenance_drained = wanted
         self.estimation.te_ran(inputs.demand.latest)
-        self.state = dec.te_finished(self.state, now, self.live, True)
+        self.state = dec.te_finished(self.state, now, self.live, True, spine_links=frozenset(self.spine_up))
         elapsed = time.monotonic() - started
         self._te_done(run, now, elapsed)
         self._emit(
@@ -741,8 +795,14 @@ class Daemon:
         if prediction is None:
             raise DaemonError("no traffic measured yet")
         started = time.monotonic()
+        maintenance = self.state.maintenance
+        ocs_out = [m.name for m in maintenance if m.kind is dec.MaintenanceTarget.OCS]
+        view = planning_view(
+            self.fabric, self.installed, ocs_out, blocks_out(maintenance), self.spine_service()
+        )
         proposal = self.planner.propose(
-            trigger, prediction, self.installed, now, self.state.last_reconfig_at, self.settings.policy
+            trigger, prediction, self.installed, now, self.state.last_reconfig_at, self.settings.policy,
+            view=view,
         )
         self.metrics.toe_runs.labels(trigger).inc()
         self.metrics.toe_solve_seconds.observe(time.monotonic() - started)
@@ -798,6 +858,9 @@ class Daemon:
         self.board.update(phase="reconfiguring", reconfiguration_id=action.intent_id, stage=action.stage)
         self.metrics.reconfig_stage.set(action.stage)
         recovery = self._journal().recovery_point()
+        resuming = recovery is not None and any(s.stage == action.stage for s in recovery.steps)
+        if not resuming and self._stop_for_maintenance(action, before, now):
+            return
         if recovery is not None and any(s.stage == action.stage for s in recovery.steps):
             # An earlier attempt of this stage stopped half-way (an unexpected error in this
             # process): finish it exactly as after a crash.
@@ -805,6 +868,26 @@ class Daemon:
         else:
             outcome = self.executor.run_stage(action.intent_id, action.stage, before)
         self._after_stage(outcome, now)
+
+    def _stop_for_maintenance(self, action: dec.RunStage, before: frozenset[Circuit], now: float) -> bool:
+        """Stop a reconfiguration (before the stage starts) whose next stage would switch an
+        OCS or a block drained for maintenance since it was planned; True if it stopped.
+        Every stage ends consistent, so nothing is rolled back; ToE re-plans around it."""
+        spec = stage_spec(self._journal().intent(action.intent_id).plan, action.stage)
+        maintenance = self.state.maintenance
+        ocs_out = [m.name for m in maintenance if m.kind is dec.MaintenanceTarget.OCS]
+        conflict = maintenance_conflict(self.fabric, spec.remove, spec.add, ocs_out, blocks_out(maintenance))
+        if conflict is None:
+            return False
+        reason = (f"stage {action.stage + 1} would switch {conflict}, drained for maintenance since the "
+                  "plan was made: the reconfiguration stops here")
+        log.warning("intent %d: %s", action.intent_id, reason)
+        state = IntentState.CANCELLED if action.stage == 0 else IntentState.ROLLED_BACK
+        self._journal().finish_intent(action.intent_id, state, reason)
+        self._after_stage(
+            StageOutcome(False, action.intent_id, action.stage, True, None, before, reason=reason), now
+        )
+        return True
 
     def _after_stage(self, outcome: StageOutcome, now: float) -> None:
         self._set_quarantine(add=outcome.quarantined)

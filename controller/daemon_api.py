@@ -128,6 +128,7 @@ class DaemonApi(ControllerApi):
         return {
             "topology": Topology.from_circuits(fabric, circuits).to_json(),
             "circuits": [c.to_json(fabric) for c in circuits],
+            "spine": self.daemon.spine_view(),
         }
 
     def matrices(self) -> dict[str, Any]:
@@ -227,11 +228,11 @@ class DaemonApi(ControllerApi):
         except ValueError as exc:
             raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"unknown maintenance kind {kind!r}") from exc
         fabric = self.daemon.fabric
-        known = (
-            fabric.has_block(name)
-            if target_kind is MaintenanceTarget.BLOCK
-            else any(o.name == name for o in fabric.ocs)
-        )
+        known = {
+            MaintenanceTarget.BLOCK: fabric.has_block(name),
+            MaintenanceTarget.OCS: any(o.name == name for o in fabric.ocs),
+            MaintenanceTarget.SPINE: any(s.name == name for s in fabric.spine),
+        }[target_kind]
         if not known:
             problem = f"name: fabric {fabric.name!r} has no {target_kind.value} {name!r}"
             raise ApiError(ApiErrorCode.INVALID_ARGUMENT, problem)

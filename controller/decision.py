@@ -17,8 +17,10 @@ The rules, in order of precedence:
 4. While a reconfiguration is in flight its next stage runs (one stage per cycle; TE may run
    before it). Only one failure domain is ever touched at a time: stages are sequential.
 5. Otherwise ToE is planned on operator request, or every ``toe_check_interval`` unless
-   paused, under maintenance, some OCS is unreachable or down, or the last reconfiguration
-   is more recent than the policy's minimum interval. Whether a plan is applied
+   paused, some OCS is unreachable or down, or the last reconfiguration is more recent
+   than the policy's minimum interval. Maintenance does not stop it: ToE plans around the
+   blocks, OCSes and spine switches drained for maintenance (their circuits are kept as
+   they are; see :mod:`controller.reconfig.in_service`), as TE routes around them. Whether a plan is applied
    is :func:`toe_verdict` (the reconfiguration policy; an operator request skips the
    interval but still needs the plan to change something).
 """
@@ -38,6 +40,7 @@ from optimizer.traffic import TrafficMatrix
 class MaintenanceTarget(StrEnum):
     BLOCK = "block"
     OCS = "ocs"
+    SPINE = "spine"  # a spine switch of a hybrid fabric
 
 
 @dataclass(frozen=True, order=True)
@@ -119,6 +122,7 @@ class Settings:
 @dataclass(frozen=True)
 class ControlState:
     te_circuits: frozenset[Circuit] | None = None  # the live circuits TE last ran on
+    te_spine_links: frozenset[object] = frozenset()  # the spine links up when TE last ran
     te_maintenance: frozenset[Maintenance] = frozenset()
     te_failed: bool = False
     last_te_at: float | None = None
@@ -142,6 +146,7 @@ class Observation:
     ocs_down: frozenset[str] = frozenset()  # unreachable or without power
     requests: tuple[Request, ...] = ()
     installed: frozenset[Circuit] | None = None  # everything the OCSes hold (default: live)
+    spine_links: frozenset[object] = frozenset()  # a hybrid fabric's spine links that are up
 
 
 def decide(
@@ -161,7 +166,10 @@ def decide(
         r = state.reconfiguration
         actions.append(RunStage(r.intent_id, r.next_stage))
         return state, actions
-    if not state.maintenance and not obs.ocs_down and obs.have_matrix and not missing:
+    # Under maintenance ToE plans around it, once TE has routed around it (not in the cycle
+    # that changed it).
+    settled = state.te_maintenance == state.maintenance or state.toe_requested is not None
+    if not obs.ocs_down and obs.have_matrix and not missing and settled:
         if state.toe_requested is not None:
             actions.append(PlanToe(state.toe_requested))
         elif not state.toe_paused and _toe_check_due(state, now, settings):
@@ -224,6 +232,10 @@ def te_reason(state: ControlState, obs: Observation) -> str | None:
         return f"live topology changed (-{lost} +{gained} circuits)"
     if state.te_maintenance != state.maintenance:
         return "maintenance changed"
+    if state.te_spine_links != obs.spine_links:
+        lost = len(state.te_spine_links - obs.spine_links)
+        gained = len(obs.spine_links - state.te_spine_links)
+        return f"spine links changed (-{lost} +{gained})"
     if obs.te_due:
         return "traffic matrix changed"
     return None
@@ -266,8 +278,14 @@ def missing_circuits(
 
 
 def te_finished(
-    state: ControlState, now: float, circuits: frozenset[Circuit], ok: bool, error: str | None = None
+    state: ControlState,
+    now: float,
+    circuits: frozenset[Circuit],
+    ok: bool,
+    error: str | None = None,
+    spine_links: frozenset[object] | None = None,
 ) -> ControlState:
+    """TE ran (``ok``) or failed; ``spine_links`` are the spine links it saw up (None: as before)."""
     if not ok:
         return replace(state, te_failed=True, last_error=error)
     return replace(
@@ -275,6 +293,7 @@ def te_finished(
         te_failed=False,
         te_circuits=circuits,
         te_maintenance=state.maintenance,
+        te_spine_links=state.te_spine_links if spine_links is None else spine_links,
         last_te_at=now,
     )
 

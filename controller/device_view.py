@@ -17,9 +17,10 @@ from optimizer.fabric import Fabric
 from optimizer.topology import Circuit
 from southbound.types import SwitchCounters, SwitchPort
 
-#: block -> {destination block: {via block: weight}}
+#: block -> {destination block: {via block: weight}} (a spine switch's entry holds its
+#: transit groups: {destination block: {destination block: weight}})
 GroupTables = dict[str, dict[str, dict[str, int]]]
-#: block -> block ports
+#: block (or spine switch) -> its ports
 PortsByBlock = dict[str, tuple[int, ...]]
 
 
@@ -41,6 +42,9 @@ class PollResult:
     counters: dict[str, SwitchCounters]
     errors: dict[str, str]  # device -> what went wrong
     ports: dict[str, list[SwitchPort]] = field(default_factory=dict)
+    # the spine switches that have a device (a hybrid fabric's managed spine)
+    spine_counters: dict[str, SwitchCounters] = field(default_factory=dict)
+    spine_ports: dict[str, list[SwitchPort]] = field(default_factory=dict)
 
     @property
     def unreachable(self) -> frozenset[str]:

@@ -61,6 +61,9 @@ class FabricDrivers:
         self.ocs: dict[str, OcsClient] = {}
         self._configs: dict[str, DeviceConfig] = {n: devices[n] for n in [*fabric.block_names,
                                                                          *(o.name for o in fabric.ocs)]}
+        # Spine switches with a device: polled, steered and drained. One without an entry is
+        # a static spine (its links are judged from the blocks' side alone).
+        self.spines: dict[str, SwitchClient] = {}
         try:
             for block in fabric.block_names:
                 self._check_kind(devices[block], "block")
@@ -68,6 +71,15 @@ class FabricDrivers:
             for o in fabric.ocs:
                 self._check_kind(devices[o.name], "ocs")
                 self.ocs[o.name] = registry.create(devices[o.name])
+            for spine in fabric.spine:
+                if spine.name in devices:
+                    self._check_kind(devices[spine.name], "spine")
+                    self.spines[spine.name] = registry.create(devices[spine.name])
+                    self._configs[spine.name] = devices[spine.name]
+            unmanaged = [s.name for s in fabric.spine if s.name not in self.spines]
+            if unmanaged:
+                log.warning("spine switches %s have no device: static, not steered or drained",
+                            ", ".join(unmanaged))
         except UnknownTransport as exc:
             self.close()
             raise DevicesMismatch(str(exc)) from exc
@@ -82,8 +94,10 @@ class FabricDrivers:
         if missing:
             raise DevicesMismatch(f"the devices file has no entry for {', '.join(missing)}")
         changed = []
-        for table, kind in ((self.switches, "block"), (self.ocs, "ocs")):
+        for table, kind in ((self.switches, "block"), (self.ocs, "ocs"), (self.spines, "spine")):
             for name, client in list(table.items()):
+                if name not in devices:  # a spine switch left out: it keeps its client
+                    continue
                 device = devices[name]
                 if self._configs.get(name) == device:
                     continue
@@ -103,7 +117,7 @@ class FabricDrivers:
             raise DevicesMismatch(f"device {device.name} is a {device.kind}, the fabric needs a {kind}")
 
     def close(self) -> None:
-        for client in [*self.switches.values(), *self.ocs.values()]:
+        for client in [*self.switches.values(), *self.ocs.values(), *self.spines.values()]:
             client.close()
         pool = getattr(self, "_pool", None)
         if pool is not None:
@@ -140,7 +154,10 @@ class FabricDrivers:
         ocs, ocs_errors = self._each(names, self.read_ocs)
         counters, counter_errors = self._each(self.switches, lambda b: self.switches[b].counters())
         ports, port_errors = self._each(self.switches, lambda b: self.switches[b].ports())
-        return PollResult(ocs, counters, {**port_errors, **ocs_errors, **counter_errors}, ports)
+        spine_counters, spine_counter_errors = self._each(self.spines, lambda s: self.spines[s].counters())
+        spine_ports, spine_port_errors = self._each(self.spines, lambda s: self.spines[s].ports())
+        errors = {**port_errors, **ocs_errors, **counter_errors, **spine_port_errors, **spine_counter_errors}
+        return PollResult(ocs, counters, errors, ports, spine_counters, spine_ports)
 
     def counters(self, blocks: Iterable[str]) -> tuple[dict[str, SwitchCounters], dict[str, str]]:
         return self._each(blocks, lambda b: self.switches[b].counters())
@@ -155,21 +172,23 @@ class FabricDrivers:
     # -- writing -------------------------------------------------------------------------
 
     def push_groups(self, tables: GroupTables, request_prefix: str) -> dict[str, int]:
-        """Replace every listed block's source groups (generation-checked, one retry on a race).
+        """Replace every listed block's source groups (generation-checked, one retry on a race);
+        a listed spine switch's table replaces its transit groups (a spine has no others).
 
         Returns the new generation per block; raises PushFailed naming the blocks that failed
         (the others hold their new groups).
         """
 
         def push(block: str) -> int:
-            client = self.switches[block]
+            client = self._switch(block)
+            spine = block in self.spines
             for attempt in range(2):
                 generation = client.groups().generation
                 try:
                     result = client.set_groups(
                         expected_generation=generation,
-                        source=tables[block],
-                        transit={},
+                        source={} if spine else tables[block],
+                        transit=tables[block] if spine else {},
                         replace=True,
                         request_id=f"{request_prefix}-{block}-g{generation}",
                     )
@@ -195,10 +214,17 @@ class FabricDrivers:
         self, ports: Mapping[str, Iterable[int]], call: Callable[[SwitchClient, list[int]], Any], what: str
     ) -> None:
         wanted = {b: list(p) for b, p in ports.items() if list(p)}
-        _, errors = self._each(wanted, lambda b: call(self.switches[b], wanted[b]))
+        _, errors = self._each(wanted, lambda b: call(self._switch(b), wanted[b]))
         if errors:
             detail = "; ".join(f"{b}: {e}" for b, e in sorted(errors.items()))
             raise DriverError(f"{what} failed: {detail}")
+
+    def _switch(self, name: str) -> SwitchClient:
+        """A block's client, or a spine switch's (ports to drain may name either)."""
+        client = self.switches.get(name) or self.spines.get(name)
+        if client is None:
+            raise DriverError(f"no switch device named {name!r}")
+        return client
 
     def apply_ocs(
         self,

@@ -44,6 +44,15 @@ class ControllerMetrics:
         self.maintenance = Gauge(
             "heliostat_maintenance_drained", "Devices drained for maintenance", ["kind"], registry=r
         )
+        self.spine_utilization = Gauge(
+            "heliostat_spine_utilization",
+            "Measured utilisation of each block-spine trunk (src, dst: a block and a spine switch)",
+            ["src", "dst"],
+            registry=r,
+        )
+        self.spine_links = Gauge(
+            "heliostat_spine_links", "Spine links up and in service, of a hybrid fabric", registry=r
+        )
         self.toe_paused = Gauge("heliostat_toe_paused", "1 when automatic ToE is paused", registry=r)
         self.circuits = Gauge("heliostat_circuits", "Circuits installed on the OCSes", registry=r)
         self.devices_unreachable = Gauge(

@@ -8,6 +8,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent import futures
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -16,6 +17,7 @@ from grpc_reflection.v1alpha import reflection
 from emulation.limits import SERVER_OPTIONS, StreamGate, stream_capacity
 from emulation.ocs_device import OcsDevice
 from emulation.servicers import OcsServicer, PacketSwitchServicer
+from emulation.spine_device import SpineDevice
 from emulation.switch_device import BlockSwitch
 from southbound.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
 from southbound.tls import ServerTlsConfig, warn_if_exposed
@@ -73,6 +75,7 @@ class DeviceAgent:
             server = grpc.server(
                 futures.ThreadPoolExecutor(self._max_workers, thread_name_prefix=self.name),
                 options=[("grpc.so_reuseport", 0), *SERVER_OPTIONS],
+                interceptors=[_NotServingGate(lambda: self._serving)],
             )
             self._register(server)
             health_servicer = health.HealthServicer()
@@ -101,7 +104,10 @@ class DeviceAgent:
 
     def set_serving(self, serving: bool) -> None:
         """Report SERVING or NOT_SERVING on the health service (e.g. while the device
-        behind the agent is unreachable)."""
+        behind the agent is unreachable); while not serving, the device's own RPCs are
+        refused UNAVAILABLE (health and reflection still answer): a device an OpenFlow agent
+        has not attached yet would report no circuits, groups or peers, which the controller
+        would take for the truth instead of an unreachable device."""
         with self._lock:
             self._serving = serving
             self._publish_health()
@@ -150,3 +156,45 @@ def switch_agent(device: BlockSwitch, tls: ServerTlsConfig | None = None) -> Dev
         tls=tls,
         max_workers=WORKERS,
     )
+
+
+def spine_agent(device: SpineDevice, tls: ServerTlsConfig | None = None) -> DeviceAgent:
+    """A spine switch serves the packet-switch service, as a block does (kind ``spine``)."""
+    servicer = PacketSwitchServicer(device)
+    return DeviceAgent(
+        device.name,
+        "spine",
+        lambda server: packet_switch_pb2_grpc.add_PacketSwitchServiceServicer_to_server(
+            servicer, server
+        ),
+        SWITCH_SERVICE,
+        tls=tls,
+        max_workers=WORKERS,
+    )
+
+
+class _NotServingGate(grpc.ServerInterceptor):
+    """Refuses the device service's RPCs UNAVAILABLE while ``serving()`` is False."""
+
+    _ALWAYS = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+
+    def __init__(self, serving: Callable[[], bool]) -> None:
+        self._serving = serving
+
+    def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
+        handler = continuation(details)
+        if handler is None or self._serving() or details.method.startswith(self._ALWAYS):
+            return handler
+
+        def refuse(request: Any, context: grpc.ServicerContext) -> Any:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "the device is not attached to its agent yet")
+
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                refuse, handler.request_deserializer, handler.response_serializer
+            )
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                refuse, handler.request_deserializer, handler.response_serializer
+            )
+        return handler

@@ -16,7 +16,12 @@ Model:
   drained). A member that is not a live link to k blackholes its share.
 - Paths have at most two hops: direct; through one transit block (which always sends
   direct: the transit table's loop-freedom rule); or through a spine switch, which sends
-  to the destination over its links to it (ECMP).
+  to the destination over its active members toward it (ECMP): the ports installed for
+  that block and not drained, from the spine device's state (:class:`ForwardingTables`
+  ``spine_*``; without it, every cabled spine port is a member, as a static spine). A
+  member whose link is down blackholes its share; a destination with no member left
+  blackholes everything (``drained`` when its members are all drained).
+- A spine switch's ports are numbered as :mod:`optimizer.spine` says (in block order).
 - Drops: a link whose offered load L exceeds its capacity C drops the fraction 1 - C/L of
   everything crossing it (proportional sharing). Second-hop load is what survives the
   first hop, and a block trunk carries both kinds, so the drop ratios are iterated to
@@ -67,6 +72,9 @@ class FabricIndex:
     wire_to_ocs: np.ndarray  # [P] global OCS port cabled to each block port, or -1
     spine_peer: np.ndarray  # [P] node index of the spine a port is linked to, or -1
     spine_peer_port: np.ndarray  # [P] port number on that spine switch, or -1
+    spine_port_offset: np.ndarray  # [S+1]: spine x's ports are spine_port_offset[x]..[x+1]-1
+    spine_port_block_port: np.ndarray  # [SP] global block port at the far end of each spine port
+    spine_port_spine: np.ndarray  # [SP] spine index (0-based among spines) of each spine port
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -87,6 +95,14 @@ class FabricIndex:
     @property
     def n_ocs_ports(self) -> int:
         return int(self.ocs_offset[-1])
+
+    @property
+    def n_spine_ports(self) -> int:
+        return int(self.spine_port_offset[-1])
+
+    def spine_ports_of(self, spine: int) -> int:
+        """Ports of spine switch ``spine`` (0-based among the spines)."""
+        return int(self.spine_port_offset[spine + 1] - self.spine_port_offset[spine])
 
     def block_port(self, block: int, port: int) -> int:
         return int(self.port_offset[block] + port)
@@ -128,6 +144,14 @@ class FabricIndex:
                     spine_peer_port[g] = next_spine_port[x]
                     next_spine_port[x] += 1
                     g += 1
+        per_spine = np.array(next_spine_port, dtype=np.int64)
+        spine_port_offset = np.concatenate([[0], np.cumsum(per_spine)]).astype(np.int64)
+        to_spine = np.flatnonzero(spine_peer >= 0)
+        spine_of_port = spine_peer[to_spine] - n
+        global_spine_port = spine_port_offset[spine_of_port] + spine_peer_port[to_spine]
+        spine_port_block_port = np.full(int(spine_port_offset[-1]), -1, dtype=np.int64)
+        spine_port_block_port[global_spine_port] = to_spine
+        spine_port_spine = np.repeat(np.arange(len(fabric.spine)), per_spine).astype(np.int64)
         speeds = [b.speed_gbps for b in fabric.blocks] + [s.speed_gbps for s in fabric.spine]
         return cls(
             blocks=blocks,
@@ -142,6 +166,9 @@ class FabricIndex:
             wire_to_ocs=wire_to_ocs,
             spine_peer=spine_peer,
             spine_peer_port=spine_peer_port,
+            spine_port_offset=spine_port_offset,
+            spine_port_block_port=spine_port_block_port,
+            spine_port_spine=spine_port_spine,
         )
 
 
@@ -200,6 +227,10 @@ class ForwardingTables:
     source: np.ndarray  # [B, B, N]: (source block, destination, next node) split fractions
     installed: np.ndarray  # [P]: trunk (node index) each port is installed in, or -1
     drained: np.ndarray  # [P] bool
+    # The spine switches' state per spine port (None: a static spine, every cabled port a
+    # member toward its block and none drained).
+    spine_installed: np.ndarray | None = None  # [SP]: destination block each port serves, or -1
+    spine_drained: np.ndarray | None = None  # [SP] bool
 
 
 @dataclass(frozen=True)
@@ -222,6 +253,11 @@ class StepResult:
     port_tx_drop_bytes: np.ndarray  # [P]
     egress_bytes: np.ndarray  # [B, B] host-originated bytes per (source, destination)
     no_route_bytes: np.ndarray  # [B]
+    spine_port_tx_bytes: np.ndarray  # [SP]
+    spine_port_rx_bytes: np.ndarray  # [SP]
+    spine_port_tx_drop_bytes: np.ndarray  # [SP]
+    spine_egress_bytes: np.ndarray  # [S, B] bytes each spine was handed toward each block
+    spine_no_route_bytes: np.ndarray  # [S]
 
     @property
     def link_utilization(self) -> np.ndarray:
@@ -300,19 +336,18 @@ def compute_step(
     first_direct = np.diagonal(first[:, :, :n], axis1=1, axis2=2)  # [s, d]
     delivered = float(((first_direct + into_second[:, :n]) * carried_ratio[:, :n]).sum())
 
-    # Spines: what crossed (s, spine x) for d leaves x on its live links to d.
-    spine_ports = index.spine_peer >= 0
-    up_to_spine = spine_ports & (links.peer_node >= 0)
+    # Spines: what crossed (s, spine x) for d leaves x over its active members toward d.
     spine_in = np.einsum("sdx,sx->xd", first[:, :, n:], carried_ratio[:, n:])  # [S, B]
-    spine_links_up = np.zeros((m - n, n))
-    np.add.at(spine_links_up, (index.spine_peer[up_to_spine] - n, s_of[up_to_spine]), 1.0)
-    spine_cap = spine_links_up * speed[n:, :n]
-    spine_load = spine_in * rate
+    sp = _spine_members(index, links, tables)
+    spine_cap = sp.n_good * speed[n:, :n]
+    spine_live = np.where(sp.n_active > 0, sp.n_good / np.where(sp.n_active > 0, sp.n_active, 1.0), 0.0)
+    spine_on_links = spine_in * spine_live
+    spine_load = spine_on_links * rate
     spine_has_link = spine_cap > 0
     spine_ratio = _drop_ratio(spine_load, spine_cap)
-    spine_dropped = np.where(spine_has_link, spine_in * spine_ratio, 0.0)
-    spine_blackholed = np.where(spine_has_link, 0.0, spine_in)
-    spine_carried = spine_in - spine_dropped - spine_blackholed
+    spine_dropped = spine_on_links * spine_ratio
+    spine_blackholed = spine_in - spine_on_links
+    spine_carried = spine_on_links - spine_dropped
     delivered += float(spine_carried.sum())
 
     # Blackhole reasons: empty trunks are "drained" (members exist, all drained) or
@@ -322,7 +357,18 @@ def compute_step(
     had_members = n_installed > 0
     by_reason["drained"] = float(into[empty & had_members].sum())
     by_reason["no_route"] = float(into[empty & ~had_members].sum())
-    by_reason["link_down"] = float(spine_blackholed.sum())  # spine with no live link to d
+    spine_empty = sp.n_active == 0
+    spine_had = sp.n_installed > 0
+    by_reason["drained"] += float(spine_in[spine_empty & spine_had].sum())
+    by_reason["no_route"] += float(spine_in[spine_empty & ~spine_had].sum())
+    spine_share = np.zeros(index.n_spine_ports)
+    spine_trunk = sp.spine * n + np.maximum(sp.installed, 0)
+    spine_share[sp.active] = (spine_in / np.where(sp.n_active > 0, sp.n_active, 1.0)).ravel()[
+        spine_trunk[sp.active]
+    ]
+    spine_bad = sp.active & ~sp.good
+    by_reason["link_down"] += float(spine_share[spine_bad & ~sp.up].sum())
+    by_reason["misdirected"] += float(spine_share[spine_bad & sp.up].sum())
     share = np.zeros(index.n_ports)
     share[active] = (into / safe_active).ravel()[trunk[active]]
     bad = active & ~good
@@ -341,11 +387,18 @@ def compute_step(
     rx = np.zeros(index.n_ports)
     to_block = good & (links.peer_port >= 0)
     rx[links.peer_port[to_block]] += tx[to_block]
-    # Spine -> block: spread over the destination's live links from that spine.
-    x_of = index.spine_peer[up_to_spine] - n
-    d_of = s_of[up_to_spine]
-    per_link = np.where(spine_links_up > 0, spine_carried / np.maximum(spine_links_up, 1), 0.0)
-    rx[up_to_spine] += per_link[x_of, d_of]
+    # Block -> spine: the spine port at the far end receives what the block port sent.
+    spine_rx = np.zeros(index.n_spine_ports)
+    to_spine = good & (index.spine_peer >= 0)
+    far = index.spine_port_offset[index.spine_peer[to_spine] - n] + index.spine_peer_port[to_spine]
+    np.add.at(spine_rx, far, tx[to_spine])
+    # Spine -> block: each good member sends its share of what the trunk carries.
+    spine_port_ratio = spine_ratio.ravel()[spine_trunk]
+    spine_tx = np.where(sp.good, spine_share * (1.0 - spine_port_ratio), 0.0)
+    spine_tx_drop = np.where(sp.good, spine_share * spine_port_ratio, 0.0) + np.where(
+        spine_bad, spine_share, 0.0
+    )
+    np.add.at(rx, index.spine_port_block_port[sp.good], spine_tx[sp.good])
     no_route = np.where(empty, into, 0.0).sum(axis=1)
 
     def square(block_rows: np.ndarray, spine_rows: np.ndarray) -> np.ndarray:
@@ -368,4 +421,45 @@ def compute_step(
         port_tx_drop_bytes=tx_drop,
         egress_bytes=offered,
         no_route_bytes=no_route,
+        spine_port_tx_bytes=spine_tx,
+        spine_port_rx_bytes=spine_rx,
+        spine_port_tx_drop_bytes=spine_tx_drop,
+        spine_egress_bytes=spine_in,
+        spine_no_route_bytes=np.where(spine_empty, spine_in, 0.0).sum(axis=1),
+    )
+
+
+@dataclass(frozen=True)
+class _SpineMembers:
+    """Per spine port: its spine, the block it serves, whether it is active, up and good; and
+    per (spine, destination block) the counts of active, good and installed members."""
+
+    spine: np.ndarray  # [SP]
+    installed: np.ndarray  # [SP] block index or -1
+    active: np.ndarray  # [SP] installed and not drained
+    up: np.ndarray  # [SP] the link is up
+    good: np.ndarray  # [SP] active, up and leading to the block it is installed for
+    n_active: np.ndarray  # [S, B]
+    n_good: np.ndarray  # [S, B]
+    n_installed: np.ndarray  # [S, B]
+
+
+def _spine_members(index: FabricIndex, links: LinkView, tables: ForwardingTables) -> _SpineMembers:
+    n, s = index.n_blocks, len(index.spines)
+    block_port = index.spine_port_block_port
+    cabled_to = index.port_block[block_port]
+    up = links.fault[block_port] == PortFault.UP
+    installed = cabled_to if tables.spine_installed is None else np.asarray(tables.spine_installed)
+    drained = np.zeros(index.n_spine_ports, dtype=bool)
+    if tables.spine_drained is not None:
+        drained = np.asarray(tables.spine_drained)
+    active = (installed >= 0) & ~drained
+    good = active & up & (cabled_to == installed)
+    trunk = index.spine_port_spine * n + np.maximum(installed, 0)
+
+    def count(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(trunk[mask], minlength=s * n).reshape(s, n).astype(np.float64)
+
+    return _SpineMembers(
+        index.spine_port_spine, installed, active, up, good, count(active), count(good), count(installed >= 0)
     )

@@ -9,7 +9,7 @@ flow-level data plane moving traffic between them on an emulated clock.
         fabric.kill_agent("b4")           # b4's gRPC server dies; its state stays
         print(fabric.stats().mlu)
 
-Device names are the fabric's block and OCS names. ``devices_file`` (written on start)
+Device names are the fabric's block, OCS and spine switch names. ``devices_file`` (written on start)
 lists every endpoint in the format of :mod:`southbound.devices`.
 """
 
@@ -27,7 +27,7 @@ from typing import Self
 
 import numpy as np
 
-from emulation.agent import DeviceAgent, ocs_agent, switch_agent
+from emulation.agent import DeviceAgent, ocs_agent, spine_agent, switch_agent
 from emulation.clock import EmulatedClock
 from emulation.dataplane import (
     BLACKHOLE_REASONS,
@@ -40,6 +40,7 @@ from emulation.dataplane import (
     link_view,
 )
 from emulation.ocs_device import DEFAULT_SWITCHING_TIME_S, OcsDevice
+from emulation.spine_device import SpineDevice
 from emulation.switch_device import (
     DEFAULT_MAX_GROUP_ENTRIES,
     DEFAULT_TABLE_CAPACITY,
@@ -165,12 +166,26 @@ class EmulatedFabric:
             )
             for i, b in enumerate(fabric.blocks)
         }
-        for switch in self.switches.values():
+        self.spines: dict[str, SpineDevice] = {
+            s.name: SpineDevice(
+                s.name,
+                fabric.block_names,
+                self.index.spine_ports_of(x),
+                s.speed_gbps,
+                self.clock,
+                self,
+                max_group_entries=max_group_entries,
+                table_capacity=table_capacity,
+            )
+            for x, s in enumerate(fabric.spine)
+        }
+        for switch in [*self.switches.values(), *self.spines.values()]:
             switch.install_current_peers()
 
         self.agents: dict[str, DeviceAgent] = {
             **{n: ocs_agent(d, server_tls) for n, d in self.ocs.items()},
             **{n: switch_agent(d, server_tls) for n, d in self.switches.items()},
+            **{n: spine_agent(d, server_tls) for n, d in self.spines.items()},
         }
         self._demand: Demand | None = None
         self._schedule_times: list[float] = []
@@ -252,6 +267,13 @@ class EmulatedFabric:
         self._set_link(block, port, True)
 
     def _set_link(self, block: str, port: int, ok: bool) -> None:
+        if block in self.spines:  # a spine switch's port: the same link seen from its block
+            x = self.index.spines.index(block)
+            if not 0 <= port < self.index.spine_ports_of(x):
+                raise FabricError(f"spine switch {block!r} has no port {port}")
+            far = int(self.index.spine_port_block_port[self.index.spine_port_offset[x] + port])
+            b = int(self.index.port_block[far])
+            block, port = self.index.blocks[b], far - int(self.index.port_offset[b])
         if not self.fabric.has_block(block):
             raise FabricError(f"no block {block!r} in fabric {self.fabric.name!r}")
         b = self.fabric.block_index(block)
@@ -373,6 +395,17 @@ class EmulatedFabric:
                 float(result.no_route_bytes[b]),
                 as_of=now + dt,
             )
+        spine_offsets = self.index.spine_port_offset
+        for x, spine in enumerate(self.spines.values()):
+            lo, hi = spine_offsets[x], spine_offsets[x + 1]
+            spine.add_traffic(
+                result.spine_port_tx_bytes[lo:hi],
+                result.spine_port_rx_bytes[lo:hi],
+                result.spine_port_tx_drop_bytes[lo:hi],
+                result.spine_egress_bytes[x],
+                float(result.spine_no_route_bytes[x]),
+                as_of=now + dt,
+            )
         with self._lock:
             self._totals["offered"] += result.offered_bytes
             self._totals["delivered"] += result.delivered_bytes
@@ -457,8 +490,10 @@ class EmulatedFabric:
         return view
 
     def link_state(self, block: str) -> LinkState:
-        """LinkProvider for the block switches: peers as LLDP would report them."""
+        """LinkProvider for the block and spine switches: peers as LLDP would report them."""
         view = self.links()
+        if block in self.spines:
+            return self._spine_link_state(view, block)
         b = self.fabric.block_index(block)
         lo, hi = self.index.port_offset[b], self.index.port_offset[b + 1]
         far = view.peer_port[lo:hi]
@@ -468,12 +503,25 @@ class EmulatedFabric:
         peer_port = np.where(node >= self.index.n_blocks, self.index.spine_peer_port[lo:hi], peer_port)
         return LinkState(node.astype(np.int64), peer_port.astype(np.int64))
 
+    def _spine_link_state(self, view: LinkView, spine: str) -> LinkState:
+        x = self.index.spines.index(spine)
+        lo, hi = self.index.spine_port_offset[x], self.index.spine_port_offset[x + 1]
+        far = self.index.spine_port_block_port[lo:hi]
+        up = view.fault[far] == 0  # PortFault.UP
+        block = self.index.port_block[far]
+        peer_node = np.where(up, block, -1)
+        peer_port = np.where(up, far - self.index.port_offset[block], -1)
+        return LinkState(peer_node.astype(np.int64), peer_port.astype(np.int64))
+
     def _forwarding_tables(self) -> ForwardingTables:
         states = [sw.forwarding_state() for sw in self.switches.values()]
+        spines = [sw.forwarding_state() for sw in self.spines.values()]
         return ForwardingTables(
             source=np.stack([s.source for s in states]),
             installed=np.concatenate([s.installed for s in states]),
             drained=np.concatenate([s.drained for s in states]),
+            spine_installed=np.concatenate([s.installed for s in spines]) if spines else None,
+            spine_drained=np.concatenate([s.drained for s in spines]) if spines else None,
         )
 
     def _agent(self, name: str) -> DeviceAgent:

@@ -166,6 +166,7 @@ class PacketSwitchServicer(packet_switch_pb2_grpc.PacketSwitchServiceServicer):
             generation=d.generation,
             vendor="heliostat-emulator",
             software_version="1",
+            role=pb.SWITCH_ROLE_SPINE if d.role == "spine" else pb.SWITCH_ROLE_BLOCK,
         )
 
     def ListPorts(self, request: Any, context: grpc.ServicerContext) -> Any:

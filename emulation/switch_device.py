@@ -96,6 +96,9 @@ class BlockSwitch:
     """State of one aggregation block switch. ``blocks`` are the fabric's blocks (the
     destinations); ``spines`` its static spine switches, which are next hops too."""
 
+    #: "block", or "spine" for :class:`emulation.spine_device.SpineDevice`
+    role = "block"
+
     def __init__(
         self,
         name: str,
@@ -111,13 +114,13 @@ class BlockSwitch:
         table_capacity: int = DEFAULT_TABLE_CAPACITY,
         packet_bytes: float = DEFAULT_PACKET_BYTES,
     ) -> None:
-        if block not in blocks:
+        if block not in blocks and self.role == "block":
             raise ValueError(f"block {block!r} is not among the fabric's blocks")
         self.name = name
         self.block = block
         self.blocks = tuple(blocks)
         self.nodes = self.blocks + tuple(spines)
-        self.block_index = self.blocks.index(block)
+        self.block_index = self.blocks.index(block) if block in self.blocks else -1
         self.num_ports = num_ports
         self.speed_gbps = speed_gbps
         self.max_group_entries = max_group_entries

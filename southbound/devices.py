@@ -16,7 +16,8 @@ YAML (or JSON, which is YAML)::
       ocs-0:  {kind: ocs,   address: "127.0.0.1:40001"}
       blk-a:  {kind: block, address: "127.0.0.1:40002", tls: null}   # null: plaintext
 
-``kind`` is ``ocs`` or ``block``. Relative TLS paths are relative to the file. Unknown
+``kind`` is ``ocs``, ``block`` or ``spine`` (a spine switch of a hybrid fabric, which
+serves the packet-switch service as a block does). Relative TLS paths are relative to the file. Unknown
 keys are errors; every error is a :class:`~optimizer.errors.ConfigError` naming the file and
 the key, read through :mod:`optimizer.schema` like the fabric and controller configs.
 """
@@ -36,7 +37,7 @@ from optimizer.errors import ConfigError
 from southbound.rpc import CallOptions, RetryPolicy
 from southbound.tls import TlsConfig
 
-DEVICE_KINDS = ("ocs", "block")
+DEVICE_KINDS = ("ocs", "block", "spine")
 MAX_DEADLINE_S = 3600.0
 MAX_ATTEMPTS = 20
 _DEVICE_KEYS = {"kind", "address", "transport", "deadline_s", "max_attempts", "tls"}

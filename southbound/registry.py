@@ -58,8 +58,10 @@ def _grpc_switch(device: DeviceConfig) -> SwitchClient:
 
 
 def default_registry() -> DriverRegistry:
-    """A new registry with the gRPC drivers for both device kinds."""
+    """A new registry with the gRPC drivers for every device kind (a spine switch speaks the
+    packet-switch service, as a block does)."""
     registry = DriverRegistry()
     registry.register("grpc", "ocs", _grpc_ocs)
     registry.register("grpc", "block", _grpc_switch)
+    registry.register("grpc", "spine", _grpc_switch)
     return registry

@@ -32,7 +32,7 @@ pb = packet_switch_pb2
 
 
 class SwitchClient(DeviceClient):
-    """One block switch. Every call has a deadline and retries UNAVAILABLE."""
+    """One block or spine switch. Every call has a deadline and retries UNAVAILABLE."""
 
     SERVICE_NAME = "heliostat.southbound.v1.PacketSwitchService"
 
@@ -49,6 +49,7 @@ class SwitchClient(DeviceClient):
             max_group_entries=r.max_group_entries,
             table_capacity=r.table_capacity,
             generation=r.generation,
+            role="spine" if r.role == pb.SWITCH_ROLE_SPINE else "block",
         )
 
     def ports(self) -> list[SwitchPort]:

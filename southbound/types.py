@@ -83,6 +83,7 @@ class SwitchInfo:
     max_group_entries: int
     table_capacity: int
     generation: int
+    role: str = "block"  # or "spine"
 
 
 @dataclass(frozen=True)

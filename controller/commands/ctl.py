@@ -89,13 +89,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     action("pause", "pause automatic topology engineering", _pause)
     action("resume", "resume automatic topology engineering", _resume)
     maintenance = (
-        ("drain", True, "drain a block or an OCS for maintenance (the controller re-plans around it)"),
-        ("undrain", False, "return a drained block or OCS to service"),
+        ("drain", True, "drain a block, an OCS or a spine switch for maintenance (the controller re-plans "
+         "around it)"),
+        ("undrain", False, "return a drained block, OCS or spine switch to service"),
     )
     for name, drained, help_text in maintenance:
         m = action(name, help_text, _maintenance)
         m.add_argument("kind", choices=[k.value for k in MaintenanceKind])
-        m.add_argument("name", help="block or OCS name, as in the fabric file")
+        m.add_argument("name", help="block, OCS or spine switch name, as in the fabric file")
         m.set_defaults(drained=drained)
         if drained:
             m.add_argument(
@@ -173,7 +174,8 @@ def _status(client: ControllerClient, args: argparse.Namespace) -> int:
 
 def _topology(client: ControllerClient, args: argparse.Namespace) -> int:
     data = client.topology()
-    return _show(args, data["topology"], lambda: ctl_tables.topology_text(data))
+    shown = {**data["topology"], "spine": data["spine"]} if data.get("spine") else data["topology"]
+    return _show(args, shown, lambda: ctl_tables.topology_text(data))
 
 
 def _circuits(client: ControllerClient, args: argparse.Namespace) -> int:

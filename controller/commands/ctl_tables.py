@@ -156,6 +156,15 @@ def topology_text(data: Mapping[str, Any]) -> str:
     total = sum(link["count"] for link in links)
     lines = [f"{total} circuits between {len(links)} block pairs"]
     lines += table(["a", "b", "circuits"], [[x["a"], x["b"], str(x["count"])] for x in links])
+    spine = data.get("spine") or ()
+    if spine:
+        up = sum(x["in_service"] for x in spine)
+        cabled = sum(x["cabled"] for x in spine)
+        lines += ["", f"spine: {up} of {cabled} links in service"]
+        lines += table(
+            ["spine", "block", "in service", "cabled"],
+            [[x["spine"], x["block"], str(x["in_service"]), str(x["cabled"])] for x in spine],
+        )
     return "\n".join(lines) + "\n"
 
 

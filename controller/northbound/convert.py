@@ -35,6 +35,7 @@ _PHASE_FROM_PB = {number: phase for phase, number in _PHASE_TO_PB.items()}
 _KIND_TO_PB: dict[MaintenanceKind, int] = {
     MaintenanceKind.BLOCK: pb.MAINTENANCE_KIND_BLOCK,
     MaintenanceKind.OCS: pb.MAINTENANCE_KIND_OCS,
+    MaintenanceKind.SPINE: pb.MAINTENANCE_KIND_SPINE,
 }
 _KIND_FROM_PB = {number: kind for kind, number in _KIND_TO_PB.items()}
 
@@ -167,6 +168,12 @@ def topology_to_pb(data: Mapping[str, Any]) -> pb.GetTopologyResponse:
             circuits=[
                 pb.Circuit(ocs=c["ocs"], a=_end_to_pb(c["a"]), b=_end_to_pb(c["b"])) for c in circuits
             ],
+            spine_links=[
+                pb.SpineLinks(
+                    spine=x["spine"], block=x["block"], in_service=x["in_service"], cabled=x["cabled"]
+                )
+                for x in data.get("spine", ())
+            ],
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ConversionError(f"topology: a link or circuit is malformed: {exc!r}") from exc
@@ -177,7 +184,8 @@ def _end_to_pb(end: Mapping[str, Any]) -> pb.CircuitEnd:
 
 
 def topology_from_pb(message: pb.GetTopologyResponse) -> dict[str, Any]:
-    return {
+    """The mapping :func:`topology_to_pb` took (``spine`` only when the fabric has one)."""
+    out = {
         "topology": {"links": [{"a": x.a, "b": x.b, "count": x.count} for x in message.links]},
         "circuits": [
             {
@@ -188,6 +196,12 @@ def topology_from_pb(message: pb.GetTopologyResponse) -> dict[str, Any]:
             for c in message.circuits
         ],
     }
+    if message.spine_links:
+        out["spine"] = [
+            {"spine": x.spine, "block": x.block, "in_service": x.in_service, "cabled": x.cabled}
+            for x in message.spine_links
+        ]
+    return out
 
 
 # -- matrices ---------------------------------------------------------------------------------

@@ -170,6 +170,8 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
             raise _invalid("name", f"fabric {fabric.name!r} has no block {name!r}")
         if kind is MaintenanceKind.OCS and name not in {o.name for o in fabric.ocs}:
             raise _invalid("name", f"fabric {fabric.name!r} has no OCS {name!r}")
+        if kind is MaintenanceKind.SPINE and name not in {s.name for s in fabric.spine}:
+            raise _invalid("name", f"fabric {fabric.name!r} has no spine switch {name!r}")
 
     def _authorise(self, context: grpc.ServicerContext, rpc: str) -> None:
         if self._roles is None:

@@ -7,6 +7,8 @@ adds its evaluator, its stage limit (with the WCMP margin) and the policy verdic
 judges the topology the stages reach: the target, or the best step towards it that is
 reachable safely (the next plan continues from there). Pure (no I/O; ``now`` is an argument
 and the time budget's clock a parameter); the daemon journals and executes the result.
+Under maintenance the daemon passes a planning view: only the circuits in service change, on
+the capacity in service, and the frozen circuits are kept.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.decision import toe_verdict
+from controller.reconfig.in_service import PlanningView
 from controller.reconfig.stage_plan import reconfiguration_plan
 from optimizer.budget import Clock
 from optimizer.fabric import Fabric
@@ -70,7 +73,9 @@ class ToePlanner:
         return self.stage_mlu / self.wcmp_margin
 
     def evaluate(self, fabric: Fabric, topology: Topology, tm: TrafficMatrix) -> float:
-        return min_mlu(fabric, topology, tm, spine=())
+        """Min-MLU over the circuits and ``fabric``'s spine (a planning view's: the spine in
+        service), as the ToE LP itself counts the spine."""
+        return min_mlu(fabric, topology, tm)
 
     def propose(
         self,
@@ -80,22 +85,30 @@ class ToePlanner:
         now: float,
         last_reconfig_at: float | None,
         policy: ReconfigurePolicy,
+        view: PlanningView | None = None,
     ) -> Proposal:
         """Plan for ``prediction`` from the ``live`` circuits, staged; judge what the stages reach.
+
+        ``view`` (:func:`controller.reconfig.in_service.planning_view`) plans around what is
+        under maintenance: only the circuits in service change, on the capacity in service.
 
         A ``dry_run`` trigger is judged as an operator request and its stages kept. Raises
         InfeasibleError (StagingBlocked with the reason) when no safe step lowers the MLU.
         """
         live = frozenset(live)
+        fabric, frozen = (self.fabric, frozenset()) if view is None else (view.fabric, view.frozen)
+        if view is not None:
+            prediction = view.demand(prediction)
+        changing = live - frozen
         knobs = ToeKnobs(time_limit=self.time_limit)
         target_plan = plan_target(
-            self.fabric, [prediction], live, knobs, self.evaluate, clock=self.clock,
+            fabric, [prediction], changing, knobs, self.evaluate, clock=self.clock,
             threshold=self.stage_mlu, margin=self.wcmp_margin,
         )
         toe, staging = target_plan.toe, target_plan.staging
         if staging is None:  # pragma: no cover - a threshold was given
             raise RuntimeError("internal error: the plan was not staged")
-        target = frozenset(staging.final_circuits)
+        target = frozenset(staging.final_circuits) | frozen
         changed = len(target ^ live)
         current_mlu = toe.current_mlu  # both by self.evaluate
         planned_mlu = staging.final_mlu
@@ -118,9 +131,7 @@ class ToePlanner:
             verdict.reason,
         )
         if verdict.apply or trigger == "dry_run":
-            plan = reconfiguration_plan(
-                self.fabric, trigger, staging, current_mlu, planned_mlu, verdict.reason
-            )
+            plan = reconfiguration_plan(fabric, trigger, staging, current_mlu, planned_mlu, verdict.reason)
         else:
             plan = {
                 "fabric": self.fabric.name,
@@ -130,12 +141,15 @@ class ToePlanner:
                 "planned_mlu": round(planned_mlu, 6),
                 "circuits_removed": len(live - target),
                 "circuits_added": len(target - live),
-                "topology": staging.final_topology.to_json(),
                 "stages": [],
             }
+        plan["topology"] = Topology.from_circuits(self.fabric, target).to_json()
         plan["complete"] = staging.complete
         plan["blocked"] = staging.blocked
-        plan["target_topology"] = target_plan.mapping.topology.to_json()
+        mapped = frozenset(target_plan.mapping.circuits) | frozen
+        plan["target_topology"] = Topology.from_circuits(self.fabric, mapped).to_json()
+        if frozen:
+            plan["frozen_circuits"] = len(frozen)  # on devices under maintenance: kept
         plan["repair_trades"] = toe.repair_trades
         plan["solver"] = {**toe.solver_json(), "max_change": target_plan.max_change}
         return Proposal(plan, verdict, current_mlu, planned_mlu, changed, target)

@@ -4,7 +4,9 @@ The switches' forwarding model (``southbound/README.md``): a source block splits
 destination's traffic over its group's next hops by weight (a destination without a group
 goes direct); a transit block sends what it receives straight to the destination (the
 transit tables' loop-freedom rule); a trunk's load is spread equally over its members, the
-block's undrained ports with a circuit to the next hop. Replay measures the MLU the integer
+block's undrained ports with a circuit to the next hop. A hybrid fabric's spine switches are
+next hops too (its static links, as cabled: trunks after the blocks'), which send straight to
+the destination. Replay measures the MLU the integer
 weights in force give on each snapshot with these functions, and its in-memory devices
 count bytes with them.
 """
@@ -19,6 +21,7 @@ import numpy as np
 from controller.device_view import GroupTables, circuit_ends
 from controller.te_loop.transition import fractions, source_loads
 from optimizer.fabric import Fabric
+from optimizer.spine import spine_capacity_gbps
 from optimizer.topology import Circuit
 
 
@@ -26,8 +29,8 @@ from optimizer.topology import Circuit
 class TrunkLoads:
     """Gbit/s offered to each directed trunk ``[a, b]`` and the trunk's live capacity."""
 
-    load: np.ndarray  # [n, n]
-    capacity: np.ndarray  # [n, n]: undrained members x link speed
+    load: np.ndarray  # [m, m]: the blocks, then any spine switches
+    capacity: np.ndarray  # [m, m]: undrained members x link speed (spine links as cabled)
 
     def utilisation(self) -> np.ndarray:
         """load / capacity per trunk; inf where load meets no capacity (blackholed), 0 if idle."""
@@ -59,11 +62,13 @@ def trunk_members(
 
 
 def trunk_capacity(fabric: Fabric, members: Mapping[tuple[str, str], list[int]]) -> np.ndarray:
-    blocks = fabric.block_names
-    index = {b: i for i, b in enumerate(blocks)}
-    capacity = np.zeros((len(blocks), len(blocks)))
+    nodes = fabric.block_names + tuple(s.name for s in fabric.spine)
+    index = {b: i for i, b in enumerate(nodes)}
+    capacity = np.zeros((len(nodes), len(nodes)))
     for (a, b), ports in members.items():
         capacity[index[a], index[b]] = len(ports) * fabric.link_speed_gbps(a, b)
+    for (a, b), gbps in spine_capacity_gbps(fabric.spine, fabric).items():
+        capacity[index[a], index[b]] = gbps
     return capacity
 
 
@@ -71,6 +76,7 @@ def routed_loads(
     fabric: Fabric, tables: GroupTables, demand: np.ndarray, members: Mapping[tuple[str, str], list[int]]
 ) -> TrunkLoads:
     """The trunk loads of ``demand`` (``[n, n]`` Gbit/s in fabric block order) under ``tables``."""
-    split = fractions(tables, fabric.block_names)
+    nodes = fabric.block_names + tuple(s.name for s in fabric.spine)
+    split = fractions(tables, fabric.block_names, nodes)
     load = source_loads(split, np.asarray(demand, dtype=np.float64)).sum(axis=0)
     return TrunkLoads(load, trunk_capacity(fabric, members))

@@ -2,7 +2,9 @@
 
 Pure. The routing is what the daemon last pushed (each block's WCMP group per destination:
 direct, or through one transit block that forwards direct); the link loads are the summed
-transmit rates of the ports of each trunk ``a -> b`` (the circuits TE routed over). See
+transmit rates of the ports of each trunk ``a -> b`` (the circuits TE routed over, and on a
+hybrid fabric the spine links up: block -> spine from the block's ports, spine -> block from
+the spine switch's). See
 :mod:`controller.sensing.tomogravity` for the estimate itself.
 """
 
@@ -18,6 +20,7 @@ from controller.sensing.tomogravity import (
     tomogravity,
 )
 from optimizer.fabric import Fabric
+from optimizer.spine import SpineLink
 from optimizer.topology import Circuit
 
 
@@ -37,12 +40,17 @@ def infer_matrix(
     tables: GroupTables,
     circuits: Iterable[Circuit],
     port_rates: Mapping[tuple[str, int], float],
+    spine_links: Iterable[SpineLink] = (),
 ) -> TomogravityEstimate:
-    """Estimate the matrix from the trunks' measured loads and the groups that made them."""
+    """Estimate the matrix from the trunks' measured loads and the groups that made them;
+    ``port_rates`` are keyed (device, port), spine switches' ports included."""
     port_links: dict[tuple[str, int], tuple[str, str]] = {}
     for c in circuits:
         (ba, pa), (bb, pb) = circuit_ends(fabric, c)
         port_links[(ba, pa)] = (ba, bb)
         port_links[(bb, pb)] = (bb, ba)
+    for link in spine_links:
+        port_links[(link.block, link.block_port)] = (link.block, link.spine)
+        port_links[(link.spine, link.spine_port)] = (link.spine, link.block)
     loads = aggregate_link_loads(port_rates, port_links)
     return tomogravity(fabric.block_names, routing_of_groups(tables), loads)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from controller.decision import Maintenance, MaintenanceTarget
 from controller.device_view import OcsReading, PortsByBlock, circuit_ends, merge_ports, ports_of_circuits
 from controller.sensing.estimation import CounterSample
+from controller.sensing.spine import spine_ports_of
 from optimizer.fabric import Fabric
 from optimizer.topology import Circuit, uniform_mesh
 from southbound.types import SwitchCounters, SwitchPort
@@ -172,8 +173,11 @@ def fresh_fabric(
 def maintenance_ports(
     fabric: Fabric, maintenance: Iterable[Maintenance], circuits: Iterable[Circuit]
 ) -> PortsByBlock:
-    """Block ports to drain: every port wired to an OCS under maintenance, and both ends of
-    every circuit of a block under maintenance."""
+    """Ports to drain: every block port wired to an OCS under maintenance, both ends of
+    every circuit of a block under maintenance, and both ends of every link of a spine
+    switch under maintenance (the spine switch's own ports keyed by its name)."""
+    maintenance = tuple(maintenance)
+    spines = {m.name for m in maintenance if m.kind is MaintenanceTarget.SPINE}
     blocks = {m.name for m in maintenance if m.kind is MaintenanceTarget.BLOCK}
     ocs = {m.name for m in maintenance if m.kind is MaintenanceTarget.OCS}
     wired: dict[str, set[int]] = {}
@@ -181,7 +185,7 @@ def maintenance_ports(
         if w.ocs in ocs or w.block in blocks:
             wired.setdefault(w.block, set()).add(w.block_port)
     touching = [c for c in circuits if any(b in blocks for b, _ in circuit_ends(fabric, c)) or c.ocs in ocs]
-    return merge_ports(wired, ports_of_circuits(fabric, touching))
+    return merge_ports(wired, ports_of_circuits(fabric, touching), spine_ports_of(fabric, spines))
 
 
 def blocks_out(maintenance: Iterable[Maintenance]) -> frozenset[str]:
@@ -199,3 +203,7 @@ def unexplained_drains(
         if stray:
             out[block] = tuple(stray)
     return out
+
+
+def spines_out(maintenance: Iterable[Maintenance]) -> frozenset[str]:
+    return frozenset(m.name for m in maintenance if m.kind is MaintenanceTarget.SPINE)

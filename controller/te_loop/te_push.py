@@ -4,6 +4,12 @@
 a stage in flight, links that failed qualification) or an end in a block under maintenance;
 :func:`demand_without` leaves those blocks out as endpoints. :class:`TePusher` solves with a
 warm :class:`TeSolver` and pushes each block's groups (atomically per block, generation-checked).
+
+With a spine, TE routes over the spine in service (:meth:`TePusher.set_spine`: the links that
+are up, less drained ones and switches under maintenance): blocks' groups name spine switches
+as next hops where the LP sends traffic over them, and each spine switch that has a device
+gets its transit groups toward the blocks it reaches (:func:`spine_tables`), pushed before
+the blocks' groups.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from controller.te_loop.transition import (
     plan_transition,
     source_loads,
 )
-from optimizer.fabric import Fabric
+from optimizer.fabric import Fabric, SpineSwitch
+from optimizer.spine import spine_capacity_gbps
 from optimizer.te import RecentDemand, TePolicy, TeResult, TeSolver, route
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
@@ -70,16 +77,28 @@ def demand_without(matrix: TrafficMatrix, blocks_out: Iterable[str]) -> TrafficM
 
 
 def group_tables(result: TeResult, blocks: Iterable[str]) -> GroupTables:
-    """Each block's source groups: destination -> {via block: weight} (spine members left out)."""
+    """Each block's source groups: destination -> {via: weight}, ``via`` a block or a spine
+    switch (the spine members the LP gave traffic to)."""
     names = set(blocks)
     tables: GroupTables = {b: {} for b in names}
     for g in result.groups:
         if g.src not in names:
             continue
-        hops = {h.via: h.weight for h in g.next_hops if h.via in names and h.weight > 0}
+        hops = {h.via: h.weight for h in g.next_hops if h.weight > 0}
         if hops:
             tables[g.src][g.dst] = hops
     return tables
+
+
+def spine_tables(spine: Iterable[SpineSwitch], devices: Iterable[str]) -> GroupTables:
+    """Each spine switch's transit groups: toward every block it has a link in service to,
+    that block (ECMP over its ports to it); only for the switches with a device."""
+    managed = set(devices)
+    return {
+        s.name: {block: {block: 1} for block, count in s.links if count > 0}
+        for s in spine
+        if s.name in managed
+    }
 
 
 class TePusher:
@@ -109,10 +128,24 @@ class TePusher:
         )
         self.mix_floor = mix_floor
         self.pushed: GroupTables | None = None
+        # The spine in service (None: the fabric's whole spine, as cabled) and the spine
+        # switches with a device, whose groups are pushed.
+        self.spine: tuple[SpineSwitch, ...] | None = None
+        self.spine_devices: frozenset[str] = frozenset()
         self._lock = threading.Lock()
 
+    def set_spine(self, spine: Iterable[SpineSwitch] | None, devices: Iterable[str] = ()) -> None:
+        """The spine TE may route over from now on (see :func:`optimizer.spine.spine_in_service`)."""
+        with self._lock:
+            self.spine = None if spine is None else tuple(spine)
+            self.spine_devices = frozenset(devices)
+
+    def spine_in_service(self) -> tuple[SpineSwitch, ...]:
+        return self.fabric.spine if self.spine is None else self.spine
+
     def solve(self, circuits: Iterable[Circuit], demand: RecentDemand, for_latest: bool = False) -> TeResult:
-        """TE on ``circuits`` for the recent demand, as the policy says (see :mod:`optimizer.te.policy`).
+        """TE on ``circuits`` and the spine in service for the recent demand, as the policy says
+        (see :mod:`optimizer.te.policy`).
 
         ``for_latest``: the min-MLU routing of the latest matrix instead (no hedge), whatever the
         policy: a stage's drain routes for the matrix its staging rule was checked against, so
@@ -121,14 +154,16 @@ class TePusher:
         """
         topology = Topology.from_circuits(self.fabric, circuits)
         with self._lock:
+            spine = self.spine_in_service()
             if for_latest:
-                return self.exact.solve(topology, demand.latest)
-            return route(self.solver, topology, demand, self.policy)
+                return self.exact.solve(topology, demand.latest, spine)
+            return route(self.solver, topology, demand, self.policy, spine)
 
     def min_mlu(self, topology: Topology, matrix: TrafficMatrix) -> float:
-        """The LP optimum of ``matrix`` on ``topology`` (no hedge: the figure staging checks)."""
+        """The LP optimum of ``matrix`` on ``topology`` and the spine in service (no hedge: the
+        figure staging checks)."""
         with self._lock:
-            return self.exact.min_mlu(topology, matrix, ())
+            return self.exact.min_mlu(topology, matrix, self.spine_in_service())
 
     def run(self, circuits: Iterable[Circuit], demand: RecentDemand, request_prefix: str) -> TeRun:
         circuits = frozenset(circuits)
@@ -158,6 +193,9 @@ class TePusher:
         steps = [new]
         if matrix is not None:
             steps = self._steps(new, matrix, circuits if live is None else frozenset(live))
+        spine = spine_tables(self.spine_in_service(), self.spine_devices)
+        if spine:  # the spine forwards toward the blocks before blocks send through it
+            self.drivers.push_groups(spine, request_prefix + "-spine")
         generations: dict[str, int] = {}
         for k, tables in enumerate(steps):
             final = k == len(steps) - 1
@@ -190,16 +228,35 @@ class TePusher:
         demand = np.asarray(matrix.gbps)[np.ix_(order, order)]
         counts = Topology.from_circuits(self.fabric, live).counts
         speed = np.array([[self.fabric.link_speed_gbps(a, b) for b in blocks] for a in blocks])
-        capacity = counts * speed
-        new_loads = source_loads(fractions(new, blocks), demand)
+        # Next hops: the blocks, then every spine switch (one out of service has no capacity,
+        # so a group still naming it shows up as an overload).
+        nodes = blocks + tuple(s.name for s in self.fabric.spine)
+        capacity = np.zeros((len(nodes), len(nodes)))
+        capacity[: len(blocks), : len(blocks)] = counts * speed
+        index = {name: i for i, name in enumerate(nodes)}
+        for (a, b), gbps in spine_capacity_gbps(self.spine_in_service(), self.fabric).items():
+            capacity[index[a], index[b]] = gbps
+        old = self._known_hops(self.pushed, index)
+        new_loads = source_loads(fractions(new, blocks, nodes), demand)
         limit = max(self.mix_floor, mix_utilisation(new_loads, new_loads, capacity))
-        if self.pushed is not None:
-            old_loads = source_loads(fractions(self.pushed, blocks), demand)
+        if old is not None:
+            old_loads = source_loads(fractions(old, blocks, nodes), demand)
             limit = max(limit, mix_utilisation(old_loads, old_loads, capacity))
-        transition = plan_transition(self.pushed, new, blocks, demand, capacity, limit + 1e-9)
+        transition = plan_transition(old, new, blocks, demand, capacity, limit + 1e-9, nodes)
         if transition.worst > limit + 1e-6:
             log.warning(
                 "TE: the change of groups may load a link to %.4f on the estimated matrix, over the "
                 "limit %.4f, even in %d steps", transition.worst, limit, len(transition.steps),
             )
         return transition.steps
+
+    @staticmethod
+    def _known_hops(tables: GroupTables | None, index: Mapping[str, int]) -> GroupTables | None:
+        """``tables`` less the groups naming a next hop that is no node of the fabric (None
+        stays None): the transition judges only what it can place."""
+        if tables is None:
+            return None
+        return {
+            b: {d: hops for d, hops in groups.items() if all(v in index for v in hops)}
+            for b, groups in tables.items()
+        }

@@ -31,11 +31,13 @@ from optimizer.te import reduce_weights
 MAX_INTERMEDIATE = 7
 
 
-def fractions(tables: GroupTables, blocks: Sequence[str]) -> np.ndarray:
-    """[src, dst, via] split fractions; a destination without a group goes direct."""
+def fractions(tables: GroupTables, blocks: Sequence[str], nodes: Sequence[str] | None = None) -> np.ndarray:
+    """[src, dst, via] split fractions; a destination without a group goes direct. ``via``
+    runs over ``nodes`` (default the blocks; with a spine, the blocks then the spine switches)."""
     n = len(blocks)
-    index = {b: i for i, b in enumerate(blocks)}
-    out = np.zeros((n, n, n))
+    nodes = blocks if nodes is None else nodes
+    index = {b: i for i, b in enumerate(nodes)}
+    out = np.zeros((n, n, len(nodes)))
     for s in range(n):
         for d in range(n):
             if s != d:
@@ -55,17 +57,18 @@ def fractions(tables: GroupTables, blocks: Sequence[str]) -> np.ndarray:
 
 
 def source_loads(split: np.ndarray, demand: np.ndarray) -> np.ndarray:
-    """[source, link src, link dst] Gbit/s each source block puts on each directed trunk."""
-    n = demand.shape[0]
+    """[source, link src, link dst] Gbit/s each source block puts on each directed trunk
+    (links between nodes: the blocks, then any spine switches ``split`` names)."""
+    n, m = demand.shape[0], split.shape[2]
     flow = demand[:, :, None] * split  # [s, d, v]
-    loads = np.zeros((n, n, n))
+    loads = np.zeros((n, m, m))
     first = flow.sum(axis=1)  # [s, v]: s -> v
     idx = np.arange(n)
     loads[idx, idx, :] = first
     second = flow.copy()
     second[:, idx, idx] = 0.0  # direct traffic has no second hop
     # second hop v -> d for source s
-    loads += np.transpose(second, (0, 2, 1))  # [s, v, d]
+    loads[:, :, :n] += np.transpose(second, (0, 2, 1))  # [s, v, d]
     return loads
 
 
@@ -74,16 +77,18 @@ def mix_utilisation(a: np.ndarray, b: np.ndarray, capacity: np.ndarray) -> float
     return _utilisation(np.maximum(a, b).sum(axis=0), capacity)
 
 
-def tables_of(split: np.ndarray, blocks: Sequence[str]) -> GroupTables:
+def tables_of(split: np.ndarray, blocks: Sequence[str], nodes: Sequence[str] | None = None) -> GroupTables:
     """Integer groups for fractions, reduced as TE reduces its own (WCMP, bounded excess)."""
     n = len(blocks)
-    reduced = reduce_weights(split.reshape(n * n, n)).weights.reshape(n, n, n)
+    nodes = blocks if nodes is None else nodes
+    m = len(nodes)
+    reduced = reduce_weights(split.reshape(n * n, m)).weights.reshape(n, n, m)
     tables: GroupTables = {b: {} for b in blocks}
     for s in range(n):
         for d in range(n):
             if s == d:
                 continue
-            weights = {blocks[v]: int(reduced[s, d, v]) for v in range(n) if reduced[s, d, v] > 0}
+            weights = {nodes[v]: int(reduced[s, d, v]) for v in range(m) if reduced[s, d, v] > 0}
             if weights:
                 tables[blocks[s]][blocks[d]] = weights
     return tables
@@ -102,9 +107,10 @@ def transition_steps(
     demand: np.ndarray,
     capacity: np.ndarray,
     limit: float,
+    nodes: Sequence[str] | None = None,
 ) -> list[GroupTables]:
     """The groups to push in order, ending with ``new`` (see :func:`plan_transition`)."""
-    return plan_transition(old, new, blocks, demand, capacity, limit).steps
+    return plan_transition(old, new, blocks, demand, capacity, limit, nodes).steps
 
 
 def plan_transition(
@@ -114,12 +120,17 @@ def plan_transition(
     demand: np.ndarray,
     capacity: np.ndarray,
     limit: float,
+    nodes: Sequence[str] | None = None,
 ) -> Transition:
     """The groups to push in order, ending with ``new``: all at once when every mix is within
     ``limit``; else one block at a time if an order keeps every state within it; else
     intermediates, each pair still over the limit one block at a time. With the bound
-    those steps keep (the same as :func:`worst_transition` of them)."""
-    splits = [fractions(new, blocks)] if old is None else [fractions(old, blocks), fractions(new, blocks)]
+    those steps keep (the same as :func:`worst_transition` of them). ``nodes`` are the next
+    hops groups may name (default the blocks; with a spine, the blocks then the spine
+    switches, ``capacity`` being over the same nodes)."""
+    splits = [fractions(new, blocks, nodes)] if old is None else [
+        fractions(old, blocks, nodes), fractions(new, blocks, nodes)
+    ]
     loads = [source_loads(x, demand) for x in splits]
     if old is None:
         return Transition([new], mix_utilisation(loads[0], loads[0], capacity))
@@ -138,8 +149,8 @@ def plan_transition(
                 worst, at = u, k
         if worst <= limit or at < 0:
             break
-        middle_tables = tables_of((splits[at] + splits[at + 1]) / 2, blocks)
-        middle = fractions(middle_tables, blocks)  # what the devices will do with the integers
+        middle_tables = tables_of((splits[at] + splits[at + 1]) / 2, blocks, nodes)
+        middle = fractions(middle_tables, blocks, nodes)  # what the devices will do with the integers
         steps.insert(at, middle_tables)
         splits.insert(at + 1, middle)
         loads.insert(at + 1, source_loads(middle, demand))
@@ -205,10 +216,11 @@ def worst_transition(
     blocks: Sequence[str],
     demand: np.ndarray,
     capacity: np.ndarray,
+    nodes: Sequence[str] | None = None,
 ) -> float:
     """The bound on any link's utilisation while ``steps`` are pushed in turn after ``old``."""
     states = ([] if old is None else [old]) + list(steps)
-    loads = [source_loads(fractions(t, blocks), demand) for t in states]
+    loads = [source_loads(fractions(t, blocks, nodes), demand) for t in states]
     if len(loads) == 1:
         return mix_utilisation(loads[0], loads[0], capacity)
     return max(mix_utilisation(loads[k], loads[k + 1], capacity) for k in range(len(loads) - 1))

@@ -37,9 +37,12 @@ def build(plan):
     controller = plan["controller"]
     net.addController(plan["tag"] + "c0", controller=QuietRemoteController, ip=controller["ip"],
                       port=controller["port"])
+    # batch: one ovs-vsctl per switch runs through the switch's shell, whose terminal cuts a
+    # line at 4,095 characters - a bridge of 40 or more ports (fabric-8's 72-port OCSes) was
+    # silently never created. Batched, Mininet runs the commands without a terminal.
     for name, switch in sorted(plan["switches"].items()):
         net.addSwitch(name, cls=OVSSwitch, dpid=f"{switch['dpid']:016x}", datapath="user",
-                      protocols=switch.get("protocols", "OpenFlow13"), failMode="secure")
+                      protocols=switch.get("protocols", "OpenFlow13"), failMode="secure", batch=True)
     for name, host in sorted(plan["hosts"].items()):
         net.addHost(name, ip=host["ip"] + "/8", mac=host["mac"])
     for name, host in sorted(plan["hosts"].items()):

@@ -2,10 +2,12 @@
 
 Names carry a short run tag so that two fabrics (or anybody else's bridges) never clash,
 and every interface name stays within Linux's 15 characters:
-  block switch ``<tag>b<i>``, OCS switch ``<tag>o<i>``, host ``<tag>h<i>x<h>`` (1-based),
+  block switch ``<tag>b<i>``, OCS switch ``<tag>o<i>``, spine switch ``<tag>s<i>``,
+  host ``<tag>h<i>x<h>`` (1-based),
   interfaces ``<node>-eth<OpenFlow port>``.
 Port numbers follow emulation.openflow.spec: OCS port k and block uplink j are OpenFlow
-ports k+1 and j+1; host h of a block is OpenFlow port HOST_PORT_BASE + h.
+ports k+1 and j+1; host h of a block is OpenFlow port HOST_PORT_BASE + h. A block's spine
+links follow its OCS uplinks and spine port q is OpenFlow port q+1 (optimizer.spine).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from emulation.openflow.spec import (
     uplink_ofport,
 )
 from optimizer.fabric import Fabric
+from optimizer.spine import block_ports, spine_links, spine_port_count
 
 BLOCK_DPID_BASE = 0x100
 OCS_DPID_BASE = 0x10000
+SPINE_DPID_BASE = 0x20000
 MAX_IFNAME = 15
 
 
@@ -69,9 +73,6 @@ def plan_network(fabric: Fabric, tag: str, of_port: int, hosts_per_block: int = 
         raise PlanError(f"tag {tag!r} must be 1-4 letters or digits")
     if not 1 <= hosts_per_block <= 250:
         raise PlanError("hosts_per_block must be 1..250")
-    if fabric.has_spine:
-        raise PlanError("the packet-level fabric has no spine switches yet; use a fabric "
-                        "without 'spine'")
     if fabric.n_blocks > 250:
         raise PlanError("at most 250 blocks (one 10.<b>.0.0/16 per block)")
     switches: dict[str, dict[str, Any]] = {}
@@ -95,7 +96,8 @@ def plan_network(fabric: Fabric, tag: str, of_port: int, hosts_per_block: int = 
             host_specs.append(HostSpec(name, ip, mac, ofport))
             _check_ifname(f"{switch}-eth{ofport}")
             _check_ifname(f"{name}-eth0")
-        block_specs.append(BlockSpec(block.name, dpid, block.uplinks, block.speed_gbps,
+        # "uplinks" on the bridge: every fabric-facing port, OCS uplinks then spine links
+        block_specs.append(BlockSpec(block.name, dpid, block_ports(fabric, block.name), block.speed_gbps,
                                      tuple(host_specs), bridge=switch))
     ocs_specs = []
     for o, ocs in enumerate(fabric.ocs):
@@ -104,6 +106,14 @@ def plan_network(fabric: Fabric, tag: str, of_port: int, hosts_per_block: int = 
         switches[switch] = {"dpid": dpid, "device": ocs.name, "kind": "ocs",
                             "protocols": "OpenFlow13"}
         ocs_specs.append(OcsSpec(ocs.name, dpid, ocs.ports, str(ocs.sides)))
+    spine_specs = []
+    for x, spine in enumerate(fabric.spine):
+        switch = f"{tag}s{x + 1}"
+        dpid = SPINE_DPID_BASE + x
+        switches[switch] = {"dpid": dpid, "device": spine.name, "kind": "spine",
+                            "protocols": "OpenFlow13,OpenFlow15"}
+        spine_specs.append(BlockSpec(spine.name, dpid, spine_port_count(fabric, spine.name),
+                                     spine.speed_gbps, (), bridge=switch))
     by_device = {s["device"]: name for name, s in switches.items()}
     for w in fabric.wiring:
         a, b = by_device[w.block], by_device[w.ocs]
@@ -111,9 +121,15 @@ def plan_network(fabric: Fabric, tag: str, of_port: int, hosts_per_block: int = 
                       "b_port": ocs_ofport(w.port)})
         _check_ifname(f"{a}-eth{uplink_ofport(w.block_port)}")
         _check_ifname(f"{b}-eth{ocs_ofport(w.port)}")
+    for link in spine_links(fabric):
+        a, b = by_device[link.block], by_device[link.spine]
+        links.append({"a": a, "a_port": uplink_ofport(link.block_port), "b": b,
+                      "b_port": uplink_ofport(link.spine_port)})
+        _check_ifname(f"{a}-eth{uplink_ofport(link.block_port)}")
+        _check_ifname(f"{b}-eth{uplink_ofport(link.spine_port)}")
     agent = AgentSpec(blocks=tuple(block_specs), ocs=tuple(ocs_specs), of_port=of_port,
                       bucket_scheme=bucket_scheme, probe_interval_s=probe_interval_s,
-                      ocs_switching_time_s=ocs_switching_time_s)
+                      ocs_switching_time_s=ocs_switching_time_s, spines=tuple(spine_specs))
     return NetPlan(tag, agent, switches, hosts, links)
 
 

@@ -22,12 +22,13 @@ import threading
 import time
 from pathlib import Path
 
-from emulation.agent import DeviceAgent, ocs_agent, switch_agent
+from emulation.agent import DeviceAgent, ocs_agent, spine_agent, switch_agent
 from emulation.openflow.app import FabricDevices, HeliostatOpenFlowApp
 from emulation.openflow.block import OpenFlowBlockSwitch
 from emulation.openflow.ocs import OpenFlowOcs
 from emulation.openflow.probes import ProbeNeighbours
 from emulation.openflow.spec import AgentSpec, load_spec
+from emulation.openflow.spine import OpenFlowSpineSwitch
 from southbound.tls import ServerTlsConfig
 
 log = logging.getLogger(__name__)
@@ -37,13 +38,22 @@ OF_LISTEN_TIMEOUT_S = 10.0
 
 
 def build_devices(spec: AgentSpec) -> FabricDevices:
-    neighbours = ProbeNeighbours(spec.block_names, {b.name: b.uplinks for b in spec.blocks},
+    # Node indices: the blocks, then the spine switches (a block's next hops); a spine's
+    # neighbours are blocks, whose indices are the same.
+    neighbours = ProbeNeighbours(spec.block_names + spec.spine_names,
+                                 {b.name: b.uplinks for b in (*spec.blocks, *spec.spines)},
                                  expiry_s=PROBE_EXPIRY_INTERVALS * spec.probe_interval_s)
     devices: dict[int, OpenFlowOcs | OpenFlowBlockSwitch] = {}
     for b in spec.blocks:
         devices[b.dpid] = OpenFlowBlockSwitch(
             b, spec.block_names, neighbours, bucket_scheme=spec.bucket_scheme,
-            max_group_entries=spec.max_group_entries, table_capacity=spec.table_capacity)
+            max_group_entries=spec.max_group_entries, table_capacity=spec.table_capacity,
+            spines=spec.spine_names, probe_interval_s=spec.probe_interval_s)
+    for s in spec.spines:
+        devices[s.dpid] = OpenFlowSpineSwitch(
+            s, spec.block_names, neighbours, bucket_scheme=spec.bucket_scheme,
+            max_group_entries=spec.max_group_entries, table_capacity=spec.table_capacity,
+            probe_interval_s=spec.probe_interval_s)
     for o in spec.ocs:
         devices[o.dpid] = OpenFlowOcs(o, switching_time_s=spec.ocs_switching_time_s)
     return FabricDevices(devices, spec.probe_interval_s)
@@ -56,7 +66,12 @@ def start_grpc(
     when ``tls`` is given; health says NOT_SERVING until the device's bridge is attached."""
     agents = {}
     for device in devices.by_dpid.values():
-        agent = ocs_agent(device, tls) if isinstance(device, OpenFlowOcs) else switch_agent(device, tls)
+        if isinstance(device, OpenFlowOcs):
+            agent = ocs_agent(device, tls)
+        elif isinstance(device, OpenFlowSpineSwitch):
+            agent = spine_agent(device, tls)
+        else:
+            agent = switch_agent(device, tls)
         agent.port = (ports or {}).get(device.name, 0)
         agent.set_serving(False)
         agent.start()

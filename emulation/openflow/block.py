@@ -44,6 +44,7 @@ from emulation.openflow.pipeline import (
 )
 from emulation.openflow.probes import ProbeNeighbours, parse_probe, probe_frame
 from emulation.openflow.spec import BlockSpec, block_prefix, uplink_index, uplink_ofport
+from emulation.openflow.state_flows import BridgeState, read_state, state_flow_mods
 from emulation.switch_device import BlockSwitch
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,9 @@ COUNTER_FIELDS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets", "tx_drops"
 
 
 class OpenFlowBlockSwitch(BlockSwitch):
+    #: the table and group base whose per-destination flows count the egress bytes
+    EGRESS_TABLE, EGRESS_GROUP_BASE = TABLE_SOURCE, SOURCE_GROUP_BASE
+
     def __init__(
         self,
         spec: BlockSpec,
@@ -70,10 +74,12 @@ class OpenFlowBlockSwitch(BlockSwitch):
         bucket_scheme: str = "replicated",
         max_group_entries: int = 128,
         table_capacity: int = 4096,
+        spines: tuple[str, ...] = (),
+        probe_interval_s: float = 0.5,
     ) -> None:
         super().__init__(spec.name, spec.name, blocks, spec.uplinks, spec.speed_gbps, WallClock(),
                          neighbours, max_group_entries=max_group_entries,
-                         table_capacity=table_capacity)
+                         table_capacity=table_capacity, spines=spines)
         self.spec = spec
         self.bucket_scheme = bucket_scheme
         self.channel: Channel | None = None
@@ -82,6 +88,11 @@ class OpenFlowBlockSwitch(BlockSwitch):
         self._last_counters: dict[str, object] | None = None
         self._stats_lock = threading.Lock()
         self.groups15 = GroupModSocket(spec.bridge) if spec.bridge else None
+        # A change that installs peers waits until the neighbours were probed once after the
+        # bridge attached: an agent that just restarted has heard nobody yet, and would
+        # install no member at all.
+        self._neighbours_known_at = 0.0
+        self._probe_settle_s = 2.0 * probe_interval_s
 
     # -- connection ---------------------------------------------------------------------
     def attach(self, channel: Channel) -> None:
@@ -90,28 +101,45 @@ class OpenFlowBlockSwitch(BlockSwitch):
         made to hold this agent's state."""
         with self._lock:
             self.channel = channel
+            self._neighbours_known_at = time.monotonic() + self._probe_settle_s
             held = self._read_groups(channel)
             fresh_agent = self.generation == 1 and not self._programmed
             if fresh_agent and held:
-                log.info("%s: adopting %d groups from the bridge", self.name, len(held))
-                self._adopt(held)
+                state = read_state(channel)
+                log.info("%s: adopting %d groups from the bridge (generation %s, %d drained ports)",
+                         self.name, len(held), state.generation, sum(state.drained.values()))
+                self._adopt(held, state)
                 plan = GroupPlan(held)
             else:
                 plan = self._plan()
                 self._send_groups(channel, plan.groups)
             channel.transact(self._base_flows(channel, plan.groups))
             self._programmed = dict(plan.groups)
+            self._record_state()
 
-    def _adopt(self, held: Mapping[int, tuple[Bucket, ...]]) -> None:
+    def _adopt(self, held: Mapping[int, tuple[Bucket, ...]], state: BridgeState | None = None) -> None:
         """Rebuild the state behind groups found on the bridge: a transit group only holds
         direct uplinks, so it tells each uplink's installed peer; a source group's buckets,
         summed per next hop and reduced, give its weights (exact for the weighted scheme,
-        rounded to the hash slots for the replicated one)."""
+        rounded to the hash slots for the replicated one). The state flows, when the bridge
+        has them (:mod:`emulation.openflow.state_flows`), give back the generation, the
+        drained ports and every port's installed peer (spine and drained ports too)."""
         installed = np.full(self.num_ports, -1, dtype=np.int64)
         for d in range(len(self.blocks)):
             for port, _ in held.get(group_id("transit", d), ()):
                 if 0 <= port < self.num_ports:
                     installed[port] = d
+        drained = np.zeros(self.num_ports, dtype=bool)
+        if state is not None:
+            for port, node in state.installed.items():
+                if 0 <= port < self.num_ports and node < len(self.nodes):
+                    installed[port] = node
+            for port, flag in state.drained.items():
+                if 0 <= port < self.num_ports:
+                    drained[port] = flag
+            if state.generation is not None:
+                self.generation = state.generation
+        self._drained = drained
         source: dict[str, dict[str, int]] = {}
         for d, dest in enumerate(self.blocks):
             weights: dict[str, int] = {}
@@ -154,6 +182,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
         delete_transit: Iterable[str] = (),
     ) -> tuple[int, bool, int]:
         delete_source, delete_transit = list(delete_source), list(delete_transit)
+        self._await_neighbours()
         with self._lock:
             fresh = (self._replays.get(request_id, expected_generation) is None
                      and expected_generation == self.generation)
@@ -172,6 +201,8 @@ class OpenFlowBlockSwitch(BlockSwitch):
                 request_id, expected_generation, source, transit, replace=replace,
                 delete_source=delete_source, delete_transit=delete_transit)
             self._resync()  # the peers may have moved since; usually a no-op
+            if not result[1]:
+                self._record_state()
             return result
 
     def drain(self, ports: Iterable[int]) -> list[int]:
@@ -181,10 +212,13 @@ class OpenFlowBlockSwitch(BlockSwitch):
             drained[idx] = True
             self._push(plan_groups(self.block, self.blocks, self.nodes, self._source, self._transit,
                                    self._installed, drained, self.bucket_scheme))
-            return super().drain(idx.tolist())
+            result = super().drain(idx.tolist())
+            self._record_state()
+            return result
 
     def undrain(self, ports: Iterable[int]) -> list[int]:
         idx = self._checked_ports(list(ports))
+        self._await_neighbours()
         with self._lock:
             drained, installed = self._drained.copy(), self._installed.copy()
             drained[idx] = False
@@ -193,7 +227,26 @@ class OpenFlowBlockSwitch(BlockSwitch):
                                    installed, drained, self.bucket_scheme))
             result = super().undrain(idx.tolist())
             self._resync()
+            self._record_state()
             return result
+
+    def _await_neighbours(self) -> None:
+        wait = self._neighbours_known_at - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+
+    def _record_state(self) -> None:
+        """Write the generation, installed peers and drains on the bridge (see
+        :mod:`emulation.openflow.state_flows`); a failure is logged: the bridge then holds
+        an older record until the next change."""
+        channel = self.channel
+        if channel is None:
+            return
+        try:
+            channel.transact(state_flow_mods(channel, self.generation, self._installed, self._drained,
+                                             uplink_ofport))
+        except (SwitchUnreachable, SwitchRejected) as exc:
+            log.warning("%s: recording the state on the bridge failed: %s", self.name, exc)
 
     def _resync(self) -> None:
         """After a commit: make the bridge match the committed state if it drifted. The
@@ -366,7 +419,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
         p, ofp, dp = channel.parser, channel.ofp, channel.datapath
         ports = channel.multipart(p.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
         flows = channel.multipart(p.OFPFlowStatsRequest(
-            dp, table_id=TABLE_SOURCE, cookie=COOKIE_ROUTE, cookie_mask=COOKIE_MASK_KIND))
+            dp, table_id=self.EGRESS_TABLE, cookie=COOKIE_ROUTE, cookie_mask=COOKIE_MASK_KIND))
         dropped = channel.multipart(p.OFPFlowStatsRequest(
             dp, table_id=TABLE_NO_ROUTE, cookie=COOKIE_NO_ROUTE, cookie_mask=COOKIE_MASK_KIND))
         now = time.time()
@@ -388,7 +441,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
                 columns[f"{way}_drop_bytes"][port] = int(columns[f"{way}_drops"][port]) * mean
         egress = {b: c.value(("dest", b)) for b in self.blocks if b != self.block}
         for stat in flows:
-            d = (stat.cookie & 0xFFFFFFFF) - SOURCE_GROUP_BASE
+            d = (stat.cookie & 0xFFFFFFFF) - self.EGRESS_GROUP_BASE
             if 0 <= d < len(self.blocks) and self.blocks[d] != self.block:
                 egress[self.blocks[d]] = c.update(("dest", self.blocks[d]), int(stat.byte_count))
         for stat in dropped:

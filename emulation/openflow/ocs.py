@@ -25,6 +25,7 @@ from emulation.ocs_device import OcsDevice
 from emulation.openflow.channel import Channel, SwitchRejected, SwitchUnreachable
 from emulation.openflow.clock import WallClock
 from emulation.openflow.spec import OcsSpec, ocs_ofport, ocs_port_index
+from emulation.openflow.state_flows import read_state, state_flow_mods
 from southbound.types import CrossConnect
 
 log = logging.getLogger(__name__)
@@ -61,14 +62,28 @@ class OpenFlowOcs(OcsDevice):
             ours = {c for c, _ in items}
             settled = {c for c, switching in items if not switching}  # the rest: _settle
             if not ours and held:
-                log.info("%s: adopting %d cross-connects from the bridge", self.name, len(held))
+                recorded = read_state(channel).generation
+                log.info("%s: adopting %d cross-connects from the bridge (generation %s)", self.name,
+                         len(held), recorded)
                 for c in held:
                     self._connect(c, self.clock.now())
-                self.generation += 1
+                self.generation = recorded if recorded is not None else self.generation + 1
                 self.tick(self.clock.now())
             else:
                 self._program(remove=held - ours, add=settled - held, rollback=False)
+            self._record_generation()
         self.refresh_ports()
+
+    def _record_generation(self) -> None:
+        """Write the generation on the bridge, for an agent that restarts (see
+        :mod:`emulation.openflow.state_flows`)."""
+        channel = self.channel
+        if channel is None:
+            return
+        try:
+            channel.transact(state_flow_mods(channel, self.generation))
+        except (SwitchUnreachable, SwitchRejected) as exc:
+            log.warning("%s: recording the generation on the bridge failed: %s", self.name, exc)
 
     def detach(self, channel: Channel) -> None:
         with self._lock:
@@ -127,6 +142,7 @@ class OpenFlowOcs(OcsDevice):
                 self._program(remove=set(removed) - set(added),
                               add=set() if self.switching_time_s else new)
                 result = super().apply(request_id, expected_generation, remove, add)
+                self._record_generation()
                 if self.switching_time_s and new:
                     timer = threading.Timer(self.switching_time_s + SETTLE_MARGIN_S, self._settle,
                                             args=(new,))
@@ -153,6 +169,7 @@ class OpenFlowOcs(OcsDevice):
                     for c in sorted(due):
                         self._emit("circuit_down", connect=c, reason="the bridge refused the flows")
             self.tick(now)
+            self._record_generation()
 
     def _program(self, *, remove: set[CrossConnect], add: set[CrossConnect],
                  rollback: bool = True) -> None:

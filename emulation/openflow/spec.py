@@ -5,11 +5,14 @@ The spec is plain JSON so that the Mininet builder (another Python) and the agen
     {"of_port": 6653,
      "blocks": [{"name": "b1", "dpid": 257, "uplinks": 8, "speed_gbps": 100,
                  "hosts": [{"name": "h1", "ip": "10.1.0.1", "mac": "02:..", "ofport": 1000}]}],
-     "ocs": [{"name": "ocs1", "dpid": 513, "ports": 16, "sides": "split"}]}
+     "ocs": [{"name": "ocs1", "dpid": 513, "ports": 16, "sides": "split"}],
+     "spines": [{"name": "s1", "dpid": 769, "uplinks": 8, "speed_gbps": 100}]}
 
 Port numbering (the same for every agent and for the Mininet fabric):
   * OCS port ``k`` (0-based, as in the fabric wiring) is OpenFlow port ``k + 1``;
   * block uplink ``j`` (0-based, the block port of the wiring) is OpenFlow port ``j + 1``;
+    a block's spine links follow its OCS uplinks (``uplinks`` counts both), and a spine
+    switch's port ``q`` (numbered as :mod:`optimizer.spine` says) is OpenFlow port ``q + 1``;
   * a block's host ``h`` is OpenFlow port ``HOST_PORT_BASE + h``.
 Block ``i`` (0-based, fabric order) owns the prefix ``10.<i+1>.0.0/16``.
 """
@@ -90,6 +93,12 @@ class AgentSpec:
     ocs_switching_time_s: float = 0.0
     #: device name -> gRPC port to listen on (a restarted agent keeps its addresses)
     grpc_ports: tuple[tuple[str, int], ...] = ()
+    #: a hybrid fabric's spine switches: bridges with no hosts, ``uplinks`` ports to blocks
+    spines: tuple[BlockSpec, ...] = ()
+
+    @property
+    def spine_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.spines)
     #: the devices' gRPC over TLS (with client_ca: mutual TLS); None: plaintext on loopback
     tls: ServerTlsConfig | None = None
 
@@ -119,6 +128,11 @@ class AgentSpec:
                 for b in self.blocks
             ],
             "ocs": [asdict(o) for o in self.ocs],
+            "spines": [
+                {"name": s.name, "dpid": s.dpid, "uplinks": s.uplinks, "speed_gbps": s.speed_gbps,
+                 "bridge": s.bridge}
+                for s in self.spines
+            ],
             **({"tls": _tls_json(self.tls)} if self.tls is not None else {}),
         }
 
@@ -143,6 +157,7 @@ _TOP_KEYS = {
     "bucket_scheme",
     "ocs_switching_time_s",
     "grpc_ports",
+    "spines",
     "tls",
 }
 _BLOCK_KEYS = {"name", "dpid", "uplinks", "speed_gbps", "hosts", "bridge"}
@@ -162,12 +177,20 @@ def spec_from_json(raw: Any, source: str = "<spec>") -> AgentSpec:
         _ocs(o, source, schema.join("ocs", i))
         for i, o in enumerate(schema.sequence(top["ocs"], source, "ocs"))
     )
+    spines = tuple(
+        _block(s, source, schema.join("spines", i))
+        for i, s in enumerate(schema.sequence(top.get("spines", []), source, "spines"))
+    )
+    for i, s in enumerate(spines):
+        if s.hosts:
+            where = schema.join(schema.join("spines", i), "hosts")
+            raise ConfigError(source, where, "a spine switch has no hosts")
     scheme = top.get("bucket_scheme", "replicated")
     if scheme not in BUCKET_SCHEMES:
         raise ConfigError(
             source, "bucket_scheme", f"expected one of {', '.join(BUCKET_SCHEMES)}, got {scheme!r}"
         )
-    dpids = [d.dpid for d in (*blocks, *ocs)]
+    dpids = [d.dpid for d in (*blocks, *ocs, *spines)]
     if len(set(dpids)) != len(dpids):
         raise ConfigError(source, "dpid", "datapath ids must be unique")
     ports = schema.mapping(top.get("grpc_ports") or {}, source, "grpc_ports")
@@ -193,6 +216,7 @@ def spec_from_json(raw: Any, source: str = "<spec>") -> AgentSpec:
                 for k, v in ports.items()
             )
         ),
+        spines=spines,
         tls=_tls(top.get("tls"), source),
     )
 

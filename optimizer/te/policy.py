@@ -25,6 +25,7 @@ from enum import StrEnum
 import numpy as np
 
 from optimizer.errors import ConfigError
+from optimizer.fabric import SpineSwitch
 from optimizer.te.solve import TeResult, TeSolver
 from optimizer.te.wcmp import DEFAULT_MAX_OVERSUBSCRIPTION, DEFAULT_TABLE_SIZE
 from optimizer.topology import Topology
@@ -123,8 +124,15 @@ def predicted_matrix(demand: RecentDemand, policy: TePolicy) -> TrafficMatrix:
     return TrafficMatrix(demand.latest.blocks, np.max([m.gbps for m in window], axis=0))
 
 
-def route(solver: TeSolver, topology: Topology, demand: RecentDemand, policy: TePolicy) -> TeResult:
-    """The TE plan ``policy`` gives for ``demand`` on ``topology`` (spine paths included)."""
+def route(
+    solver: TeSolver,
+    topology: Topology,
+    demand: RecentDemand,
+    policy: TePolicy,
+    spine: Sequence[SpineSwitch] | None = None,
+) -> TeResult:
+    """The TE plan ``policy`` gives for ``demand`` on ``topology`` (spine paths included:
+    ``spine`` is the spine in service, default the fabric's whole spine)."""
     if policy.method is TeMethod.SCENARIOS:
-        return solver.solve_scenarios(topology, demand.last(policy.window))
-    return solver.solve(topology, predicted_matrix(demand, policy))
+        return solver.solve_scenarios(topology, demand.last(policy.window), spine)
+    return solver.solve(topology, predicted_matrix(demand, policy), spine)

@@ -61,3 +61,37 @@ def test_a_trunk_with_an_unmeasured_port_is_left_out() -> None:
     del rates[(block, port)]
     estimate = infer_matrix(FABRIC, tables, MESH, rates)
     assert estimate.measurements == len(names) * (len(names) - 1) - 1
+
+
+def test_on_a_hybrid_fabric_spine_trunks_are_measured_too() -> None:
+    """Groups that send part of each pair over the spine: the spine switches' port rates
+    (spine -> block) and the blocks' spine ports (block -> spine) enter the fit, so the
+    estimate explains every trunk and gives back the total."""
+    from optimizer.spine import spine_links
+    from tests.support import shipped_fabric as fabric_named
+
+    hybrid = fabric_named("fabric-hybrid-8")
+    mesh = tuple(uniform_mesh(hybrid))
+    tm = gravity_matrix(hybrid, seed=7, load=0.5)
+    tables = group_tables(solve_te(hybrid, Topology.from_circuits(hybrid, mesh), tm), hybrid.block_names)
+    assert any(v.startswith("s") for groups in tables.values() for hops in groups.values() for v in hops)
+    routing = routing_of_groups(tables)
+    load: dict[tuple[str, str], float] = {}
+    for (src, dst), fractions in routing.items():
+        for link, share in fractions.items():
+            load[link] = load.get(link, 0.0) + tm.gbps[tm.blocks.index(src), tm.blocks.index(dst)] * share
+    members: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for c in mesh:
+        (ba, pa), (bb, pb) = circuit_ends(hybrid, c)
+        members.setdefault((ba, bb), []).append((ba, pa))
+        members.setdefault((bb, ba), []).append((bb, pb))
+    links = spine_links(hybrid)
+    for lk in links:
+        members.setdefault((lk.block, lk.spine), []).append((lk.block, lk.block_port))
+        members.setdefault((lk.spine, lk.block), []).append((lk.spine, lk.spine_port))
+    rates = {port: load.get(link, 0.0) / len(ports) for link, ports in members.items() for port in ports}
+    with_spine = infer_matrix(hybrid, tables, mesh, rates, links)
+    without = infer_matrix(hybrid, tables, mesh, rates)
+    assert with_spine.measurements > without.measurements  # the spine trunks the groups use
+    assert with_spine.max_residual_gbps < 1e-3 * max(rates.values()) * 4
+    assert abs(with_spine.matrix.total() - tm.total()) < 0.05 * tm.total()

@@ -136,16 +136,20 @@ def test_an_operator_trigger_plans_now_even_when_paused() -> None:
     assert dec.toe_checked(state, 101.0).toe_requested is None
 
 
-def test_no_toe_while_an_ocs_is_down_or_under_maintenance() -> None:
+def test_no_toe_while_an_ocs_is_down_and_under_maintenance_only_once_te_routed_around_it() -> None:
     _, actions = dec.decide(settled(0.0), observe(ocs_down=frozenset({"ocs3"})), 1000.0, SETTINGS)
     assert dec.PlanToe not in kinds(actions)
     drain = dec.SetMaintenance(Maintenance(MaintenanceTarget.OCS, "ocs3"), drained=True)
     state, actions = dec.decide(settled(0.0), observe(requests=(drain,)), 1000.0, SETTINGS)
-    assert actions == [dec.RunTe("maintenance changed")]
+    assert actions == [dec.RunTe("maintenance changed")]  # not ToE in the same cycle
     assert state.maintenance == frozenset({Maintenance(MaintenanceTarget.OCS, "ocs3")})
-    undrain = dec.SetMaintenance(Maintenance(MaintenanceTarget.OCS, "ocs3"), drained=False)
+    # Once TE has routed around it, ToE plans around the maintenance instead of waiting.
     state = dec.te_finished(state, 1000.0, MESH, ok=True)
-    state, actions = dec.decide(state, observe(requests=(undrain,)), 1001.0, SETTINGS)
+    state, actions = dec.decide(state, observe(), 1001.0, SETTINGS)
+    assert actions == [dec.PlanToe("auto")]
+    state = dec.toe_checked(state, 1001.0)
+    undrain = dec.SetMaintenance(Maintenance(MaintenanceTarget.OCS, "ocs3"), drained=False)
+    state, actions = dec.decide(state, observe(requests=(undrain,)), 1002.0, SETTINGS)
     assert state.maintenance == frozenset() and actions[0] == dec.RunTe("maintenance changed")
 
 

@@ -152,8 +152,27 @@ def test_plan_refuses_what_it_cannot_build() -> None:
     fabric = load_fabric("configs/fabric-4.yaml")
     with pytest.raises(PlanError, match="tag"):
         plan_network(fabric, "too-long", of_port=6655)
-    with pytest.raises(PlanError, match="spine"):
-        plan_network(load_fabric("configs/fabric-hybrid-8.yaml"), "t1", of_port=6655)
+    from optimizer.config import generate_fabric
+
+    with pytest.raises(PlanError, match="250 blocks"):
+        plan_network(generate_fabric(blocks=251, uplinks=2, ocs=1, ports=502), "t1", of_port=6655)
+
+
+def test_a_hybrid_plan_cables_the_spine_as_the_fabric_says() -> None:
+    from optimizer.spine import spine_links
+
+    fabric = load_fabric("configs/fabric-hybrid-8.yaml")
+    plan = plan_network(fabric, "t1", of_port=6655)
+    kinds = {s["device"]: s["kind"] for s in plan.switches.values()}
+    assert kinds["s1"] == kinds["s2"] == "spine" and len(plan.switches) == 14
+    by_switch = {name: s["device"] for name, s in plan.switches.items()}
+    cabled = {(by_switch[link["b"]], link["b_port"] - 1): (by_switch[link["a"]], link["a_port"] - 1)
+              for link in plan.links if by_switch[link["b"]] in ("s1", "s2")}
+    assert cabled == {(lk.spine, lk.spine_port): (lk.block, lk.block_port) for lk in spine_links(fabric)}
+    assert [b.uplinks for b in plan.agent.blocks] == [40] * 8  # 32 OCS uplinks + 8 spine links
+    assert [(s.name, s.uplinks, s.hosts) for s in plan.agent.spines] == [("s1", 32, ()), ("s2", 32, ())]
+    again = spec_from_json(json.loads(json.dumps(plan.agent.to_json())))
+    assert again == plan.agent
 
 
 def test_missing_requirements_say_what_is_missing() -> None:

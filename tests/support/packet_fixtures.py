@@ -16,10 +16,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import yaml
 
+from controller.northbound.client import ControllerClient
 from emulation.mininet.bootstrap import bootstrap
 from emulation.mininet.fabric import PacketFabric, missing_requirements
 from optimizer.topology import Circuit
+from southbound.errors import SouthboundError
+from southbound.ocs_client import OcsClient
+from southbound.switch_client import SwitchClient
 from tests.support import ROOT
 
 REPO = ROOT
@@ -120,3 +125,85 @@ def send_flows(fabric: PacketFabric, src: str, dst: str, flows: int, src_port_ba
         timeout_s=120)
     assert result.returncode == 0, result.stderr
     return int(json.loads(result.stdout)["sent"])
+
+
+class Controlled:
+    """A packet fabric configured and driven by ``heliostat run`` (a real process), and a
+    northbound client to it. Tests read the devices and talk to the controller; they never
+    configure the devices themselves."""
+
+    def __init__(self, fabric: PacketFabric, api: ControllerClient, daemon: subprocess.Popen,
+                 log: Path, journal: Path) -> None:
+        self.fabric = fabric
+        self.api = api
+        self.daemon = daemon
+        self.log = log
+        self.journal = journal
+
+    def switch(self, name: str) -> SwitchClient:
+        client = self.fabric.driver(name)
+        assert isinstance(client, SwitchClient)
+        return client
+
+    def group(self, src: str, dst: str) -> dict[str, int]:
+        return dict(self.switch(src).groups().source.get(dst, {}))
+
+    def circuits(self) -> frozenset[Circuit]:
+        out: set[Circuit] = set()
+        for ocs in self.fabric.fabric.ocs:
+            client = self.fabric.driver(ocs.name)
+            assert isinstance(client, OcsClient)
+            table = client.cross_connects()
+            out |= {Circuit(ocs.name, c.a, c.b) for c in table.cross_connects - table.switching}
+        return frozenset(out)
+
+    def log_tail(self, lines: int = 40) -> str:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+@contextmanager
+def controlled_fabric(workdir: Path, fabric_file: Path = FABRIC_4, te: dict[str, object] | None = None,
+                      **config: object) -> Iterator[Controlled]:
+    """``fabric_file`` as a packet fabric, configured from scratch by ``heliostat run`` (mesh,
+    then TE groups: every block has a group toward every other block); ``te`` is the
+    controller config's te: section. Stops the daemon (exit 0 expected) and the fabric."""
+    from optimizer.topology import uniform_mesh
+    from tests.support.daemon_support import controller_config, free_port, start_daemon_process, stop_process
+
+    log = workdir / "daemon.log"
+    c: Controlled | None = None
+    with PacketFabric.from_config(fabric_file, workdir / "fabric") as fabric:
+        address = f"127.0.0.1:{free_port()}"
+        settings = {"te_interval": 1.0, "toe_check_interval": 3600.0, **config}
+        path = controller_config(workdir, fabric_file, fabric.devices_file, northbound=address,
+                                 **settings)  # type: ignore[arg-type]
+        if te:
+            data = yaml.safe_load(path.read_text())
+            data["te"] = dict(te)
+            path.write_text(yaml.safe_dump(data))
+        daemon = start_daemon_process(path, log)
+        try:
+            with ControllerClient(address) as api:
+                c = Controlled(fabric, api, daemon, log, workdir / "journal.db")
+                mesh = frozenset(uniform_mesh(fabric.fabric))
+                blocks = fabric.fabric.block_names
+
+                def configured() -> bool:
+                    assert daemon.poll() is None, f"the daemon exited early:\n{c.log_tail()}"
+                    try:
+                        return c.circuits() == mesh and all(
+                            set(c.switch(b).groups().source) == set(blocks) - {b} for b in blocks
+                        )
+                    except SouthboundError:
+                        return False
+
+                deadline = time.monotonic() + 60
+                while not configured():
+                    assert time.monotonic() < deadline, f"not configured in 60 s:\n{c.log_tail()}"
+                    time.sleep(0.5)
+                c.api.pause_toe()  # ToE runs when a test asks for it
+                yield c
+        finally:
+            code = stop_process(c.daemon if c is not None else daemon)  # a test may restart it
+            assert code == 0, log.read_text(errors="replace")[-3000:]

@@ -24,17 +24,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(heliostat/controller/v1/controller.proto\x12\x17heliostat.controller.v1\"\x12\n\x10GetStatusRequest\"\xbd\x04\n\x06Status\x12-\n\x05phase\x18\x01 \x01(\x0e\x32\x1e.heliostat.controller.v1.Phase\x12\x0e\n\x06\x66\x61\x62ric\x18\x02 \x01(\t\x12\x12\n\ntoe_paused\x18\x03 \x01(\x08\x12\x0f\n\x07te_runs\x18\x04 \x01(\x04\x12\x10\n\x08toe_runs\x18\x05 \x01(\x04\x12\x19\n\x0clast_te_time\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x1a\n\rlast_toe_time\x18\x07 \x01(\x01H\x01\x88\x01\x01\x12\x10\n\x03mlu\x18\x08 \x01(\x01H\x02\x88\x01\x01\x12\x19\n\x0cmeasured_mlu\x18\t \x01(\x01H\x03\x88\x01\x01\x12\x1a\n\rpredicted_mlu\x18\n \x01(\x01H\x04\x88\x01\x01\x12\x1f\n\x12reconfiguration_id\x18\x0b \x01(\x03H\x05\x88\x01\x01\x12\x12\n\x05stage\x18\x0c \x01(\rH\x06\x88\x01\x01\x12\x19\n\x0cstages_total\x18\r \x01(\rH\x07\x88\x01\x01\x12\x11\n\x04step\x18\x0e \x01(\tH\x08\x88\x01\x01\x12\x17\n\nlast_error\x18\x0f \x01(\tH\t\x88\x01\x01\x12\x13\n\x0bmaintenance\x18\x10 \x03(\t\x12\x14\n\x0c\x64\x65tails_json\x18\x11 \x01(\tB\x0f\n\r_last_te_timeB\x10\n\x0e_last_toe_timeB\x06\n\x04_mluB\x0f\n\r_measured_mluB\x10\n\x0e_predicted_mluB\x15\n\x13_reconfiguration_idB\x08\n\x06_stageB\x0f\n\r_stages_totalB\x07\n\x05_stepB\r\n\x0b_last_error\"]\n\x11GetStatusResponse\x12/\n\x06status\x18\x01 \x01(\x0b\x32\x1f.heliostat.controller.v1.Status\x12\x17\n\x0fmetrics_address\x18\x02 \x01(\t\"\x14\n\x12GetTopologyRequest\"+\n\x04Link\x12\t\n\x01\x61\x18\x01 \x01(\t\x12\t\n\x01\x62\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\r\")\n\nCircuitEnd\x12\r\n\x05\x62lock\x18\x01 \x01(\t\x12\x0c\n\x04port\x18\x02 \x01(\r\"v\n\x07\x43ircuit\x12\x0b\n\x03ocs\x18\x01 \x01(\t\x12.\n\x01\x61\x18\x02 \x01(\x0b\x32#.heliostat.controller.v1.CircuitEnd\x12.\n\x01\x62\x18\x03 \x01(\x0b\x32#.heliostat.controller.v1.CircuitEnd\"w\n\x13GetTopologyResponse\x12,\n\x05links\x18\x01 \x03(\x0b\x32\x1d.heliostat.controller.v1.Link\x12\x32\n\x08\x63ircuits\x18\x02 \x03(\x0b\x32 .heliostat.controller.v1.Circuit\"\x14\n\x12GetMatricesRequest\"0\n\x06\x44\x65mand\x12\x0b\n\x03src\x18\x01 \x01(\t\x12\x0b\n\x03\x64st\x18\x02 \x01(\t\x12\x0c\n\x04gbps\x18\x03 \x01(\x01\"A\n\rTrafficMatrix\x12\x30\n\x07\x64\x65mands\x18\x01 \x03(\x0b\x32\x1f.heliostat.controller.v1.Demand\"\xa6\x01\n\x13GetMatricesResponse\x12\x37\n\x07\x63urrent\x18\x01 \x01(\x0b\x32&.heliostat.controller.v1.TrafficMatrix\x12:\n\nprediction\x18\x02 \x01(\x0b\x32&.heliostat.controller.v1.TrafficMatrix\x12\x11\n\x04time\x18\x03 \x01(\x01H\x00\x88\x01\x01\x42\x07\n\x05_time\";\n\x1bListReconfigurationsRequest\x12\x12\n\x05limit\x18\x01 \x01(\x05H\x00\x88\x01\x01\x42\x08\n\x06_limit\"=\n\x1cListReconfigurationsResponse\x12\x1d\n\x15reconfigurations_json\x18\x01 \x03(\t\"5\n\x11TriggerToeRequest\x12\x0f\n\x07\x64ry_run\x18\x01 \x01(\x08\x12\x0f\n\x07plan_id\x18\x02 \x01(\t\"\xb7\x01\n\x12TriggerToeResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0f\n\x07\x64ry_run\x18\x02 \x01(\x08\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x16\n\tplan_json\x18\x04 \x01(\tH\x00\x88\x01\x01\x12\x0f\n\x07plan_id\x18\x05 \x01(\t\x12\x1f\n\x12reconfiguration_id\x18\x06 \x01(\x04H\x01\x88\x01\x01\x42\x0c\n\n_plan_jsonB\x15\n\x13_reconfiguration_id\"\x11\n\x0fPauseToeRequest\"\x12\n\x10PauseToeResponse\"\x12\n\x10ResumeToeRequest\"\x13\n\x11ResumeToeResponse\"}\n\x15SetMaintenanceRequest\x12\x36\n\x04kind\x18\x01 \x01(\x0e\x32(.heliostat.controller.v1.MaintenanceKind\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07\x64rained\x18\x03 \x01(\x08\x12\r\n\x05\x66orce\x18\x04 \x01(\x08\")\n\x16SetMaintenanceResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"\x14\n\x12GetLastPlanRequest\"(\n\x13GetLastPlanResponse\x12\x11\n\tplan_json\x18\x01 \x01(\t*\x9b\x01\n\x05Phase\x12\x15\n\x11PHASE_UNSPECIFIED\x10\x00\x12\x12\n\x0ePHASE_STARTING\x10\x01\x12\x0e\n\nPHASE_IDLE\x10\x02\x12\x12\n\x0ePHASE_PLANNING\x10\x03\x12\x17\n\x13PHASE_RECONFIGURING\x10\x04\x12\x16\n\x12PHASE_ROLLING_BACK\x10\x05\x12\x12\n\x0ePHASE_STOPPING\x10\x06*i\n\x0fMaintenanceKind\x12 \n\x1cMAINTENANCE_KIND_UNSPECIFIED\x10\x00\x12\x1a\n\x16MAINTENANCE_KIND_BLOCK\x10\x01\x12\x18\n\x14MAINTENANCE_KIND_OCS\x10\x02\x32\xda\x07\n\x11\x43ontrollerService\x12\x62\n\tGetStatus\x12).heliostat.controller.v1.GetStatusRequest\x1a*.heliostat.controller.v1.GetStatusResponse\x12h\n\x0bGetTopology\x12+.heliostat.controller.v1.GetTopologyRequest\x1a,.heliostat.controller.v1.GetTopologyResponse\x12h\n\x0bGetMatrices\x12+.heliostat.controller.v1.GetMatricesRequest\x1a,.heliostat.controller.v1.GetMatricesResponse\x12\x83\x01\n\x14ListReconfigurations\x12\x34.heliostat.controller.v1.ListReconfigurationsRequest\x1a\x35.heliostat.controller.v1.ListReconfigurationsResponse\x12\x65\n\nTriggerToe\x12*.heliostat.controller.v1.TriggerToeRequest\x1a+.heliostat.controller.v1.TriggerToeResponse\x12_\n\x08PauseToe\x12(.heliostat.controller.v1.PauseToeRequest\x1a).heliostat.controller.v1.PauseToeResponse\x12\x62\n\tResumeToe\x12).heliostat.controller.v1.ResumeToeRequest\x1a*.heliostat.controller.v1.ResumeToeResponse\x12q\n\x0eSetMaintenance\x12..heliostat.controller.v1.SetMaintenanceRequest\x1a/.heliostat.controller.v1.SetMaintenanceResponse\x12h\n\x0bGetLastPlan\x12+.heliostat.controller.v1.GetLastPlanRequest\x1a,.heliostat.controller.v1.GetLastPlanResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(heliostat/controller/v1/controller.proto\x12\x17heliostat.controller.v1\"\x12\n\x10GetStatusRequest\"\xbd\x04\n\x06Status\x12-\n\x05phase\x18\x01 \x01(\x0e\x32\x1e.heliostat.controller.v1.Phase\x12\x0e\n\x06\x66\x61\x62ric\x18\x02 \x01(\t\x12\x12\n\ntoe_paused\x18\x03 \x01(\x08\x12\x0f\n\x07te_runs\x18\x04 \x01(\x04\x12\x10\n\x08toe_runs\x18\x05 \x01(\x04\x12\x19\n\x0clast_te_time\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x1a\n\rlast_toe_time\x18\x07 \x01(\x01H\x01\x88\x01\x01\x12\x10\n\x03mlu\x18\x08 \x01(\x01H\x02\x88\x01\x01\x12\x19\n\x0cmeasured_mlu\x18\t \x01(\x01H\x03\x88\x01\x01\x12\x1a\n\rpredicted_mlu\x18\n \x01(\x01H\x04\x88\x01\x01\x12\x1f\n\x12reconfiguration_id\x18\x0b \x01(\x03H\x05\x88\x01\x01\x12\x12\n\x05stage\x18\x0c \x01(\rH\x06\x88\x01\x01\x12\x19\n\x0cstages_total\x18\r \x01(\rH\x07\x88\x01\x01\x12\x11\n\x04step\x18\x0e \x01(\tH\x08\x88\x01\x01\x12\x17\n\nlast_error\x18\x0f \x01(\tH\t\x88\x01\x01\x12\x13\n\x0bmaintenance\x18\x10 \x03(\t\x12\x14\n\x0c\x64\x65tails_json\x18\x11 \x01(\tB\x0f\n\r_last_te_timeB\x10\n\x0e_last_toe_timeB\x06\n\x04_mluB\x0f\n\r_measured_mluB\x10\n\x0e_predicted_mluB\x15\n\x13_reconfiguration_idB\x08\n\x06_stageB\x0f\n\r_stages_totalB\x07\n\x05_stepB\r\n\x0b_last_error\"]\n\x11GetStatusResponse\x12/\n\x06status\x18\x01 \x01(\x0b\x32\x1f.heliostat.controller.v1.Status\x12\x17\n\x0fmetrics_address\x18\x02 \x01(\t\"\x14\n\x12GetTopologyRequest\"+\n\x04Link\x12\t\n\x01\x61\x18\x01 \x01(\t\x12\t\n\x01\x62\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\r\")\n\nCircuitEnd\x12\r\n\x05\x62lock\x18\x01 \x01(\t\x12\x0c\n\x04port\x18\x02 \x01(\r\"v\n\x07\x43ircuit\x12\x0b\n\x03ocs\x18\x01 \x01(\t\x12.\n\x01\x61\x18\x02 \x01(\x0b\x32#.heliostat.controller.v1.CircuitEnd\x12.\n\x01\x62\x18\x03 \x01(\x0b\x32#.heliostat.controller.v1.CircuitEnd\"N\n\nSpineLinks\x12\r\n\x05spine\x18\x01 \x01(\t\x12\r\n\x05\x62lock\x18\x02 \x01(\t\x12\x12\n\nin_service\x18\x03 \x01(\r\x12\x0e\n\x06\x63\x61\x62led\x18\x04 \x01(\r\"\xb1\x01\n\x13GetTopologyResponse\x12,\n\x05links\x18\x01 \x03(\x0b\x32\x1d.heliostat.controller.v1.Link\x12\x32\n\x08\x63ircuits\x18\x02 \x03(\x0b\x32 .heliostat.controller.v1.Circuit\x12\x38\n\x0bspine_links\x18\x03 \x03(\x0b\x32#.heliostat.controller.v1.SpineLinks\"\x14\n\x12GetMatricesRequest\"0\n\x06\x44\x65mand\x12\x0b\n\x03src\x18\x01 \x01(\t\x12\x0b\n\x03\x64st\x18\x02 \x01(\t\x12\x0c\n\x04gbps\x18\x03 \x01(\x01\"A\n\rTrafficMatrix\x12\x30\n\x07\x64\x65mands\x18\x01 \x03(\x0b\x32\x1f.heliostat.controller.v1.Demand\"\xa6\x01\n\x13GetMatricesResponse\x12\x37\n\x07\x63urrent\x18\x01 \x01(\x0b\x32&.heliostat.controller.v1.TrafficMatrix\x12:\n\nprediction\x18\x02 \x01(\x0b\x32&.heliostat.controller.v1.TrafficMatrix\x12\x11\n\x04time\x18\x03 \x01(\x01H\x00\x88\x01\x01\x42\x07\n\x05_time\";\n\x1bListReconfigurationsRequest\x12\x12\n\x05limit\x18\x01 \x01(\x05H\x00\x88\x01\x01\x42\x08\n\x06_limit\"=\n\x1cListReconfigurationsResponse\x12\x1d\n\x15reconfigurations_json\x18\x01 \x03(\t\"5\n\x11TriggerToeRequest\x12\x0f\n\x07\x64ry_run\x18\x01 \x01(\x08\x12\x0f\n\x07plan_id\x18\x02 \x01(\t\"\xb7\x01\n\x12TriggerToeResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0f\n\x07\x64ry_run\x18\x02 \x01(\x08\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x16\n\tplan_json\x18\x04 \x01(\tH\x00\x88\x01\x01\x12\x0f\n\x07plan_id\x18\x05 \x01(\t\x12\x1f\n\x12reconfiguration_id\x18\x06 \x01(\x04H\x01\x88\x01\x01\x42\x0c\n\n_plan_jsonB\x15\n\x13_reconfiguration_id\"\x11\n\x0fPauseToeRequest\"\x12\n\x10PauseToeResponse\"\x12\n\x10ResumeToeRequest\"\x13\n\x11ResumeToeResponse\"}\n\x15SetMaintenanceRequest\x12\x36\n\x04kind\x18\x01 \x01(\x0e\x32(.heliostat.controller.v1.MaintenanceKind\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07\x64rained\x18\x03 \x01(\x08\x12\r\n\x05\x66orce\x18\x04 \x01(\x08\")\n\x16SetMaintenanceResponse\x12\x0f\n\x07message\x18\x01 \x01(\t\"\x14\n\x12GetLastPlanRequest\"(\n\x13GetLastPlanResponse\x12\x11\n\tplan_json\x18\x01 \x01(\t*\x9b\x01\n\x05Phase\x12\x15\n\x11PHASE_UNSPECIFIED\x10\x00\x12\x12\n\x0ePHASE_STARTING\x10\x01\x12\x0e\n\nPHASE_IDLE\x10\x02\x12\x12\n\x0ePHASE_PLANNING\x10\x03\x12\x17\n\x13PHASE_RECONFIGURING\x10\x04\x12\x16\n\x12PHASE_ROLLING_BACK\x10\x05\x12\x12\n\x0ePHASE_STOPPING\x10\x06*\x85\x01\n\x0fMaintenanceKind\x12 \n\x1cMAINTENANCE_KIND_UNSPECIFIED\x10\x00\x12\x1a\n\x16MAINTENANCE_KIND_BLOCK\x10\x01\x12\x18\n\x14MAINTENANCE_KIND_OCS\x10\x02\x12\x1a\n\x16MAINTENANCE_KIND_SPINE\x10\x03\x32\xda\x07\n\x11\x43ontrollerService\x12\x62\n\tGetStatus\x12).heliostat.controller.v1.GetStatusRequest\x1a*.heliostat.controller.v1.GetStatusResponse\x12h\n\x0bGetTopology\x12+.heliostat.controller.v1.GetTopologyRequest\x1a,.heliostat.controller.v1.GetTopologyResponse\x12h\n\x0bGetMatrices\x12+.heliostat.controller.v1.GetMatricesRequest\x1a,.heliostat.controller.v1.GetMatricesResponse\x12\x83\x01\n\x14ListReconfigurations\x12\x34.heliostat.controller.v1.ListReconfigurationsRequest\x1a\x35.heliostat.controller.v1.ListReconfigurationsResponse\x12\x65\n\nTriggerToe\x12*.heliostat.controller.v1.TriggerToeRequest\x1a+.heliostat.controller.v1.TriggerToeResponse\x12_\n\x08PauseToe\x12(.heliostat.controller.v1.PauseToeRequest\x1a).heliostat.controller.v1.PauseToeResponse\x12\x62\n\tResumeToe\x12).heliostat.controller.v1.ResumeToeRequest\x1a*.heliostat.controller.v1.ResumeToeResponse\x12q\n\x0eSetMaintenance\x12..heliostat.controller.v1.SetMaintenanceRequest\x1a/.heliostat.controller.v1.SetMaintenanceResponse\x12h\n\x0bGetLastPlan\x12+.heliostat.controller.v1.GetLastPlanRequest\x1a,.heliostat.controller.v1.GetLastPlanResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'heliostat.controller.v1.controller_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PHASE']._serialized_start=2099
-  _globals['_PHASE']._serialized_end=2254
-  _globals['_MAINTENANCEKIND']._serialized_start=2256
-  _globals['_MAINTENANCEKIND']._serialized_end=2361
+  _globals['_PHASE']._serialized_start=2238
+  _globals['_PHASE']._serialized_end=2393
+  _globals['_MAINTENANCEKIND']._serialized_start=2396
+  _globals['_MAINTENANCEKIND']._serialized_end=2529
   _globals['_GETSTATUSREQUEST']._serialized_start=69
   _globals['_GETSTATUSREQUEST']._serialized_end=87
   _globals['_STATUS']._serialized_start=90
@@ -49,40 +49,42 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CIRCUITEND']._serialized_end=868
   _globals['_CIRCUIT']._serialized_start=870
   _globals['_CIRCUIT']._serialized_end=988
-  _globals['_GETTOPOLOGYRESPONSE']._serialized_start=990
-  _globals['_GETTOPOLOGYRESPONSE']._serialized_end=1109
-  _globals['_GETMATRICESREQUEST']._serialized_start=1111
-  _globals['_GETMATRICESREQUEST']._serialized_end=1131
-  _globals['_DEMAND']._serialized_start=1133
-  _globals['_DEMAND']._serialized_end=1181
-  _globals['_TRAFFICMATRIX']._serialized_start=1183
-  _globals['_TRAFFICMATRIX']._serialized_end=1248
-  _globals['_GETMATRICESRESPONSE']._serialized_start=1251
-  _globals['_GETMATRICESRESPONSE']._serialized_end=1417
-  _globals['_LISTRECONFIGURATIONSREQUEST']._serialized_start=1419
-  _globals['_LISTRECONFIGURATIONSREQUEST']._serialized_end=1478
-  _globals['_LISTRECONFIGURATIONSRESPONSE']._serialized_start=1480
-  _globals['_LISTRECONFIGURATIONSRESPONSE']._serialized_end=1541
-  _globals['_TRIGGERTOEREQUEST']._serialized_start=1543
-  _globals['_TRIGGERTOEREQUEST']._serialized_end=1596
-  _globals['_TRIGGERTOERESPONSE']._serialized_start=1599
-  _globals['_TRIGGERTOERESPONSE']._serialized_end=1782
-  _globals['_PAUSETOEREQUEST']._serialized_start=1784
-  _globals['_PAUSETOEREQUEST']._serialized_end=1801
-  _globals['_PAUSETOERESPONSE']._serialized_start=1803
-  _globals['_PAUSETOERESPONSE']._serialized_end=1821
-  _globals['_RESUMETOEREQUEST']._serialized_start=1823
-  _globals['_RESUMETOEREQUEST']._serialized_end=1841
-  _globals['_RESUMETOERESPONSE']._serialized_start=1843
-  _globals['_RESUMETOERESPONSE']._serialized_end=1862
-  _globals['_SETMAINTENANCEREQUEST']._serialized_start=1864
-  _globals['_SETMAINTENANCEREQUEST']._serialized_end=1989
-  _globals['_SETMAINTENANCERESPONSE']._serialized_start=1991
-  _globals['_SETMAINTENANCERESPONSE']._serialized_end=2032
-  _globals['_GETLASTPLANREQUEST']._serialized_start=2034
-  _globals['_GETLASTPLANREQUEST']._serialized_end=2054
-  _globals['_GETLASTPLANRESPONSE']._serialized_start=2056
-  _globals['_GETLASTPLANRESPONSE']._serialized_end=2096
-  _globals['_CONTROLLERSERVICE']._serialized_start=2364
-  _globals['_CONTROLLERSERVICE']._serialized_end=3350
+  _globals['_SPINELINKS']._serialized_start=990
+  _globals['_SPINELINKS']._serialized_end=1068
+  _globals['_GETTOPOLOGYRESPONSE']._serialized_start=1071
+  _globals['_GETTOPOLOGYRESPONSE']._serialized_end=1248
+  _globals['_GETMATRICESREQUEST']._serialized_start=1250
+  _globals['_GETMATRICESREQUEST']._serialized_end=1270
+  _globals['_DEMAND']._serialized_start=1272
+  _globals['_DEMAND']._serialized_end=1320
+  _globals['_TRAFFICMATRIX']._serialized_start=1322
+  _globals['_TRAFFICMATRIX']._serialized_end=1387
+  _globals['_GETMATRICESRESPONSE']._serialized_start=1390
+  _globals['_GETMATRICESRESPONSE']._serialized_end=1556
+  _globals['_LISTRECONFIGURATIONSREQUEST']._serialized_start=1558
+  _globals['_LISTRECONFIGURATIONSREQUEST']._serialized_end=1617
+  _globals['_LISTRECONFIGURATIONSRESPONSE']._serialized_start=1619
+  _globals['_LISTRECONFIGURATIONSRESPONSE']._serialized_end=1680
+  _globals['_TRIGGERTOEREQUEST']._serialized_start=1682
+  _globals['_TRIGGERTOEREQUEST']._serialized_end=1735
+  _globals['_TRIGGERTOERESPONSE']._serialized_start=1738
+  _globals['_TRIGGERTOERESPONSE']._serialized_end=1921
+  _globals['_PAUSETOEREQUEST']._serialized_start=1923
+  _globals['_PAUSETOEREQUEST']._serialized_end=1940
+  _globals['_PAUSETOERESPONSE']._serialized_start=1942
+  _globals['_PAUSETOERESPONSE']._serialized_end=1960
+  _globals['_RESUMETOEREQUEST']._serialized_start=1962
+  _globals['_RESUMETOEREQUEST']._serialized_end=1980
+  _globals['_RESUMETOERESPONSE']._serialized_start=1982
+  _globals['_RESUMETOERESPONSE']._serialized_end=2001
+  _globals['_SETMAINTENANCEREQUEST']._serialized_start=2003
+  _globals['_SETMAINTENANCEREQUEST']._serialized_end=2128
+  _globals['_SETMAINTENANCERESPONSE']._serialized_start=2130
+  _globals['_SETMAINTENANCERESPONSE']._serialized_end=2171
+  _globals['_GETLASTPLANREQUEST']._serialized_start=2173
+  _globals['_GETLASTPLANREQUEST']._serialized_end=2193
+  _globals['_GETLASTPLANRESPONSE']._serialized_start=2195
+  _globals['_GETLASTPLANRESPONSE']._serialized_end=2235
+  _globals['_CONTROLLERSERVICE']._serialized_start=2532
+  _globals['_CONTROLLERSERVICE']._serialized_end=3518
 # @@protoc_insertion_point(module_scope)

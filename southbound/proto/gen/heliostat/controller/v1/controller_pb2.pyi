@@ -22,6 +22,7 @@ class MaintenanceKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MAINTENANCE_KIND_UNSPECIFIED: _ClassVar[MaintenanceKind]
     MAINTENANCE_KIND_BLOCK: _ClassVar[MaintenanceKind]
     MAINTENANCE_KIND_OCS: _ClassVar[MaintenanceKind]
+    MAINTENANCE_KIND_SPINE: _ClassVar[MaintenanceKind]
 PHASE_UNSPECIFIED: Phase
 PHASE_STARTING: Phase
 PHASE_IDLE: Phase
@@ -32,6 +33,7 @@ PHASE_STOPPING: Phase
 MAINTENANCE_KIND_UNSPECIFIED: MaintenanceKind
 MAINTENANCE_KIND_BLOCK: MaintenanceKind
 MAINTENANCE_KIND_OCS: MaintenanceKind
+MAINTENANCE_KIND_SPINE: MaintenanceKind
 
 class GetStatusRequest(_message.Message):
     __slots__ = ()
@@ -115,13 +117,27 @@ class Circuit(_message.Message):
     b: CircuitEnd
     def __init__(self, ocs: _Optional[str] = ..., a: _Optional[_Union[CircuitEnd, _Mapping]] = ..., b: _Optional[_Union[CircuitEnd, _Mapping]] = ...) -> None: ...
 
+class SpineLinks(_message.Message):
+    __slots__ = ("spine", "block", "in_service", "cabled")
+    SPINE_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_FIELD_NUMBER: _ClassVar[int]
+    IN_SERVICE_FIELD_NUMBER: _ClassVar[int]
+    CABLED_FIELD_NUMBER: _ClassVar[int]
+    spine: str
+    block: str
+    in_service: int
+    cabled: int
+    def __init__(self, spine: _Optional[str] = ..., block: _Optional[str] = ..., in_service: _Optional[int] = ..., cabled: _Optional[int] = ...) -> None: ...
+
 class GetTopologyResponse(_message.Message):
-    __slots__ = ("links", "circuits")
+    __slots__ = ("links", "circuits", "spine_links")
     LINKS_FIELD_NUMBER: _ClassVar[int]
     CIRCUITS_FIELD_NUMBER: _ClassVar[int]
+    SPINE_LINKS_FIELD_NUMBER: _ClassVar[int]
     links: _containers.RepeatedCompositeFieldContainer[Link]
     circuits: _containers.RepeatedCompositeFieldContainer[Circuit]
-    def __init__(self, links: _Optional[_Iterable[_Union[Link, _Mapping]]] = ..., circuits: _Optional[_Iterable[_Union[Circuit, _Mapping]]] = ...) -> None: ...
+    spine_links: _containers.RepeatedCompositeFieldContainer[SpineLinks]
+    def __init__(self, links: _Optional[_Iterable[_Union[Link, _Mapping]]] = ..., circuits: _Optional[_Iterable[_Union[Circuit, _Mapping]]] = ..., spine_links: _Optional[_Iterable[_Union[SpineLinks, _Mapping]]] = ...) -> None: ...
 
 class GetMatricesRequest(_message.Message):
     __slots__ = ()

@@ -25,49 +25,51 @@ _sym_db = _symbol_database.Default()
 from southbound.proto.gen.heliostat.southbound.v1 import common_pb2 as heliostat_dot_southbound_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n+heliostat/southbound/v1/packet_switch.proto\x12\x17heliostat.southbound.v1\x1a$heliostat/southbound/v1/common.proto\"\x1c\n\x1aGetSwitchDeviceInfoRequest\"\xcc\x01\n\x10SwitchDeviceInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x62lock\x18\x02 \x01(\t\x12\x11\n\tnum_ports\x18\x03 \x01(\r\x12\x17\n\x0fport_speed_gbps\x18\x04 \x01(\x01\x12\x19\n\x11max_group_entries\x18\x05 \x01(\r\x12\x16\n\x0etable_capacity\x18\x06 \x01(\r\x12\x12\n\ngeneration\x18\x07 \x01(\x04\x12\x0e\n\x06vendor\x18\x08 \x01(\t\x12\x18\n\x10software_version\x18\t \x01(\t\"\x12\n\x10ListPortsRequest\"#\n\x04Peer\x12\r\n\x05\x62lock\x18\x01 \x01(\t\x12\x0c\n\x04port\x18\x02 \x01(\r\"\xb4\x01\n\nSwitchPort\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\x38\n\x0boper_status\x18\x02 \x01(\x0e\x32#.heliostat.southbound.v1.OperStatus\x12\x0f\n\x07\x64rained\x18\x03 \x01(\x08\x12\x12\n\nspeed_gbps\x18\x04 \x01(\x01\x12\x30\n\x04peer\x18\x05 \x01(\x0b\x32\x1d.heliostat.southbound.v1.PeerH\x00\x88\x01\x01\x42\x07\n\x05_peer\"G\n\x11ListPortsResponse\x12\x32\n\x05ports\x18\x01 \x03(\x0b\x32#.heliostat.southbound.v1.SwitchPort\",\n\x07NextHop\x12\x11\n\tvia_block\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\r\"^\n\x0cNextHopGroup\x12\x19\n\x11\x64\x65stination_block\x18\x01 \x01(\t\x12\x33\n\tnext_hops\x18\x02 \x03(\x0b\x32 .heliostat.southbound.v1.NextHop\"\x19\n\x17GetNextHopGroupsRequest\"\xa8\x01\n\rNextHopGroups\x12\x12\n\ngeneration\x18\x01 \x01(\x04\x12\x35\n\x06source\x18\x02 \x03(\x0b\x32%.heliostat.southbound.v1.NextHopGroup\x12\x36\n\x07transit\x18\x03 \x03(\x0b\x32%.heliostat.southbound.v1.NextHopGroup\x12\x14\n\x0c\x65ntries_used\x18\x04 \x01(\r\"\xf9\x01\n\x17SetNextHopGroupsRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x1b\n\x13\x65xpected_generation\x18\x02 \x01(\x04\x12\x0f\n\x07replace\x18\x03 \x01(\x08\x12\x35\n\x06source\x18\x04 \x03(\x0b\x32%.heliostat.southbound.v1.NextHopGroup\x12\x36\n\x07transit\x18\x05 \x03(\x0b\x32%.heliostat.southbound.v1.NextHopGroup\x12\x15\n\rdelete_source\x18\x06 \x03(\t\x12\x16\n\x0e\x64\x65lete_transit\x18\x07 \x03(\t\"V\n\x18SetNextHopGroupsResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x04\x12\x10\n\x08replayed\x18\x02 \x01(\x08\x12\x14\n\x0c\x65ntries_used\x18\x03 \x01(\r\"\"\n\x11\x44rainPortsRequest\x12\r\n\x05ports\x18\x01 \x03(\r\"+\n\x12\x44rainPortsResponse\x12\x15\n\rdrained_ports\x18\x01 \x03(\r\"\x14\n\x12GetCountersRequest\"\xba\x01\n\x0cPortCounters\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\x10\n\x08tx_bytes\x18\x02 \x01(\x04\x12\x10\n\x08rx_bytes\x18\x03 \x01(\x04\x12\x12\n\ntx_packets\x18\x04 \x01(\x04\x12\x12\n\nrx_packets\x18\x05 \x01(\x04\x12\x10\n\x08tx_drops\x18\x06 \x01(\x04\x12\x10\n\x08rx_drops\x18\x07 \x01(\x04\x12\x15\n\rtx_drop_bytes\x18\x08 \x01(\x04\x12\x15\n\rrx_drop_bytes\x18\t \x01(\x04\"E\n\x12\x44\x65stinationCounter\x12\x19\n\x11\x64\x65stination_block\x18\x01 \x01(\t\x12\x14\n\x0c\x65gress_bytes\x18\x02 \x01(\x04\"\xb1\x01\n\x0eSwitchCounters\x12\x0e\n\x06time_s\x18\x01 \x01(\x01\x12\x34\n\x05ports\x18\x02 \x03(\x0b\x32%.heliostat.southbound.v1.PortCounters\x12\x41\n\x0c\x64\x65stinations\x18\x03 \x03(\x0b\x32+.heliostat.southbound.v1.DestinationCounter\x12\x16\n\x0eno_route_drops\x18\x04 \x01(\x04\x32\x86\x06\n\x13PacketSwitchService\x12o\n\rGetDeviceInfo\x12\x33.heliostat.southbound.v1.GetSwitchDeviceInfoRequest\x1a).heliostat.southbound.v1.SwitchDeviceInfo\x12\x62\n\tListPorts\x12).heliostat.southbound.v1.ListPortsRequest\x1a*.heliostat.southbound.v1.ListPortsResponse\x12l\n\x10GetNextHopGroups\x12\x30.heliostat.southbound.v1.GetNextHopGroupsRequest\x1a&.heliostat.southbound.v1.NextHopGroups\x12w\n\x10SetNextHopGroups\x12\x30.heliostat.southbound.v1.SetNextHopGroupsRequest\x1a\x31.heliostat.southbound.v1.SetNextHopGroupsResponse\x12\x65\n\nDrainPorts\x12*.heliostat.southbound.v1.DrainPortsRequest\x1a+.heliostat.southbound.v1.DrainPortsResponse\x12g\n\x0cUndrainPorts\x12*.heliostat.southbound.v1.DrainPortsRequest\x1a+.heliostat.southbound.v1.DrainPortsResponse\x12\x63\n\x0bGetCounters\x12+.heliostat.southbound.v1.GetCountersRequest\x1a\'.heliostat.southbound.v1.SwitchCountersb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n+heliostat/southbound/v1/packet_switch.proto\x12\x17heliostat.southbound.v1\x1a$heliostat/southbound/v1/common.proto\"\x1c\n\x1aGetSwitchDeviceInfoRequest\"\xff\x01\n\x10SwitchDeviceInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x62lock\x18\x02 \x01(\t\x12\x11\n\tnum_ports\x18\x03 \x01(\r\x12\x17\n\x0fport_speed_gbps\x18\x04 \x01(\x01\x12\x19\n\x11max_group_entries\x18\x05 \x01(\r\x12\x16\n\x0etable_capacity\x18\x06 \x01(\r\x12\x12\n\ngeneration\x18\x07 \x01(\x04\x12\x0e\n\x06vendor\x18\x08 \x01(\t\x12\x18\n\x10software_version\x18\t \x01(\t\x12\x31\n\x04role\x18\n \x01(\x0e\x32#.heliostat.southbound.v1.SwitchRole\"\x12\n\x10ListPortsRequest\"#\n\x04Peer\x12\r\n\x05\x62lock\x18\x01 \x01(\t\x12\x0c\n\x04port\x18\x02 \x01(\r\"\xb4\x01\n\nSwitchPort\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\x38\n\x0boper_status\x18\x02 \x01(\x0e\x32#.heliostat.southbound.v1.OperStatus\x12\x0f\n\x07\x64rained\x18\x03 \x01(\x08\x12\x12\n\nspeed_gbps\x18\x04 \x01(\x01\x12\x30\n\x04peer\x18\x05 \x01(\x0b\x32\x1d.heliostat.southbound.v1.PeerH\x00\x88\x01\x01\x42\x07\n\x05_peer\"G\n\x11ListPortsResponse\x12\x32\n\x05ports\x18\x01 \x03(\x0b\x32#.heliostat.southbound.v1.SwitchPort\",\n\x07NextHop\x12\x11\n\tvia_block\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\r\"^\n\x0cNextHopGroup\x12\x19\n\x11\x64\x65stination_block\x18\x01 \x01(\t\x12\x33\n\tnext_hops\x18\x02 \x03(\x0b\x32 .heliostat.southbound.v1.NextHop\"\x19\n\x17GetNextHopGroupsRequest\"\xa8\x01\n\rNextHopGroups\x12\x12\n\ngeneration\x18\x01 \x01(\x04\x12\x35\n\x06source\x18\x02 \x03(\x0b\x32%.heliostat.southbound.v1.NextHopGroup\x12\x36\n\x07transit\x18\x03 \x03(\x0b\x32%.heliostat.southbound.v1.NextHopGroup\x12\x14\n\x0c\x65ntries_used\x18\x04 \x01(\r\"\xf9\x01\n\x17SetNextHopGroupsRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x1b\n\x13\x65xpected_generation\x18\x02 \x01(\x04\x12\x0f\n\x07replace\x18\x03 \x01(\x08\x12\x35\n\x06source\x18\x04 \x03(\x0b\x32%.heliostat.southbound.v1.NextHopGroup\x12\x36\n\x07transit\x18\x05 \x03(\x0b\x32%.heliostat.southbound.v1.NextHopGroup\x12\x15\n\rdelete_source\x18\x06 \x03(\t\x12\x16\n\x0e\x64\x65lete_transit\x18\x07 \x03(\t\"V\n\x18SetNextHopGroupsResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x04\x12\x10\n\x08replayed\x18\x02 \x01(\x08\x12\x14\n\x0c\x65ntries_used\x18\x03 \x01(\r\"\"\n\x11\x44rainPortsRequest\x12\r\n\x05ports\x18\x01 \x03(\r\"+\n\x12\x44rainPortsResponse\x12\x15\n\rdrained_ports\x18\x01 \x03(\r\"\x14\n\x12GetCountersRequest\"\xba\x01\n\x0cPortCounters\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\x10\n\x08tx_bytes\x18\x02 \x01(\x04\x12\x10\n\x08rx_bytes\x18\x03 \x01(\x04\x12\x12\n\ntx_packets\x18\x04 \x01(\x04\x12\x12\n\nrx_packets\x18\x05 \x01(\x04\x12\x10\n\x08tx_drops\x18\x06 \x01(\x04\x12\x10\n\x08rx_drops\x18\x07 \x01(\x04\x12\x15\n\rtx_drop_bytes\x18\x08 \x01(\x04\x12\x15\n\rrx_drop_bytes\x18\t \x01(\x04\"E\n\x12\x44\x65stinationCounter\x12\x19\n\x11\x64\x65stination_block\x18\x01 \x01(\t\x12\x14\n\x0c\x65gress_bytes\x18\x02 \x01(\x04\"\xb1\x01\n\x0eSwitchCounters\x12\x0e\n\x06time_s\x18\x01 \x01(\x01\x12\x34\n\x05ports\x18\x02 \x03(\x0b\x32%.heliostat.southbound.v1.PortCounters\x12\x41\n\x0c\x64\x65stinations\x18\x03 \x03(\x0b\x32+.heliostat.southbound.v1.DestinationCounter\x12\x16\n\x0eno_route_drops\x18\x04 \x01(\x04*W\n\nSwitchRole\x12\x1b\n\x17SWITCH_ROLE_UNSPECIFIED\x10\x00\x12\x15\n\x11SWITCH_ROLE_BLOCK\x10\x01\x12\x15\n\x11SWITCH_ROLE_SPINE\x10\x02\x32\x86\x06\n\x13PacketSwitchService\x12o\n\rGetDeviceInfo\x12\x33.heliostat.southbound.v1.GetSwitchDeviceInfoRequest\x1a).heliostat.southbound.v1.SwitchDeviceInfo\x12\x62\n\tListPorts\x12).heliostat.southbound.v1.ListPortsRequest\x1a*.heliostat.southbound.v1.ListPortsResponse\x12l\n\x10GetNextHopGroups\x12\x30.heliostat.southbound.v1.GetNextHopGroupsRequest\x1a&.heliostat.southbound.v1.NextHopGroups\x12w\n\x10SetNextHopGroups\x12\x30.heliostat.southbound.v1.SetNextHopGroupsRequest\x1a\x31.heliostat.southbound.v1.SetNextHopGroupsResponse\x12\x65\n\nDrainPorts\x12*.heliostat.southbound.v1.DrainPortsRequest\x1a+.heliostat.southbound.v1.DrainPortsResponse\x12g\n\x0cUndrainPorts\x12*.heliostat.southbound.v1.DrainPortsRequest\x1a+.heliostat.southbound.v1.DrainPortsResponse\x12\x63\n\x0bGetCounters\x12+.heliostat.southbound.v1.GetCountersRequest\x1a\'.heliostat.southbound.v1.SwitchCountersb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'heliostat.southbound.v1.packet_switch_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_SWITCHROLE']._serialized_start=1934
+  _globals['_SWITCHROLE']._serialized_end=2021
   _globals['_GETSWITCHDEVICEINFOREQUEST']._serialized_start=110
   _globals['_GETSWITCHDEVICEINFOREQUEST']._serialized_end=138
   _globals['_SWITCHDEVICEINFO']._serialized_start=141
-  _globals['_SWITCHDEVICEINFO']._serialized_end=345
-  _globals['_LISTPORTSREQUEST']._serialized_start=347
-  _globals['_LISTPORTSREQUEST']._serialized_end=365
-  _globals['_PEER']._serialized_start=367
-  _globals['_PEER']._serialized_end=402
-  _globals['_SWITCHPORT']._serialized_start=405
-  _globals['_SWITCHPORT']._serialized_end=585
-  _globals['_LISTPORTSRESPONSE']._serialized_start=587
-  _globals['_LISTPORTSRESPONSE']._serialized_end=658
-  _globals['_NEXTHOP']._serialized_start=660
-  _globals['_NEXTHOP']._serialized_end=704
-  _globals['_NEXTHOPGROUP']._serialized_start=706
-  _globals['_NEXTHOPGROUP']._serialized_end=800
-  _globals['_GETNEXTHOPGROUPSREQUEST']._serialized_start=802
-  _globals['_GETNEXTHOPGROUPSREQUEST']._serialized_end=827
-  _globals['_NEXTHOPGROUPS']._serialized_start=830
-  _globals['_NEXTHOPGROUPS']._serialized_end=998
-  _globals['_SETNEXTHOPGROUPSREQUEST']._serialized_start=1001
-  _globals['_SETNEXTHOPGROUPSREQUEST']._serialized_end=1250
-  _globals['_SETNEXTHOPGROUPSRESPONSE']._serialized_start=1252
-  _globals['_SETNEXTHOPGROUPSRESPONSE']._serialized_end=1338
-  _globals['_DRAINPORTSREQUEST']._serialized_start=1340
-  _globals['_DRAINPORTSREQUEST']._serialized_end=1374
-  _globals['_DRAINPORTSRESPONSE']._serialized_start=1376
-  _globals['_DRAINPORTSRESPONSE']._serialized_end=1419
-  _globals['_GETCOUNTERSREQUEST']._serialized_start=1421
-  _globals['_GETCOUNTERSREQUEST']._serialized_end=1441
-  _globals['_PORTCOUNTERS']._serialized_start=1444
-  _globals['_PORTCOUNTERS']._serialized_end=1630
-  _globals['_DESTINATIONCOUNTER']._serialized_start=1632
-  _globals['_DESTINATIONCOUNTER']._serialized_end=1701
-  _globals['_SWITCHCOUNTERS']._serialized_start=1704
-  _globals['_SWITCHCOUNTERS']._serialized_end=1881
-  _globals['_PACKETSWITCHSERVICE']._serialized_start=1884
-  _globals['_PACKETSWITCHSERVICE']._serialized_end=2658
+  _globals['_SWITCHDEVICEINFO']._serialized_end=396
+  _globals['_LISTPORTSREQUEST']._serialized_start=398
+  _globals['_LISTPORTSREQUEST']._serialized_end=416
+  _globals['_PEER']._serialized_start=418
+  _globals['_PEER']._serialized_end=453
+  _globals['_SWITCHPORT']._serialized_start=456
+  _globals['_SWITCHPORT']._serialized_end=636
+  _globals['_LISTPORTSRESPONSE']._serialized_start=638
+  _globals['_LISTPORTSRESPONSE']._serialized_end=709
+  _globals['_NEXTHOP']._serialized_start=711
+  _globals['_NEXTHOP']._serialized_end=755
+  _globals['_NEXTHOPGROUP']._serialized_start=757
+  _globals['_NEXTHOPGROUP']._serialized_end=851
+  _globals['_GETNEXTHOPGROUPSREQUEST']._serialized_start=853
+  _globals['_GETNEXTHOPGROUPSREQUEST']._serialized_end=878
+  _globals['_NEXTHOPGROUPS']._serialized_start=881
+  _globals['_NEXTHOPGROUPS']._serialized_end=1049
+  _globals['_SETNEXTHOPGROUPSREQUEST']._serialized_start=1052
+  _globals['_SETNEXTHOPGROUPSREQUEST']._serialized_end=1301
+  _globals['_SETNEXTHOPGROUPSRESPONSE']._serialized_start=1303
+  _globals['_SETNEXTHOPGROUPSRESPONSE']._serialized_end=1389
+  _globals['_DRAINPORTSREQUEST']._serialized_start=1391
+  _globals['_DRAINPORTSREQUEST']._serialized_end=1425
+  _globals['_DRAINPORTSRESPONSE']._serialized_start=1427
+  _globals['_DRAINPORTSRESPONSE']._serialized_end=1470
+  _globals['_GETCOUNTERSREQUEST']._serialized_start=1472
+  _globals['_GETCOUNTERSREQUEST']._serialized_end=1492
+  _globals['_PORTCOUNTERS']._serialized_start=1495
+  _globals['_PORTCOUNTERS']._serialized_end=1681
+  _globals['_DESTINATIONCOUNTER']._serialized_start=1683
+  _globals['_DESTINATIONCOUNTER']._serialized_end=1752
+  _globals['_SWITCHCOUNTERS']._serialized_start=1755
+  _globals['_SWITCHCOUNTERS']._serialized_end=1932
+  _globals['_PACKETSWITCHSERVICE']._serialized_start=2024
+  _globals['_PACKETSWITCHSERVICE']._serialized_end=2798
 # @@protoc_insertion_point(module_scope)

@@ -1,5 +1,6 @@
 from southbound.proto.gen.heliostat.southbound.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
@@ -7,12 +8,21 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class SwitchRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SWITCH_ROLE_UNSPECIFIED: _ClassVar[SwitchRole]
+    SWITCH_ROLE_BLOCK: _ClassVar[SwitchRole]
+    SWITCH_ROLE_SPINE: _ClassVar[SwitchRole]
+SWITCH_ROLE_UNSPECIFIED: SwitchRole
+SWITCH_ROLE_BLOCK: SwitchRole
+SWITCH_ROLE_SPINE: SwitchRole
+
 class GetSwitchDeviceInfoRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class SwitchDeviceInfo(_message.Message):
-    __slots__ = ("name", "block", "num_ports", "port_speed_gbps", "max_group_entries", "table_capacity", "generation", "vendor", "software_version")
+    __slots__ = ("name", "block", "num_ports", "port_speed_gbps", "max_group_entries", "table_capacity", "generation", "vendor", "software_version", "role")
     NAME_FIELD_NUMBER: _ClassVar[int]
     BLOCK_FIELD_NUMBER: _ClassVar[int]
     NUM_PORTS_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +32,7 @@ class SwitchDeviceInfo(_message.Message):
     GENERATION_FIELD_NUMBER: _ClassVar[int]
     VENDOR_FIELD_NUMBER: _ClassVar[int]
     SOFTWARE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
     name: str
     block: str
     num_ports: int
@@ -31,7 +42,8 @@ class SwitchDeviceInfo(_message.Message):
     generation: int
     vendor: str
     software_version: str
-    def __init__(self, name: _Optional[str] = ..., block: _Optional[str] = ..., num_ports: _Optional[int] = ..., port_speed_gbps: _Optional[float] = ..., max_group_entries: _Optional[int] = ..., table_capacity: _Optional[int] = ..., generation: _Optional[int] = ..., vendor: _Optional[str] = ..., software_version: _Optional[str] = ...) -> None: ...
+    role: SwitchRole
+    def __init__(self, name: _Optional[str] = ..., block: _Optional[str] = ..., num_ports: _Optional[int] = ..., port_speed_gbps: _Optional[float] = ..., max_group_entries: _Optional[int] = ..., table_capacity: _Optional[int] = ..., generation: _Optional[int] = ..., vendor: _Optional[str] = ..., software_version: _Optional[str] = ..., role: _Optional[_Union[SwitchRole, str]] = ...) -> None: ...
 
 class ListPortsRequest(_message.Message):
     __slots__ = ()
