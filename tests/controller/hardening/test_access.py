@@ -11,6 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 import yaml
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from controller.api import MaintenanceKind
 from controller.cli import main
@@ -139,11 +140,18 @@ def test_the_openflow_agents_serve_grpc_over_mutual_tls(pki: Pki) -> None:
         tls = TlsConfig(pki.ca.cert, pki.controller.cert, pki.controller.key, server_name=DEVICE_SERVER_NAME)
         secure = grpc.secure_channel(ocs.address, tls.channel_credentials(), options=tls.channel_options())
         with secure:
+            # no bridge is attached here: the health service answers (over TLS) that the device
+            # is not serving yet, and the device service refuses UNAVAILABLE saying why
+            health = health_pb2_grpc.HealthStub(secure).Check(health_pb2.HealthCheckRequest(), timeout=5)
+            assert health.status == health_pb2.HealthCheckResponse.NOT_SERVING
             stub = ocs_pb2_grpc.OcsServiceStub(secure)
-            info = stub.GetDeviceInfo(ocs_pb2.GetOcsDeviceInfoRequest(), timeout=5)
-            assert info.name == ocs.name
-        with grpc.insecure_channel(ocs.address) as plain, pytest.raises(grpc.RpcError):
-            ocs_pb2_grpc.OcsServiceStub(plain).GetDeviceInfo(ocs_pb2.GetOcsDeviceInfoRequest(), timeout=2)
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.GetDeviceInfo(ocs_pb2.GetOcsDeviceInfoRequest(), timeout=5)
+            assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
+            assert "not attached" in (refused.value.details() or "")
+        with grpc.insecure_channel(ocs.address) as plain, pytest.raises(grpc.RpcError) as plain_refused:
+            health_pb2_grpc.HealthStub(plain).Check(health_pb2.HealthCheckRequest(), timeout=2)
+        assert "not attached" not in (plain_refused.value.details() or "")  # the handshake failed
     finally:
         for agent in agents:
             agent.stop()
