@@ -26,6 +26,10 @@ class Phase(StrEnum):
     STOPPING = "stopping"
 
 
+#: The most reconfigurations one history request may ask for.
+MAX_HISTORY_LIMIT = 1000
+
+
 class ApiErrorCode(StrEnum):
     INVALID_ARGUMENT = "invalid_argument"  # bad request: unknown device, bad value
     NOT_FOUND = "not_found"  # nothing to return (e.g. no plan yet)

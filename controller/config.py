@@ -55,6 +55,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from controller.northbound.listen import (
+    DEFAULT_METRICS,
+    DEFAULT_NORTHBOUND,
+    ListenAddress,
+    parse_listen_address,
+)
 from controller.sensing.estimation import EstimationSettings
 from optimizer import limits, schema
 from optimizer.config import parse_yaml
@@ -109,18 +115,9 @@ class StepTimeouts:
 
 
 @dataclass(frozen=True)
-class ListenAddress:
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
-
-
-@dataclass(frozen=True)
 class Listen:
-    northbound: ListenAddress = field(default_factory=lambda: ListenAddress("127.0.0.1", 50051))
-    metrics: ListenAddress = field(default_factory=lambda: ListenAddress("127.0.0.1", 9108))
+    northbound: ListenAddress = DEFAULT_NORTHBOUND
+    metrics: ListenAddress = DEFAULT_METRICS
     northbound_tls: ServerTlsConfig | None = None  # None: the API is served in plaintext
     northbound_roles: ClientRoles | None = None  # with mutual TLS: who may act, who may only read
 
@@ -363,21 +360,3 @@ def _address(value: object, default: ListenAddress, source: str, key: str) -> Li
     if value is None:
         return default
     return parse_listen_address(schema.string(value, source, key), source, key)
-
-
-def parse_listen_address(text: str, source: str = "<listen>", key: str = "address") -> ListenAddress:
-    """``host:port`` or ``[v6-host]:port``; port 0 asks the system for a free one."""
-    if text.startswith("["):
-        host, sep, rest = text[1:].partition("]")
-        if not sep or not rest.startswith(":"):
-            raise ConfigError(source, key, f"expected [host]:port, got {text!r}")
-        port_text = rest[1:]
-    else:
-        host, sep, port_text = text.rpartition(":")
-        if not sep or ":" in host:
-            raise ConfigError(source, key, f"expected host:port (IPv6 as [host]:port), got {text!r}")
-    if not host:
-        raise ConfigError(source, key, f"the host is empty in {text!r}")
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ConfigError(source, key, f"the port must be a number from 0 to 65535, got {port_text!r}")
-    return ListenAddress(host, int(port_text))

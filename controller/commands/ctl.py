@@ -14,10 +14,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from controller.api import ApiError, ApiErrorCode, MaintenanceKind
+from controller.api import MAX_HISTORY_LIMIT, ApiError, ApiErrorCode, MaintenanceKind
 from controller.commands import ctl_tables
 from controller.commands.output import emit, emit_json
-from controller.config import Listen, ListenAddress, load_controller_config, parse_listen_address
 from controller.northbound.client import (
     DEFAULT_DEADLINE_S,
     DEFAULT_DRY_RUN_DEADLINE_S,
@@ -25,7 +24,7 @@ from controller.northbound.client import (
     ControllerClient,
 )
 from controller.northbound.convert import status_to_json
-from controller.northbound.server import MAX_HISTORY_LIMIT
+from controller.northbound.listen import DEFAULT_NORTHBOUND, ListenAddress, parse_listen_address
 from optimizer.errors import ConfigError
 from southbound.tls import TlsConfig, TlsConfigError
 
@@ -151,9 +150,11 @@ def dial_address(args: argparse.Namespace) -> str:
     if args.address is not None:
         listen = parse_listen_address(args.address, ARGS, "--address")
     elif args.config is not None:
+        from controller.config import load_controller_config  # the optimiser too: only when asked
+
         listen = load_controller_config(args.config).listen.northbound
     else:
-        listen = Listen().northbound
+        listen = DEFAULT_NORTHBOUND
     host = _WILDCARD_HOSTS.get(listen.host, listen.host)
     return str(ListenAddress(host, listen.port))
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.api import StatusSnapshot
-from controller.northbound.client import StatusReport
+
+if TYPE_CHECKING:
+    from controller.northbound.client import StatusReport
 
 MAX_ROWS = 20  # rows shown of a list inside a plan or history entry
 MAX_CELL = 40  # characters shown of a nested value in a table cell

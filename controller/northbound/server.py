@@ -24,7 +24,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from controller.api import ApiError, ApiErrorCode, ControllerApi, MaintenanceKind
+from controller.api import MAX_HISTORY_LIMIT, ApiError, ApiErrorCode, ControllerApi, MaintenanceKind
 from controller.config import ListenAddress, parse_listen_address
 from controller.metrics import ControllerMetrics
 from controller.northbound import convert
@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 
 SERVICE_NAME = convert.SERVICE_NAME
 DEFAULT_HISTORY_LIMIT = 20
-MAX_HISTORY_LIMIT = 1000
 #: RPCs a reader may call; every other one needs an operator.
 READ_RPCS = frozenset({"GetStatus", "GetTopology", "GetMatrices", "ListReconfigurations", "GetLastPlan"})
 

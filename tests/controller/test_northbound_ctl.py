@@ -226,7 +226,7 @@ def test_history_plan_and_toe_tables(served: Served, capsys: pytest.CaptureFixtu
 def test_queued_toe_then_refused_toe(served: Served, capsys: pytest.CaptureFixture[str]) -> None:
     _api, servers = served
     assert ctl_in_process(servers, capsys, "toe") == "queued: ToE run queued\n"
-    assert main(["ctl", "--address", str(servers.grpc_address), "toe"]) == 2
+    assert main(["ctl", "--address", str(servers.grpc_address), "toe"]) == 1  # refused
     assert "failed_precondition: a ToE run is already queued" in capsys.readouterr().err
 
 
