@@ -54,7 +54,7 @@ def start_api_servers(daemon: Daemon) -> Any:
 
 def _run(args: argparse.Namespace) -> int:
     root = logging.getLogger()
-    if root.level > logging.INFO:
+    if root.level > logging.INFO and not getattr(args, "quiet", False):  # a daemon logs INFO unless -q
         root.setLevel(logging.INFO)
     config = load_controller_config(args.config)
     try:

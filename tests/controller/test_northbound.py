@@ -377,16 +377,19 @@ def test_metrics_endpoint_serves_the_registry_live() -> None:
     with serving() as (_api, servers, metrics):
         url = f"http://{servers.metrics_address}/metrics"
         text = _get(url)
-        for name in ("heliostat_te_runs_total", "heliostat_mlu", "heliostat_toe_runs_total"):
+        for name in ("heliostat_te_runs_total", "heliostat_mlu_ratio", "heliostat_toe_runs_total"):
             assert f"# TYPE {name.removesuffix('_total')}" in text
-        assert "heliostat_reconfig_stage -1.0" in text
+        assert "heliostat_reconfig_stage 0.0" in text and "heliostat_reconfig_stages 0.0" in text
+        assert 'heliostat_reconfig_step{heliostat_reconfig_step="none"} 1.0' in text
+        assert "_created" not in text and "process_cpu_seconds_total" in text
+        assert 'heliostat_build_info{python_version="' in text
         assert 'heliostat_te_solve_seconds_bucket{le="0.5"}' in text
         metrics.te_runs.inc(3)
         metrics.mlu.set(0.625)
         metrics.te_solve_seconds.observe(0.2)
         text = _get(url)
         assert "heliostat_te_runs_total 3.0" in text
-        assert "heliostat_mlu 0.625" in text
+        assert "heliostat_mlu_ratio 0.625" in text
         assert "heliostat_te_solve_seconds_count 1.0" in text
         servers.stop()
         with pytest.raises(urllib.error.URLError):
@@ -491,7 +494,7 @@ def test_ipv6_listen_addresses() -> None:
         assert str(servers.grpc_address).startswith("[::1]:")
         with client_for(servers) as client:
             assert client.status_report().metrics_address == str(servers.metrics_address)
-        assert "heliostat_mlu" in _get(f"http://{servers.metrics_address}/metrics")
+        assert "heliostat_mlu_ratio" in _get(f"http://{servers.metrics_address}/metrics")
     finally:
         servers.stop(grace_s=0)
 
