@@ -134,3 +134,9 @@ class ControllerApi(Protocol):
     def last_plan(self) -> dict[str, Any]:
         """The last ToE plan (raises ApiError NOT_FOUND if there is none yet)."""
         ...
+
+    def reconfiguration(self, intent_id: int) -> dict[str, Any]:
+        """One reconfiguration with its plan's stages and its journaled steps, in the field
+        names of ``heliostat.controller.v1.Reconfiguration`` (stages and steps numbered from 1;
+        None for what is unset). ApiError NOT_FOUND for an unknown id."""
+        ...

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_run)
 
 
-def start_api_servers(daemon: Daemon) -> Any:
+def start_api_servers(daemon: Daemon, events: Any = None) -> Any:
     """Serve the northbound API and metrics if the northbound package is installed."""
     try:
         from controller.northbound import start_northbound
@@ -41,6 +41,7 @@ def start_api_servers(daemon: Daemon) -> Any:
         fabric=daemon.fabric,
         tls=listen.northbound_tls,
         roles=listen.northbound_roles,
+        events=events,
     )
     log.info(
         "northbound API on %s (%s), metrics on %s",
@@ -61,13 +62,16 @@ def _run(args: argparse.Namespace) -> int:
         pause = PausePoint.parse(args.pause_at) if args.pause_at else None
     except ValueError as exc:
         raise ConfigError("<command line>", "--pause-at", str(exc)) from exc
-    daemon = Daemon(config, pause=pause)
+    from controller.northbound.events import EventHub
+
+    events = EventHub()  # WatchEvents (`heliostat ctl watch`) follows what the loop emits
+    daemon = Daemon(config, pause=pause, listener=events.publish)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: daemon.stop())
     servers = None
     try:
         daemon.start()
-        servers = start_api_servers(daemon)
+        servers = start_api_servers(daemon, events)
         print(f"heliostat: controlling {daemon.fabric.name} ({config.source})", file=sys.stderr, flush=True)
         daemon.run()
     finally:

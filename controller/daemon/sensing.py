@@ -59,6 +59,11 @@ class Sensing(DaemonParts):
         self.metrics.device_polls.labels("failed").inc(len(poll.errors))
         self.metrics.last_poll.set(now)
         self.metrics.devices_unreachable.set(len(poll.unreachable))
+        was_unreachable = frozenset(self.board.get("unreachable"))
+        for name in sorted(poll.unreachable - was_unreachable):
+            self._emit("device_down", device=name, error=poll.errors[name])
+        for name in sorted(was_unreachable - poll.unreachable):
+            self._emit("device_up", device=name)
         self._follow_devices_file(poll.unreachable)
         self.installed = live_circuits(poll.ocs, self.installed, poll.unreachable)
         self.installed |= frozenset().union(*(r.switching for r in poll.ocs.values()))

@@ -266,3 +266,39 @@ def _field(data: Any, key: str, what: str, kind: Any, kind_name: str) -> Any:
     if not isinstance(value, kind):
         raise ConversionError(f"{what}.{key}: expected a {kind_name}, got {type(value).__name__}")
     return value
+
+
+# -- one reconfiguration (GetReconfiguration) -------------------------------------------------
+
+#: Optional fields of pb.Reconfiguration and its stages and steps: None in the dicts when unset.
+_RECONFIGURATION_OPTIONAL = ("reason", "finished", "current_mlu", "planned_mlu")
+_STAGE_OPTIONAL = ("domain", "mlu_start", "mlu_drained", "mlu_after")
+_STEP_OPTIONAL = ("error", "finished")
+
+
+def reconfiguration_to_pb(data: Mapping[str, Any]) -> pb.Reconfiguration:
+    """``ControllerApi.reconfiguration``'s dict (the message's field names; None for unset)."""
+    from google.protobuf import json_format
+
+    try:
+        return json_format.ParseDict(dict(data), pb.Reconfiguration())
+    except json_format.ParseError as exc:
+        raise ConversionError(f"reconfiguration: {exc}") from exc
+
+
+def reconfiguration_from_pb(message: pb.Reconfiguration) -> dict[str, Any]:
+    from google.protobuf import json_format
+
+    data = json_format.MessageToDict(
+        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+    data["id"] = int(data["id"])  # uint64 comes back as a string in proto3 JSON
+    for key in _RECONFIGURATION_OPTIONAL:
+        data.setdefault(key, None)
+    for stage in data["stages"]:
+        for key in _STAGE_OPTIONAL:
+            stage.setdefault(key, None)
+    for step in data["steps"]:
+        for key in _STEP_OPTIONAL:
+            step.setdefault(key, None)
+    return data
