@@ -11,6 +11,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 
@@ -19,6 +20,7 @@ import yaml
 
 from controller import cli
 from tests.support import CONFIGS, ROOT
+from tests.support.cli_helpers import run_cli
 from tests.support.daemon_support import (
     controller_config,
     free_port,
@@ -43,8 +45,9 @@ _SUFFIXES = ("_bucket", "_sum", "_count")
 
 
 @pytest.fixture(scope="module")
-def live_metrics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The /metrics text of ``heliostat run`` on an emulated fabric-4, after a TE run."""
+def live_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """``heliostat run`` on an emulated fabric-4, once TE ran: (its /metrics text then, the
+    address of its API)."""
     tmp = tmp_path_factory.mktemp("deploy")
     fabric_file = CONFIGS / "fabric-4.yaml"
     with running_fabric(fabric_file, tmp) as fabric:
@@ -52,7 +55,8 @@ def live_metrics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
         fabric.set_demand(uniform_matrix(fabric.fabric, load=0.3))
         metrics_address = f"127.0.0.1:{free_port()}"
-        config = controller_config(tmp, fabric_file, fabric.devices_file)
+        api_address = f"127.0.0.1:{free_port()}"
+        config = controller_config(tmp, fabric_file, fabric.devices_file, northbound=api_address)
         data = yaml.safe_load(config.read_text())
         data["listen"]["metrics"] = metrics_address
         config.write_text(yaml.safe_dump(data))
@@ -67,9 +71,14 @@ def live_metrics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 return text if re.search(r"^heliostat_te_runs_total [1-9]", text, re.M) and (
                     "heliostat_link_utilization_ratio{" in text) else None
 
-            yield wait_for(scraped, 60, 0.5, what="a TE run in the daemon's metrics")
+            yield wait_for(scraped, 60, 0.5, what="a TE run in the daemon's metrics"), api_address
         finally:
             stop_process(proc)
+
+
+@pytest.fixture(scope="module")
+def live_metrics(live_daemon: tuple[str, str]) -> str:
+    return live_daemon[0]
 
 
 def exported_names(text: str) -> set[str]:
@@ -177,3 +186,38 @@ def test_systemd_units_run_commands_the_cli_accepts(unit: str) -> None:
         parsed = cli.build_parser(cli._command_of(args)).parse_args(args)
         assert callable(parsed.handler)
     assert parser["Install"]["WantedBy"] == "multi-user.target"
+
+
+def test_the_live_daemon_serves_ctl_reconfig_and_watch(live_daemon: tuple[str, str]) -> None:
+    """The daemon's own API (journal, event hub), not the fake: the reconfiguration its first
+    ToE started has stages and journaled steps, and `ctl watch` sees TE runs as they happen."""
+    _metrics, address = live_daemon
+    listed = run_cli("ctl", "--address", address, "history", "--format", "json", check=True)
+    history = json.loads(listed.stdout)
+    assert history, "the first ToE check on the mesh starts a reconfiguration"
+    newest = history[0]["id"]
+    done = run_cli("ctl", "--address", address, "reconfig", str(newest), "--format", "json", check=True)
+    entry = json.loads(done.stdout)
+    assert entry["id"] == newest and len(entry["stages"]) == history[0]["stages"] >= 1
+    assert entry["stages"][0]["number"] == 1 and entry["steps"] and entry["steps"][0]["name"] == "drain"
+    assert all(step["stage"] >= 1 for step in entry["steps"])
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "controller.cli", "ctl", "--address", address, "watch", "--kind", "toe",
+         "--count", "1", "--format", "json"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        def toe_seen() -> bool:  # ask for ToE until the watcher has seen one (it may subscribe late)
+            if watch.poll() is None:
+                run_cli("ctl", "--address", address, "toe")
+            return watch.poll() is not None
+
+        wait_for(toe_seen, 90, 2.0, what="a ToE event in ctl watch")
+        out, err = watch.communicate(timeout=10)
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+    assert watch.returncode == 0, err
+    event = json.loads(out)
+    assert event["kind"] == "EVENT_KIND_TOE" and event["toe"]["trigger"] == "operator"
+    assert event["message"].startswith("ToE (operator): ")
