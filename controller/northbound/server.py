@@ -23,7 +23,7 @@ from typing import Self, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 from controller.api import MAX_HISTORY_LIMIT, ApiError, ApiErrorCode, ControllerApi, MaintenanceKind
 from controller.config import ListenAddress, parse_listen_address
@@ -369,7 +369,7 @@ def _start_grpc(
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for service in ("", SERVICE_NAME):
         health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
-    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    enable_reflection(server, (SERVICE_NAME, health.SERVICE_NAME))
     try:
         if tls is None:
             port = server.add_insecure_port(str(target))
@@ -383,6 +383,25 @@ def _start_grpc(
     bound = ListenAddress(target.host, port)
     log.info("northbound API on %s", bound)
     return NorthboundServers(server, bound, health_servicer, metrics_server, events)
+
+
+#: Server reflection v1 (grpcurl and current clients ask it first); grpcio-reflection ships
+#: only v1alpha, whose messages v1 repeats field for field under another package name.
+REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
+
+
+def enable_reflection(server: grpc.Server, services: tuple[str, ...]) -> None:
+    """Serve reflection v1alpha and v1 (one servicer behind both names)."""
+    servicer = reflection.ReflectionServicer((*services, reflection.SERVICE_NAME, REFLECTION_V1))
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
+    v1 = grpc.method_handlers_generic_handler(REFLECTION_V1, {
+        "ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(
+            servicer.ServerReflectionInfo,
+            request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+            response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+        )
+    })
+    server.add_generic_rpc_handlers((v1,))
 
 
 def _address(value: ListenAddress | str, key: str) -> ListenAddress:

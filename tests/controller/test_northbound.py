@@ -364,6 +364,26 @@ def test_reflection_lists_and_describes_the_service(served: Served) -> None:
     assert any(b"heliostat/controller/v1/controller.proto" in f for f in files)
 
 
+def test_reflection_v1_beside_v1alpha(served: Served) -> None:
+    """grpc.reflection.v1 (what current clients ask first) answers like v1alpha: same messages."""
+    with grpc.insecure_channel(str(served[1].grpc_address)) as channel:
+        call = channel.stream_stream(
+            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+            request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+            response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+        )
+        requests = [
+            reflection_pb2.ServerReflectionRequest(list_services=""),
+            reflection_pb2.ServerReflectionRequest(file_containing_symbol="heliostat.controller.v1.Event"),
+        ]
+        listed, described = list(call(iter(requests), timeout=5))
+    names = {s.name for s in listed.list_services_response.service}
+    assert {"heliostat.controller.v1.ControllerService", "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection"} <= names
+    files = described.file_descriptor_response.file_descriptor_proto
+    assert any(b"WatchEvents" in f for f in files)
+
+
 # -- metrics ----------------------------------------------------------------------------------
 
 
