@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ctl": ("controller.commands.ctl", "query and steer a running controller"),
     "config": ("controller.commands.config_check", "validate a controller config and the files it names"),
     "certs": ("controller.commands.certs", "issue a CA and the TLS certificates for the API and the devices"),
+    "completion": ("controller.commands.completion", "print a shell completion script (bash, zsh or tcsh)"),
 }
 
 #: Flags every action accepts, before or after it: name -> takes a value.

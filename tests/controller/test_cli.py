@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +219,22 @@ def test_config_check_reads_the_fabric_the_config_names(tmp_path: Path) -> None:
     config.write_text(yaml.safe_dump({"fabric": str(fabric), "devices": "d.yaml", "store": "j.db"}))
     done = run_cli("config", "check", str(config))
     assert done.returncode == USAGE and f"{fabric}: blocks[0].uplinks" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_bash_completion_completes_commands_actions_and_choices(tmp_path: Path) -> None:
+    script = tmp_path / "heliostat.bash"
+    script.write_text(run_cli("completion", "bash", check=True).stdout)
+
+    def complete(*words: str) -> list[str]:
+        line = " ".join(words)
+        probe = (f'source {script}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
+                 f'COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; _shtab_heliostat; '
+                 'echo "${COMPREPLY[@]}"')
+        done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30)
+        return done.stdout.split()
+
+    assert complete("heliostat", "ctl", "wa") == ["watch"]
+    assert complete("heliostat", "ctl", "drain", '""') == ["block", "ocs", "spine"]
+    assert "config" in complete("heliostat", "con")
+    assert run_cli("completion", "zsh", check=True).stdout.startswith("#compdef heliostat")
