@@ -369,6 +369,7 @@ def _watch(client: ControllerClient, args: argparse.Namespace) -> int:
         for event in client.watch_events(kinds):
             data = MessageToDict(event, preserving_proto_field_name=True)
             data["sequence"] = int(data.get("sequence", 0))
+            data["time"] = event.time.seconds + event.time.nanos / 1e9  # Unix seconds, as all ctl JSON
             line = json.dumps(data) if args.format == "json" else ctl_tables.event_line(data)
             sys.stdout.write(line + "\n")
             sys.stdout.flush()

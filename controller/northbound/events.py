@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+from controller.northbound.convert import timestamp_to_pb
 from optimizer.errors import HeliostatError
 from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 
@@ -170,7 +171,7 @@ class EventHub:
         with self._lock:
             self._sequence += 1
             event.sequence = self._sequence
-            event.time = self._clock()
+            timestamp_to_pb(self._clock(), event.time)
             watchers = list(self._watchers)
         for watcher in watchers:
             watcher.offer(event)

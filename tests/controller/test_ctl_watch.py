@@ -178,3 +178,33 @@ def test_watch_needs_a_server_that_streams() -> None:
             next(iter(client.watch_events()))
         assert "does not stream its events" in str(failure.value)
         assert not isinstance(failure.value, grpc.RpcError)  # mapped to the client's own errors
+
+
+def test_status_details_are_typed_and_times_are_timestamps() -> None:
+    from controller.northbound import convert
+
+    details = {"mlu_quantized": 0.61, "unreachable": ["b2"], "ocs_down": [], "circuits_installed": 128,
+               "circuits_up": 126, "poll_seconds": 0.02, "unexplained_drains": 0, "journal_error": None,
+               "health": "degraded", "degraded": ["1 of 12 devices unreachable: b2"], "solver": "highs"}
+    status = StatusSnapshot(Phase.IDLE, "f", False, 3, 1, last_te_time=1_790_000_000.25, details=details)
+    message = convert.status_to_pb(status)
+    assert message.details.unreachable == ["b2"] and message.details.circuits_up == 126
+    assert message.details.health == "degraded" and not message.details.HasField("journal_error")
+    assert json.loads(message.details_json) == {"solver": "highs"}  # only what has no typed field
+    assert message.last_te_at.ToNanoseconds() == 1_790_000_000_250_000_000
+    assert not message.HasField("last_toe_at")
+    back = convert.status_from_pb(message)
+    assert back.details == details and back.last_te_time == 1_790_000_000.25
+    untyped = convert.status_to_pb(StatusSnapshot(Phase.IDLE, "f", False, 0, 0, details={"x": 1}))
+    assert not untyped.HasField("details") and convert.status_from_pb(untyped).details == {"x": 1}
+
+
+def test_reconfiguration_round_trips_with_timestamps() -> None:
+    from controller.northbound import convert
+
+    message = convert.reconfiguration_to_pb(RECONFIGURATION)
+    assert message.created.ToNanoseconds() == 1_790_000_000_000_000_000
+    assert message.steps[-1].finished.ToNanoseconds() == 1_790_000_090_000_000_000
+    assert convert.reconfiguration_from_pb(message) == RECONFIGURATION
+    in_flight = {**RECONFIGURATION, "state": "in_progress", "finished": None, "steps": []}
+    assert not convert.reconfiguration_to_pb(in_flight).HasField("finished")

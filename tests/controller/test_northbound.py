@@ -495,7 +495,10 @@ def test_regen_compiles_the_controller_proto_beside_the_southbound_ones() -> Non
         "ResumeToe",
         "SetMaintenance",
         "GetLastPlan",
+        "GetReconfiguration",
+        "WatchEvents",
     }
+    assert service.methods_by_name["WatchEvents"].server_streaming
 
 
 def _ipv6_loopback() -> bool:

@@ -1,3 +1,6 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -59,7 +62,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("phase", "fabric", "toe_paused", "te_runs", "toe_runs", "last_te_time", "last_toe_time", "mlu", "measured_mlu", "predicted_mlu", "reconfiguration_id", "stage", "stages_total", "step", "last_error", "maintenance", "details_json")
+    __slots__ = ("phase", "fabric", "toe_paused", "te_runs", "toe_runs", "last_te_time", "last_toe_time", "mlu", "measured_mlu", "predicted_mlu", "reconfiguration_id", "stage", "stages_total", "step", "last_error", "maintenance", "details_json", "details", "last_te_at", "last_toe_at")
     PHASE_FIELD_NUMBER: _ClassVar[int]
     FABRIC_FIELD_NUMBER: _ClassVar[int]
     TOE_PAUSED_FIELD_NUMBER: _ClassVar[int]
@@ -77,6 +80,9 @@ class Status(_message.Message):
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
     MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
     DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    LAST_TE_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_TOE_AT_FIELD_NUMBER: _ClassVar[int]
     phase: Phase
     fabric: str
     toe_paused: bool
@@ -94,7 +100,34 @@ class Status(_message.Message):
     last_error: str
     maintenance: _containers.RepeatedScalarFieldContainer[str]
     details_json: str
-    def __init__(self, phase: _Optional[_Union[Phase, str]] = ..., fabric: _Optional[str] = ..., toe_paused: _Optional[bool] = ..., te_runs: _Optional[int] = ..., toe_runs: _Optional[int] = ..., last_te_time: _Optional[float] = ..., last_toe_time: _Optional[float] = ..., mlu: _Optional[float] = ..., measured_mlu: _Optional[float] = ..., predicted_mlu: _Optional[float] = ..., reconfiguration_id: _Optional[int] = ..., stage: _Optional[int] = ..., stages_total: _Optional[int] = ..., step: _Optional[str] = ..., last_error: _Optional[str] = ..., maintenance: _Optional[_Iterable[str]] = ..., details_json: _Optional[str] = ...) -> None: ...
+    details: StatusDetails
+    last_te_at: _timestamp_pb2.Timestamp
+    last_toe_at: _timestamp_pb2.Timestamp
+    def __init__(self, phase: _Optional[_Union[Phase, str]] = ..., fabric: _Optional[str] = ..., toe_paused: _Optional[bool] = ..., te_runs: _Optional[int] = ..., toe_runs: _Optional[int] = ..., last_te_time: _Optional[float] = ..., last_toe_time: _Optional[float] = ..., mlu: _Optional[float] = ..., measured_mlu: _Optional[float] = ..., predicted_mlu: _Optional[float] = ..., reconfiguration_id: _Optional[int] = ..., stage: _Optional[int] = ..., stages_total: _Optional[int] = ..., step: _Optional[str] = ..., last_error: _Optional[str] = ..., maintenance: _Optional[_Iterable[str]] = ..., details_json: _Optional[str] = ..., details: _Optional[_Union[StatusDetails, _Mapping]] = ..., last_te_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_toe_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class StatusDetails(_message.Message):
+    __slots__ = ("mlu_quantized", "unreachable", "ocs_down", "circuits_installed", "circuits_up", "poll_seconds", "unexplained_drains", "journal_error", "health", "degraded")
+    MLU_QUANTIZED_FIELD_NUMBER: _ClassVar[int]
+    UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
+    OCS_DOWN_FIELD_NUMBER: _ClassVar[int]
+    CIRCUITS_INSTALLED_FIELD_NUMBER: _ClassVar[int]
+    CIRCUITS_UP_FIELD_NUMBER: _ClassVar[int]
+    POLL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    UNEXPLAINED_DRAINS_FIELD_NUMBER: _ClassVar[int]
+    JOURNAL_ERROR_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_FIELD_NUMBER: _ClassVar[int]
+    DEGRADED_FIELD_NUMBER: _ClassVar[int]
+    mlu_quantized: float
+    unreachable: _containers.RepeatedScalarFieldContainer[str]
+    ocs_down: _containers.RepeatedScalarFieldContainer[str]
+    circuits_installed: int
+    circuits_up: int
+    poll_seconds: float
+    unexplained_drains: int
+    journal_error: str
+    health: str
+    degraded: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, mlu_quantized: _Optional[float] = ..., unreachable: _Optional[_Iterable[str]] = ..., ocs_down: _Optional[_Iterable[str]] = ..., circuits_installed: _Optional[int] = ..., circuits_up: _Optional[int] = ..., poll_seconds: _Optional[float] = ..., unexplained_drains: _Optional[int] = ..., journal_error: _Optional[str] = ..., health: _Optional[str] = ..., degraded: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetStatusResponse(_message.Message):
     __slots__ = ("status", "metrics_address")
@@ -304,9 +337,9 @@ class ReconfigurationStep(_message.Message):
     name: str
     state: str
     error: str
-    started: float
-    finished: float
-    def __init__(self, stage: _Optional[int] = ..., name: _Optional[str] = ..., state: _Optional[str] = ..., error: _Optional[str] = ..., started: _Optional[float] = ..., finished: _Optional[float] = ...) -> None: ...
+    started: _timestamp_pb2.Timestamp
+    finished: _timestamp_pb2.Timestamp
+    def __init__(self, stage: _Optional[int] = ..., name: _Optional[str] = ..., state: _Optional[str] = ..., error: _Optional[str] = ..., started: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Reconfiguration(_message.Message):
     __slots__ = ("id", "state", "trigger", "reason", "created", "finished", "current_mlu", "planned_mlu", "stages", "steps")
@@ -324,13 +357,13 @@ class Reconfiguration(_message.Message):
     state: str
     trigger: str
     reason: str
-    created: float
-    finished: float
+    created: _timestamp_pb2.Timestamp
+    finished: _timestamp_pb2.Timestamp
     current_mlu: float
     planned_mlu: float
     stages: _containers.RepeatedCompositeFieldContainer[ReconfigurationStage]
     steps: _containers.RepeatedCompositeFieldContainer[ReconfigurationStep]
-    def __init__(self, id: _Optional[int] = ..., state: _Optional[str] = ..., trigger: _Optional[str] = ..., reason: _Optional[str] = ..., created: _Optional[float] = ..., finished: _Optional[float] = ..., current_mlu: _Optional[float] = ..., planned_mlu: _Optional[float] = ..., stages: _Optional[_Iterable[_Union[ReconfigurationStage, _Mapping]]] = ..., steps: _Optional[_Iterable[_Union[ReconfigurationStep, _Mapping]]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[str] = ..., trigger: _Optional[str] = ..., reason: _Optional[str] = ..., created: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., current_mlu: _Optional[float] = ..., planned_mlu: _Optional[float] = ..., stages: _Optional[_Iterable[_Union[ReconfigurationStage, _Mapping]]] = ..., steps: _Optional[_Iterable[_Union[ReconfigurationStep, _Mapping]]] = ...) -> None: ...
 
 class GetReconfigurationResponse(_message.Message):
     __slots__ = ("reconfiguration",)
@@ -431,7 +464,7 @@ class Event(_message.Message):
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     sequence: int
-    time: float
+    time: _timestamp_pb2.Timestamp
     kind: EventKind
     message: str
     te_run: TeRunEvent
@@ -440,4 +473,4 @@ class Event(_message.Message):
     reconfiguration: ReconfigurationEvent
     device: DeviceEvent
     leader: LeaderEvent
-    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[float] = ..., kind: _Optional[_Union[EventKind, str]] = ..., message: _Optional[str] = ..., te_run: _Optional[_Union[TeRunEvent, _Mapping]] = ..., toe: _Optional[_Union[ToeEvent, _Mapping]] = ..., step: _Optional[_Union[StepEvent, _Mapping]] = ..., reconfiguration: _Optional[_Union[ReconfigurationEvent, _Mapping]] = ..., device: _Optional[_Union[DeviceEvent, _Mapping]] = ..., leader: _Optional[_Union[LeaderEvent, _Mapping]] = ...) -> None: ...
+    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[EventKind, str]] = ..., message: _Optional[str] = ..., te_run: _Optional[_Union[TeRunEvent, _Mapping]] = ..., toe: _Optional[_Union[ToeEvent, _Mapping]] = ..., step: _Optional[_Union[StepEvent, _Mapping]] = ..., reconfiguration: _Optional[_Union[ReconfigurationEvent, _Mapping]] = ..., device: _Optional[_Union[DeviceEvent, _Mapping]] = ..., leader: _Optional[_Union[LeaderEvent, _Mapping]] = ...) -> None: ...
