@@ -122,15 +122,25 @@ def measure(root: Path, address: str, config: Path, runs: int) -> dict[str, list
     return out
 
 
-def report(results: dict[str, dict[str, list[float]]], runs: int) -> str:
+def _commit(root: Path) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def report(results: dict[str, dict[str, list[float]]], runs: int, baseline: Path | None) -> str:
     labels = list(results)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    against = f"; baseline: {baseline} at {_commit(baseline)}" if baseline is not None else ""
     lines = [
         "## CLI start-up (`python -m benchmarks.bench_cli`)",
         "",
-        f"Machine: {machine_summary()}",
+        f"Machine: {machine_summary()}; load average {load} (shared)",
         "",
         f"Wall-clock seconds of a fresh process, median and max of {runs} runs; `ctl status` against",
-        "`heliostat run` on an emulated fabric-4 (this machine, loopback).",
+        f"`heliostat run` on an emulated fabric-4 (this machine, loopback). This branch at {_commit(ROOT)}"
+        f"{against}.",
         "",
         "| command | " + " | ".join(f"{label} median | {label} max" for label in labels) + " | target |",
         "|---|" + "---:|---:|" * len(labels) + "---:|",
@@ -168,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.baseline is not None:
                 results["baseline"] = measure(args.baseline.resolve(), address, tmp / "controller.yaml",
                                               args.runs)
-    text = report(results, args.runs)
+    text = report(results, args.runs, args.baseline)
     args.out.write_text(text, encoding="utf-8")
     sys.stdout.write(text)
     missed = [n for n, t in TARGETS.items() if statistics.median(results["this branch"][n]) > t]
