@@ -43,6 +43,10 @@ The accepted form (every section but the three paths is optional; times in secon
         operators: [ctl-admin]         # with client_ca, required: certificate names (CN or DNS
         readers: [grafana]             #   SAN) that may act / only read; others are refused
       metrics: 127.0.0.1:9108          # Prometheus HTTP endpoint
+      metrics_tls:                     # optional: serve the metrics over HTTPS
+        cert: certs/metrics.pem
+        key: certs/metrics-key.pem
+        client_ca: certs/ca.pem        # optional: scrapers must present a certificate it signed
 
 Loading validates everything in one place and raises :class:`~optimizer.errors.ConfigError`
 naming the file and the key; unknown keys are errors.
@@ -120,6 +124,7 @@ class Listen:
     metrics: ListenAddress = DEFAULT_METRICS
     northbound_tls: ServerTlsConfig | None = None  # None: the API is served in plaintext
     northbound_roles: ClientRoles | None = None  # with mutual TLS: who may act, who may only read
+    metrics_tls: ServerTlsConfig | None = None  # None: the metrics are served over plain HTTP
 
 
 @dataclass(frozen=True)
@@ -306,6 +311,7 @@ def _listen(section: dict[str, Any], source: str, base: Path) -> Listen:
         metrics=_address(section.get("metrics"), d.metrics, source, "listen.metrics"),
         northbound_tls=tls,
         northbound_roles=roles,
+        metrics_tls=_metrics_tls(section.get("metrics_tls"), source, base),
     )
 
 
@@ -349,6 +355,29 @@ def _server_tls(
         readers=_names(section.get("readers") or [], source, schema.join(key, "readers")),
     )
     return tls, roles
+
+
+def _metrics_tls(value: object, source: str, base: Path) -> ServerTlsConfig | None:
+    """The metrics endpoint's TLS files (no roles: a scraper only reads)."""
+    if value is None:
+        return None
+    key = "listen.metrics_tls"
+    section = schema.mapping(value, source, key)
+    schema.check_keys(section, source, key, tuple(_SERVER_TLS_FILES), required=("cert", "key"))
+    files = {name: _tls_file(section, name, kind, source, key, base)
+             for name, kind in _SERVER_TLS_FILES.items() if section.get(name) is not None}
+    return ServerTlsConfig(files["cert"], files["key"], files.get("client_ca"))
+
+
+def _tls_file(section: Any, name: str, kind: str, source: str, key: str, base: Path) -> Path:
+    """A TLS file of ``section``, checked now to be a readable PEM file of its kind."""
+    child = schema.join(key, name)
+    path = _path(section[name], source, child, base)
+    try:
+        read_pem(path, kind)
+    except TlsConfigError as exc:
+        raise ConfigError(source, child, str(exc)) from exc
+    return path
 
 
 def _names(value: object, source: str, key: str) -> frozenset[str]:

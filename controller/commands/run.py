@@ -42,6 +42,7 @@ def start_api_servers(daemon: Daemon, events: Any = None) -> Any:
         tls=listen.northbound_tls,
         roles=listen.northbound_roles,
         events=events,
+        metrics_tls=listen.metrics_tls,
     )
     log.info(
         "northbound API on %s (%s), metrics on %s",

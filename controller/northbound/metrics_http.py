@@ -10,26 +10,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
-from pathlib import Path
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
 
 from controller.northbound.errors import NorthboundError
 from controller.northbound.listen import ListenAddress
+from southbound.tls import ServerTlsConfig
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class MetricsTls:
-    """The endpoint's certificate and key; with ``client_ca``, scrapers must present a
-    certificate it signed."""
-
-    cert: Path
-    key: Path
-    client_ca: Path | None = None
 
 
 class MetricsHttpServer:
@@ -60,9 +49,11 @@ class MetricsHttpServer:
 
 
 def start_metrics_http(
-    registry: CollectorRegistry, address: ListenAddress, tls: MetricsTls | None = None
+    registry: CollectorRegistry, address: ListenAddress, tls: ServerTlsConfig | None = None
 ) -> MetricsHttpServer:
-    """Serve ``registry`` at ``address`` (port 0 picks a free port) in a background thread."""
+    """Serve ``registry`` at ``address`` (port 0 picks a free port) in a background thread;
+    over HTTPS with ``tls`` (and only to scrapers with a certificate ``tls.client_ca`` signed,
+    when it is set)."""
     options: dict[str, object] = {}
     if tls is not None:
         options = {"certfile": str(tls.cert), "keyfile": str(tls.key)}

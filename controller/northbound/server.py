@@ -323,6 +323,7 @@ def start_northbound(
     roles: ClientRoles | None = None,
     max_workers: int = 8,
     events: EventHub | None = None,
+    metrics_tls: ServerTlsConfig | None = None,
 ) -> NorthboundServers:
     """Serve ``api`` over gRPC at ``listen_address`` and, when ``metrics`` and
     ``metrics_address`` are given, its registry over HTTP. Port 0 picks a free port; the
@@ -338,7 +339,9 @@ def start_northbound(
     grpc_target = _address(listen_address, "listen.northbound")
     metrics_server = None
     if metrics is not None and metrics_address is not None:
-        metrics_server = start_metrics_http(metrics.registry, _address(metrics_address, "listen.metrics"))
+        metrics_server = start_metrics_http(
+            metrics.registry, _address(metrics_address, "listen.metrics"), metrics_tls
+        )
     try:
         return _start_grpc(api, grpc_target, metrics_server, fabric, tls, roles, max_workers, events)
     except BaseException:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import yaml
@@ -221,3 +222,40 @@ def test_the_live_daemon_serves_ctl_reconfig_and_watch(live_daemon: tuple[str, s
     event = json.loads(out)
     assert event["kind"] == "EVENT_KIND_TOE" and event["toe"]["trigger"] == "operator"
     assert event["message"].startswith("ToE (operator): ")
+
+
+def test_metrics_over_https_with_client_certificates(tmp_path: Path) -> None:
+    """``listen.metrics_tls``: prometheus_client's own server speaks TLS; with client_ca a
+    scraper without a certificate the CA signed is refused."""
+    import ssl
+    import urllib.error
+
+    from controller.config import parse_controller_config
+    from controller.metrics import ControllerMetrics
+    from controller.northbound.listen import ListenAddress
+    from controller.northbound.metrics_http import start_metrics_http
+    from optimizer.errors import ConfigError
+    from tests.support.tls_ca import make_pki
+
+    pki = make_pki(tmp_path)
+    head = f"fabric: f\ndevices: d\nstore: j\nlisten:\n  metrics_tls:\n    cert: {pki.server_cert}\n"
+    text = head + f"    key: {pki.server_key}\n    client_ca: {pki.ca_cert}\n"
+    tls = parse_controller_config(text, "c.yaml").listen.metrics_tls
+    assert tls is not None and tls.client_ca == pki.ca_cert
+    with pytest.raises(ConfigError, match=r"c.yaml: listen\.metrics_tls\.operators: unknown key"):
+        parse_controller_config(text + "    operators: [x]\n", "c.yaml")
+    with pytest.raises(ConfigError, match=r"c.yaml: listen\.metrics_tls\.key"):
+        parse_controller_config(head, "c.yaml")
+    server = start_metrics_http(ControllerMetrics().registry, ListenAddress("127.0.0.1", 0), tls)
+    try:
+        assert server.url.startswith("https://127.0.0.1:")
+        url = f"https://localhost:{server.address.port}/metrics"
+        scraper = ssl.create_default_context(cafile=str(pki.ca_cert))
+        scraper.load_cert_chain(str(pki.client_cert), str(pki.client_key))
+        with urllib.request.urlopen(url, context=scraper, timeout=10) as reply:
+            assert "heliostat_mlu_ratio" in reply.read().decode()
+        anonymous = ssl.create_default_context(cafile=str(pki.ca_cert))
+        with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionError)):
+            urllib.request.urlopen(url, context=anonymous, timeout=10).read()
+    finally:
+        server.stop()
