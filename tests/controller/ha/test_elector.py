@@ -73,7 +73,7 @@ def test_a_second_replica_with_the_same_name_is_refused(etcd: EtcdCluster) -> No
     a.start()
     try:
         twin = Elector(config(etcd, "a"), "fab")
-        with pytest.raises(ReplicaRefused, match="ha.name 'a': a replica of that name is already running"):
+        with pytest.raises(ReplicaRefused, match=r"ha\.name 'a': a replica of that name is already running"):
             twin.start()
         assert a.acting()  # the refused twin took nothing from the leader
     finally:
@@ -85,7 +85,7 @@ def test_a_prefix_of_another_fabric_is_refused(etcd: EtcdCluster) -> None:
     a.start()
     try:
         other = Elector(config(etcd, "b"), "fabric-two")
-        with pytest.raises(ReplicaRefused, match="belongs to fabric 'fabric-one'.*'fabric-two'"):
+        with pytest.raises(ReplicaRefused, match=r"belongs to fabric 'fabric-one'.*'fabric-two'"):
             other.start()
         elsewhere = Elector(config(etcd, "b", prefix="/heliostat/two"), "fabric-two")
         elsewhere.start()  # its own prefix: it leads there
