@@ -22,6 +22,7 @@ from controller.api import (
     StatusSnapshot,
     ToeRequestResult,
 )
+from controller.daemon.leadership import NotLeading
 from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, SetToePaused, ToeTrigger
 from controller.drain_guard import check_drain
 from controller.reconfig.journal import JournalError
@@ -68,6 +69,19 @@ def health(board: dict[str, Any], devices: int) -> dict[str, Any]:
     return {"health": "degraded" if reasons else "ok", "degraded": reasons}
 
 
+def _replica(board: dict[str, Any]) -> dict[str, Any]:
+    """HA: this replica's role, the leader and its epoch (nothing without ``ha``)."""
+    if board["role"] is None:
+        return {}
+    return {
+        "role": board["role"],
+        "leader": board["leader"],
+        "leader_northbound": board["leader_northbound"],
+        "epoch": board["epoch"],
+        "role_reason": board["role_reason"],
+    }
+
+
 class DaemonApi(ControllerApi):
     def __init__(self, daemon: Daemon, dry_run_wait_s: float = DRY_RUN_WAIT_S) -> None:
         self.daemon = daemon
@@ -83,6 +97,8 @@ class DaemonApi(ControllerApi):
         """Queue once durable: a request the journal cannot take is refused, not lost."""
         try:
             self.daemon.submit(request)
+        except NotLeading as exc:  # HA: a standby acts on nothing (controller/daemon/leadership.py)
+            raise ApiError(ApiErrorCode.FAILED_PRECONDITION, str(exc)) from exc
         except JournalError as exc:
             log.warning("request %s refused: %s", request, exc)
             raise ApiError(
@@ -117,6 +133,7 @@ class DaemonApi(ControllerApi):
                 "poll_seconds": v["poll_s"],
                 "unexplained_drains": v["unexplained_drains"],
                 "journal_error": v["journal_error"],
+                **_replica(v),
                 **health(v, len(self.daemon.fabric.blocks) + len(self.daemon.fabric.ocs)),
             },
         )

@@ -62,13 +62,16 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ConfigError("<command line>", "--pause-at", str(exc)) from exc
     daemon = Daemon(config, pause=pause)
+    daemon.northbound_address = str(config.listen.northbound)  # HA: published to the standbys
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: daemon.stop())
     servers = None
     try:
         daemon.start()
         servers = start_api_servers(daemon)
-        print(f"heliostat: controlling {daemon.fabric.name} ({config.source})", file=sys.stderr, flush=True)
+        role = f" as replica {config.ha.name}" if config.ha is not None else ""
+        print(f"heliostat: controlling {daemon.fabric.name}{role} ({config.source})", file=sys.stderr,
+              flush=True)
         daemon.run()
     finally:
         if servers is not None:
