@@ -28,6 +28,8 @@ from controller import decision as dec
 from controller.daemon.parts import DaemonError, DaemonParts
 from controller.ha.election import ElectionState, Role
 from controller.ha.elector import Elector, ReplicaRefused
+from controller.ha.etcd_journal import EtcdJournal
+from controller.reconfig.journal import JournalError
 from controller.sensing.observe import links_up, live_circuits
 from optimizer.errors import HeliostatError
 
@@ -110,6 +112,15 @@ class Leadership(DaemonParts):
             circuits_up=len(self.live),
         )
         return []
+
+    def _shared_journal(self) -> EtcdJournal:
+        """The shared journal, its writes conditioned on the lease this replica leads with."""
+        if self.elector is None or self.config.ha is None:
+            raise DaemonError("no election: a controller without ha journals in SQLite")
+        try:
+            return EtcdJournal(self.elector.kv, self.config.ha.prefix, self.elector.guard(), clock=self.clock)
+        except JournalError as exc:
+            raise DaemonError(str(exc)) from exc
 
     def _take_over(self) -> None:
         """This replica now leads: the leader's start-up, as after a restart."""

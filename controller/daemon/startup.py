@@ -68,14 +68,19 @@ class StartUp(Leadership):
             self.board.update(phase="idle")
 
     def _start_leading(self) -> None:
-        """The leader's start-up: take the journal, reconcile with the devices, recover."""
-        try:
-            self.journal_lock.acquire()
-        except HeliostatError as exc:
-            raise DaemonError(str(exc)) from exc
+        """The leader's start-up: take the journal, reconcile with the devices, recover. With
+        ``ha`` the journal is the replicas' shared one in etcd, written only while this
+        replica's lease holds the leader key (controller/ha/etcd_journal.py)."""
+        if self.elector is not None:
+            self.journal = self._shared_journal()
+        else:
+            try:
+                self.journal_lock.acquire()
+            except HeliostatError as exc:
+                raise DaemonError(str(exc)) from exc
+            self.journal = Journal(self.config.store, clock=self.clock)
         self._leading = True
         self.drivers = self._drivers()
-        self.journal = Journal(self.config.store, clock=self.clock)
         self.request_journal = RequestJournal(self.journal)
         # Transitions between groups aim under the stage threshold less the WCMP rounding margin,
         # as staging does, so that measured loads stay under the threshold itself.

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from controller.ha import etcd_kv as kv
 from controller.ha.config import HaConfig
 from controller.ha.election import ElectionState, LeaderRecord, Round, acting, fenced, observe
+from controller.ha.etcd_journal import Guard
 from controller.ha.etcd_kv import EtcdError, EtcdKV, KeyValue, LatencyObserver
 from optimizer.errors import HeliostatError
 
@@ -96,6 +97,13 @@ class Elector:
             log.warning("%s refused our epoch %d (it has seen %d): stepping down", device,
                         before.own_epoch, highest_epoch)
             self._set(after)
+
+    def guard(self) -> Guard:
+        """What the shared journal's writes are conditioned on: our lease holds the leader key."""
+        lease = self._lease
+        if lease is None:
+            raise ReplicaRefused("ha: no lease: this replica cannot lead")
+        return Guard(self.leader_key, lease)
 
     # -- life cycle -------------------------------------------------------------------------
 

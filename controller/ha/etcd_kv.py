@@ -115,6 +115,11 @@ def delete(key: bytes, prefix: bool = False) -> dict[str, Any]:
     return {"request_delete_range": body}
 
 
+def delete_range(start: bytes, end: bytes) -> dict[str, Any]:
+    """Delete every key in [start, end)."""
+    return {"request_delete_range": {"key": _b64(start), "range_end": _b64(end)}}
+
+
 @dataclass(frozen=True)
 class TxnResult:
     succeeded: bool

@@ -76,6 +76,12 @@ def test_only_the_leader_acts_and_the_old_leader_is_fenced(tmp_path: Path) -> No
             wait_for(b.acting, 3 * TTL, what="b to lead")
             b.cycle()
             assert "leading" in events["b"] and b.journal is not None
+            # the shared journal: b reads what a journaled (topology, matrix history)
+            a_topology = a.journal.current_topology()  # type: ignore[union-attr]
+            b_topology = b.journal.current_topology()
+            assert a_topology is not None and b_topology is not None
+            assert b_topology.circuits == a_topology.circuits
+            assert b.journal.matrix_history() and b.recent  # b's prediction starts warm
             second_epoch = b.elector.state.own_epoch  # type: ignore[union-attr]
             assert second_epoch > first_epoch
             block = fabric.fabric.block_names[0]
