@@ -69,12 +69,13 @@ def health(board: dict[str, Any], devices: int) -> dict[str, Any]:
     return {"health": "degraded" if reasons else "ok", "degraded": reasons}
 
 
-def _replica(board: dict[str, Any]) -> dict[str, Any]:
-    """HA: this replica's role, the leader and its epoch (nothing without ``ha``)."""
+def _replica(board: dict[str, Any], acting: bool) -> dict[str, Any]:
+    """HA: this replica's role, the leader and its epoch (nothing without ``ha``). The role is
+    read now: a leader whose lease ran out while it was paused is a standby at once."""
     if board["role"] is None:
         return {}
     return {
-        "role": board["role"],
+        "role": "leader" if acting else "standby",
         "leader": board["leader"],
         "leader_northbound": board["leader_northbound"],
         "epoch": board["epoch"],
@@ -133,7 +134,7 @@ class DaemonApi(ControllerApi):
                 "poll_seconds": v["poll_s"],
                 "unexplained_drains": v["unexplained_drains"],
                 "journal_error": v["journal_error"],
-                **_replica(v),
+                **_replica(v, self.daemon.acting()),
                 **health(v, len(self.daemon.fabric.blocks) + len(self.daemon.fabric.ocs)),
             },
         )

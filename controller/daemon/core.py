@@ -202,6 +202,7 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
                 return self._standby_cycle(now)
             if not self._leading:
                 self._take_over()
+                self._show_role(self.elector.state)
         requests, dry_runs = self._drain_requests()
         te_due = self._poll(now)  # if it fails, the requests wait in _pending for the next cycle
         obs = dec.Observation(

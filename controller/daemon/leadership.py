@@ -79,10 +79,14 @@ class Leadership(DaemonParts):
         self.wake.set()
 
     def _show_role(self, state: ElectionState) -> None:
-        self.metrics.leader.set(1 if state.role is Role.LEADER else 0)
+        """The role as the status shows it: ``leader`` only while this replica may act (a leader
+        cut off from etcd shows ``standby``, with the reason)."""
+        acting = self.acting()
+        reason = state.reason if acting or state.role is not Role.LEADER else f"not acting: {state.reason}"
+        self.metrics.leader.set(1 if acting else 0)
         self.board.update(
-            role=state.role.value, leader=state.leader, leader_northbound=state.leader_northbound,
-            epoch=state.epoch, role_reason=state.reason,
+            role="leader" if acting else "standby", leader=state.leader,
+            leader_northbound=state.leader_northbound, epoch=state.epoch, role_reason=reason,
         )
 
     def refuse_unless_leading(self) -> None:
@@ -98,6 +102,8 @@ class Leadership(DaemonParts):
         """A standby's cycle: step down if this term was leading, then poll read-only."""
         if self._leading:
             self._step_down()
+        if self.elector is not None:
+            self._show_role(self.elector.state)
         poll = self._drivers().poll()
         self.installed = live_circuits(poll.ocs, self.installed, poll.unreachable)
         self.live = links_up(self.fabric, self.installed, poll.ports)
