@@ -96,9 +96,9 @@ def test_a_prefix_of_another_fabric_is_refused(etcd: EtcdCluster) -> None:
 
 
 def test_no_etcd_is_refused_naming_the_endpoint(tmp_path: Path) -> None:
-    from tests.support.etcd_cluster import _free_ports
+    from tests.support.etcd_cluster import free_ports
 
-    port = _free_ports(1)[0]
+    port = free_ports(1)[0]
     elector = Elector(HaConfig((f"127.0.0.1:{port}",), "a", TTL, "/x"), "fab")
     with pytest.raises(ReplicaRefused, match=f"cannot join the election on etcd.*127.0.0.1:{port}"):
         elector.start()
