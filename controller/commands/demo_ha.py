@@ -44,7 +44,10 @@ PREFIX = "/heliostat/demo-ha"
 class Replicas:
     """The replica processes, their configs and northbound addresses."""
 
-    def __init__(self, run_dir: Path, config_file: Path, endpoints: list[str]) -> None:
+    def __init__(
+        self, run_dir: Path, config_file: Path, endpoints: list[str], devices: Path | None = None,
+        prefix: str = PREFIX,
+    ) -> None:
         self.run_dir = run_dir
         self.addresses: dict[str, str] = {}
         self.configs: dict[str, Path] = {}
@@ -56,10 +59,10 @@ class Replicas:
             data = {
                 **base,
                 "fabric": str(fabric),
-                "devices": str(run_dir / "devices.yaml"),
+                "devices": str(devices or run_dir / "devices.yaml"),
                 "store": str(run_dir / name / "journal.db"),  # unused: the journal is in etcd
                 "listen": {"northbound": self.addresses[name], "metrics": "127.0.0.1:0"},
-                "ha": {"etcd": endpoints, "name": name, "lease_ttl": LEASE_TTL, "prefix": PREFIX},
+                "ha": {"etcd": endpoints, "name": name, "lease_ttl": LEASE_TTL, "prefix": prefix},
             }
             self.configs[name] = run_dir / f"{name}.yaml"
             self.configs[name].write_text(yaml.safe_dump(data))
