@@ -3,7 +3,7 @@
 - **failover**, over ``--runs`` runs: two ``heliostat run`` replicas (real processes) on the
   emulated 8-block fabric, elected on 3 local etcd members with ``lease_ttl`` 2 s; the leader
   is SIGKILLed and we time (a) until the standby leads (its status says ``leader``: its lease
-  holds the leader key and its cycle took over) and (b) until its first TE run (its first
+  holds the leader key) and (b) until its first TE run (its first
   push of groups to the devices, with its epoch);
 - **journal write latency per step** (``begin_step`` + ``complete_step``: two durable
   writes) on the SQLite journal (WAL, synchronous=FULL) and on the etcd journal (1 and 3
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "| what | median | min | max |",
         "| --- | --- | --- | --- |",
-        _row("the standby leads (status `leader`: lease won, cycle took over)", leads),
+        _row("the standby leads (its status says `leader`: its lease holds the leader key)", leads),
         _row("its first TE run (first group push with its epoch)", first_te),
         "",
         f"Journal write latency per executor step (begin_step + complete_step, {args.steps} steps):",

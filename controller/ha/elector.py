@@ -180,11 +180,17 @@ class Elector:
     # -- rounds -----------------------------------------------------------------------------
 
     def _campaign(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        """A round every ``lease_ttl / 4``; after a round etcd did not answer (a member lost, an
+        etcd election in progress), the next one sooner, so that a leader renews its lease well
+        within the window it may act in."""
+        wait = self.interval_s
+        while not self._stop.wait(wait):
             try:
-                self.round()
+                reachable = self.round().reason != "etcd unreachable"
             except Exception:  # the campaign must outlive a bug in one round
                 log.exception("ha: election round failed unexpectedly")
+                reachable = False
+            wait = self.interval_s if reachable else self.interval_s / 4
 
     def round(self) -> ElectionState:
         """One keep-alive and campaign against etcd; returns the new state."""

@@ -158,7 +158,9 @@ def test_etcd_losing_one_member_is_no_interruption_and_losing_quorum_stops_the_l
     log = tmp_path / "a.log"
     with etcd_cluster(tmp_path, 3) as etcd, running_fabric(FABRIC_FILE, tmp_path) as fabric:
         fabric.set_demand(uniform_matrix(fabric.fabric, 0.3))
-        config, address = replica_config(tmp_path, FABRIC_FILE, fabric.devices_file, "a", etcd.endpoints, TTL,
+        # lease_ttl 3: the window a leader acts in (2.4 s) holds an etcd leader election (the
+        # members' election timeout is 0.5 s) and a failed keep-alive or two
+        config, address = replica_config(tmp_path, FABRIC_FILE, fabric.devices_file, "a", etcd.endpoints, 3,
                                          te_interval=TE_INTERVAL)
         a = start_daemon_process(config, log)
         try:
