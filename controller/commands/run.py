@@ -62,7 +62,6 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ConfigError("<command line>", "--pause-at", str(exc)) from exc
     daemon = Daemon(config, pause=pause)
-    daemon.northbound_address = str(config.listen.northbound)  # HA: published to the standbys
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: daemon.stop())
     servers = None

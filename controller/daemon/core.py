@@ -122,7 +122,9 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
         self.dry_runs = DryRunner(lambda: self._propose("dry_run", self.clock()))
         # HA (controller/daemon/leadership.py): the elector with ha:, None alone
         self.elector = None
-        self.northbound_address: str | None = None  # told to standbys through etcd
+        # the API address the leader publishes to the standbys (unknown while it is port 0)
+        listen = config.listen.northbound
+        self.northbound_address: str | None = str(listen) if listen.port else None
         self._leading = False
         self._term_stop = threading.Event()  # the executor's stop: the daemon stops or the term ends
 

@@ -8,16 +8,19 @@ from pathlib import Path
 
 import pytest
 import yaml
+from prometheus_client import generate_latest
 
+from controller.api import ApiError, ApiErrorCode
 from controller.config import load_controller_config
 from controller.daemon import Daemon
 from controller.daemon.leadership import NotLeading
+from controller.daemon_api import DaemonApi
 from controller.decision import ToeTrigger
 from controller.ha.election import Role
 from optimizer.topology import Circuit
 from optimizer.traffic import uniform_matrix
 from southbound.errors import Fenced
-from tests.support.daemon_support import CONFIGS, controller_config, running_fabric, wait_for
+from tests.support.daemon_support import CONFIGS, controller_config, free_port, running_fabric, wait_for
 from tests.support.etcd_cluster import etcd_cluster
 
 FABRIC_FILE = CONFIGS / "fabric-4.yaml"
@@ -41,6 +44,7 @@ def replica_config(tmp: Path, devices: Path, name: str, endpoints: list[str]) ->
     path = controller_config(folder, FABRIC_FILE, devices)
     data = yaml.safe_load(path.read_text())
     data["ha"] = {"etcd": endpoints, "name": name, "lease_ttl": TTL, "prefix": "/heliostat/test"}
+    data["listen"]["northbound"] = f"127.0.0.1:{free_port()}"  # published in the leader key
     path.write_text(yaml.safe_dump(data))
     return path
 
@@ -72,6 +76,15 @@ def test_only_the_leader_acts_and_the_old_leader_is_fenced(tmp_path: Path) -> No
             assert (snapshot["role"], snapshot["leader"], snapshot["epoch"]) == ("standby", "a", first_epoch)
             with pytest.raises(NotLeading, match="replica b is a standby: the leader is a"):
                 b.submit(ToeTrigger())
+            with pytest.raises(ApiError) as refused_api:  # what the northbound answers
+                DaemonApi(b).pause_toe()
+            assert refused_api.value.code is ApiErrorCode.FAILED_PRECONDITION
+            assert "the leader is a at 127.0.0.1:" in refused_api.value.message
+            details = DaemonApi(b).status().details
+            assert (details["role"], details["leader"], details["epoch"]) == ("standby", "a", first_epoch)
+            exposed = generate_latest(a.metrics.registry).decode()
+            assert "heliostat_leader 1.0" in exposed and "heliostat_leader_changes_total" in exposed
+            assert 'heliostat_etcd_request_seconds_count{verb="lease_keepalive"}' in exposed
 
             a.elector.stop()  # type: ignore[union-attr]  # a resigns: its lease is revoked
             wait_for(b.acting, 3 * TTL, what="b to lead")
