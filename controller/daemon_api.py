@@ -162,7 +162,7 @@ class DaemonApi(ControllerApi):
             raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"limit must be 1..{MAX_HISTORY}, got {limit!r}")
         journal = self.daemon.journal
         if journal is None:
-            raise ApiError(ApiErrorCode.UNAVAILABLE, "the controller is starting")
+            raise ApiError(ApiErrorCode.UNAVAILABLE, self._no_journal())
         out = []
         for intent in journal.reconfigurations(limit):
             plan = intent.plan if isinstance(intent.plan, dict) else {}
@@ -290,8 +290,18 @@ class DaemonApi(ControllerApi):
             log.warning("forced: %s", check.words(target))
         return f" (predicted MLU {check.mlu_now:.4f} -> {check.mlu_after:.4f}{', forced' if force else ''})"
 
+    def _no_journal(self) -> str:
+        """Why there is no journal to read: starting, or (HA) a standby, which holds none."""
+        try:
+            self.daemon.refuse_unless_leading()
+        except NotLeading as exc:
+            return f"{exc} (a standby holds no journal)"
+        return "the controller is starting"
+
     def last_plan(self) -> dict[str, Any]:
         journal = self.daemon.journal
+        if journal is None and self.daemon.elector is not None:
+            raise ApiError(ApiErrorCode.UNAVAILABLE, self._no_journal())
         plan = journal.get_state("last_plan") if journal is not None else None
         if plan is None:
             raise ApiError(ApiErrorCode.NOT_FOUND, "no ToE plan yet")

@@ -80,6 +80,9 @@ def test_only_the_leader_acts_and_the_old_leader_is_fenced(tmp_path: Path) -> No
                 DaemonApi(b).pause_toe()
             assert refused_api.value.code is ApiErrorCode.FAILED_PRECONDITION
             assert "the leader is a at 127.0.0.1:" in refused_api.value.message
+            with pytest.raises(ApiError, match=r"the leader is a at .*a standby holds no journal"):
+                DaemonApi(b).history()
+            assert DaemonApi(b).topology()["circuits"]  # from its read-only polls
             details = DaemonApi(b).status().details
             assert (details["role"], details["leader"], details["epoch"]) == ("standby", "a", first_epoch)
             exposed = generate_latest(a.metrics.registry).decode()
