@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--load", type=float, default=0.6, help="busiest block's load after the shift")
     p.add_argument("--seed", type=int, default=1, help="hotspot pattern seed")
     p.add_argument("--timeout", type=float, default=100.0, help="give up after this many seconds")
+    p.add_argument("--ha", action="store_true",
+                   help="3 etcd members and 3 replicas; kill the leader mid-reconfiguration (issue 14)")
     p.set_defaults(handler=_demo)
 
 
@@ -97,6 +99,10 @@ def _wait(condition: Any, timeout: float, stop_at: float) -> bool:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.ha:
+        from controller.commands.demo_ha import run_ha_demo
+
+        return run_ha_demo(args)
     if args.verbose == 0:  # the progress lines say what the warnings would
         logging.getLogger().setLevel(logging.ERROR)
     started = time.monotonic()

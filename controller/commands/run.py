@@ -73,7 +73,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         daemon.start()
         servers = start_api_servers(daemon, events)
-        print(f"heliostat: controlling {daemon.fabric.name} ({config.source})", file=sys.stderr, flush=True)
+        role = f" as replica {config.ha.name}" if config.ha is not None else ""
+        print(f"heliostat: controlling {daemon.fabric.name}{role} ({config.source})", file=sys.stderr,
+              flush=True)
         daemon.run()
     finally:
         if servers is not None:

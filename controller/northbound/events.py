@@ -38,6 +38,8 @@ KIND_OF = {
     "device_down": pb.EVENT_KIND_DEVICE,
     "device_up": pb.EVENT_KIND_DEVICE,
     "leader": pb.EVENT_KIND_LEADER,
+    "leading": pb.EVENT_KIND_LEADER,  # issue 14: this replica became the leader
+    "standby": pb.EVENT_KIND_LEADER,  # issue 14: this replica stepped down or waits
 }
 #: ``heliostat ctl watch --kind`` names.
 KIND_NAMES = {
@@ -104,6 +106,13 @@ def event_message(kind: str, details: Mapping[str, Any]) -> pb.Event:
         event.device.CopyFrom(device)
         event.message = (f"{device.device} is back" if device.up
                          else f"{device.device} unreachable: {device.error}")
+    elif kind == "leading":
+        leader = pb.LeaderEvent(leader=str(d.get("replica") or ""))
+        event.leader.CopyFrom(leader)
+        event.message = f"replica {leader.leader} leads (epoch {d.get('epoch')})"
+    elif kind == "standby":
+        event.leader.CopyFrom(pb.LeaderEvent())
+        event.message = f"standby: {d.get('reason') or 'another replica leads'}"
     elif kind == "leader":
         leader = pb.LeaderEvent(leader=str(d.get("leader") or ""), previous=str(d.get("previous") or ""))
         event.leader.CopyFrom(leader)

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from controller import cli
+from controller.cli import JsonLogFormatter, log_level
 from controller.commands.exit_codes import EXIT_CODE_OF_ERROR, FAILED, UNREACHABLE, USAGE, exit_code_of
-from controller.commands.log_setup import JsonLogFormatter, log_level
 from southbound.devices import DeviceConfig, write_devices_file
 from tests.support import CONFIGS, ROOT
 from tests.support.cli_helpers import run_cli
@@ -136,7 +136,7 @@ def test_json_log_lines_and_levels() -> None:
     assert entry["time"].endswith("+00:00")
     assert log_level(0, False) == logging.WARNING and log_level(2, False) == logging.DEBUG
     assert log_level(2, True) == logging.ERROR  # -q wins
-    code = ("from controller.commands.log_setup import setup_logging\nimport logging\n"
+    code = ("from controller.cli import setup_logging\nimport logging\n"
             "setup_logging(1, False, 'json')\nlogging.getLogger('t').info('hello')\n"
             "logging.getLogger('t').debug('not shown')\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30)

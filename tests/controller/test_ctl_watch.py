@@ -118,6 +118,9 @@ def test_event_messages_are_typed() -> None:
     assert event_message("stage", {"intent": 2, "stage": 1, "event": "done"}).step.stage == 2  # from 1
     other = event_message("restore", {"ocs": "ocs2", "circuits": 4})
     assert other.kind == pb.EVENT_KIND_FABRIC and other.message == "restore: circuits 4, ocs ocs2"
+    leading = event_message("leading", {"epoch": 4, "replica": "replica-a"})  # issue 14's events
+    assert leading.kind == pb.EVENT_KIND_LEADER and leading.leader.leader == "replica-a"
+    assert event_message("standby", {"reason": "replica-b leads"}).message == "standby: replica-b leads"
     back = event_message("device_up", {"device": "b3"})
     assert back.device.up and back.message == "b3 is back"
 
