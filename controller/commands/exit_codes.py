@@ -30,6 +30,7 @@ EXIT_CODE_OF_ERROR = {
     "controller.reconfig.journal_lock.JournalLocked": USAGE,
     "controller.northbound.errors.NorthboundError": USAGE,
     "southbound.pki.PkiError": USAGE,  # heliostat certs: its options (names, --days, --force)
+    "controller.ha.elector.ReplicaRefused": USAGE,  # ha: a replica name in use, another fabric's prefix
     "controller.northbound.errors.ControllerUnreachable": UNREACHABLE,
 }
 

@@ -110,11 +110,12 @@ def test_exit_statuses_are_distinct(tmp_path: Path) -> None:
 
 
 def test_exit_codes_name_classes_that_exist() -> None:
+    from controller.ha.elector import ReplicaRefused
     from controller.northbound.errors import ControllerCallFailed, ControllerUnreachable, NorthboundError
     from controller.reconfig.journal_lock import JournalLocked
     from optimizer.errors import ConfigError, InfeasibleError
 
-    for cls in (ConfigError, JournalLocked, NorthboundError, ControllerUnreachable):
+    for cls in (ConfigError, JournalLocked, NorthboundError, ControllerUnreachable, ReplicaRefused):
         assert f"{cls.__module__}.{cls.__qualname__}" in EXIT_CODE_OF_ERROR
     assert exit_code_of(ConfigError("f", "k", "bad")) == USAGE
     assert exit_code_of(ControllerUnreachable("gone")) == UNREACHABLE
