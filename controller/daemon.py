@@ -74,6 +74,7 @@ from controller.sensing.qualify import qualified_links
 from controller.sensing.spine import spine_links_up, spine_port_samples, spine_utilisation, without_drained
 from controller.status import StatusBoard
 from controller.te_loop.te_push import TePusher, TeRun, group_tables, usable_circuits
+from controller.ui.recorder import Recorder
 from optimizer.config import load_plannable_fabric
 from optimizer.errors import ConfigError, HeliostatError
 from optimizer.fabric import SpineSwitch
@@ -144,6 +145,7 @@ class Daemon:
         self.reviewed = ReviewedPlans()  # dry runs' plans (the dry-run worker adds, the loop applies)
         self.fabric = load_plannable_fabric(config.fabric)
         self.board = StatusBoard(self.fabric.name)
+        self.recorder = Recorder()  # recent events, MLU and demand, devices last seen (the status page)
         self.settings = dec.Settings(
             toe_check_interval=config.intervals.toe_check_interval,
             policy=ReconfigurePolicy(
@@ -306,6 +308,7 @@ class Daemon:
         for block in self.fabric.blocks:
             for dst in self.fabric.block_names:
                 self.estimation.rates.set_ceiling((block.name, dst), block.uplinks * block.speed_gbps * 1.05)
+        self.recorder.seed_demand((t, m.total()) for t, m in history)
         if history:
             self.matrix = history[-1][1]
             self.recent.extend(m for _, m in history[-self.config.te.window :])
@@ -513,6 +516,8 @@ class Daemon:
             circuits_installed=len(self.installed),
             circuits_up=len(self.live),
         )
+        demand = None if self.matrix is None else self.matrix.total()
+        self.recorder.polled(now, poll, self.board.snapshot(), demand)
         return te_due
 
     def _estimate(self, poll: PollResult, rates: dict[tuple[str, int], float], now: float) -> bool:
@@ -934,6 +939,7 @@ class Daemon:
         self._emit("step", intent=intent, stage=stage, step=step, event=event)
 
     def _emit(self, kind: str, **details: object) -> None:
+        self.recorder.event(self.clock(), kind, details)
         if self.listener is not None:
             try:
                 self.listener(kind, details)
