@@ -46,8 +46,8 @@ def _plain(value: Any) -> Any:
     """A JSON-friendly copy: numbers, strings, lists and dicts; anything else as text."""
     if value is None or isinstance(value, bool | int | str):
         return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
+    if isinstance(value, float):  # numpy's float64 too
+        return float(value) if math.isfinite(value) else None
     if hasattr(value, "item") and not hasattr(value, "__len__"):  # numpy scalars
         return _plain(value.item())
     if isinstance(value, Mapping):
