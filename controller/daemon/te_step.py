@@ -1,0 +1,143 @@
+"""The TE step: route the recent demand over the usable circuits and the spine in service,
+push the groups, move maintenance drains around it, and restore circuits an OCS lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from controller import decision as dec
+from controller.daemon.parts import (
+    DaemonParts,
+)
+from controller.device_view import (
+    merge_ports,
+    ports_of_circuits,
+)
+from controller.reconfig.executor import (
+    TeInputs,
+)
+from controller.sensing.observe import (
+    blocks_out,
+    maintenance_ports,
+)
+from controller.te_loop.te_push import TeRun, group_tables, usable_circuits
+from optimizer.errors import HeliostatError
+from optimizer.te import RecentDemand
+from optimizer.topology import Circuit, Topology
+from optimizer.traffic import TrafficMatrix
+from southbound.errors import SouthboundError
+
+log = logging.getLogger(__name__)
+
+
+class TeStep(DaemonParts):
+    """The TE part of :class:`~controller.daemon.core.Daemon`."""
+
+    def _te_inputs(self) -> TeInputs:
+        # Every TE (the loop's and the executor's) routes over the spine in service now.
+        self.te.set_spine(self.spine_service(), getattr(self._drivers(), "spines", ()))
+        if self.recent:
+            demand = RecentDemand(tuple(self.recent))
+        else:
+            demand = RecentDemand.of(TrafficMatrix.zeros(self.fabric.block_names))
+        drained = maintenance_ports(self.fabric, self.state.maintenance, self.installed)
+        return TeInputs(
+            demand,
+            merge_ports(drained, self.quarantined),
+            blocks_out(self.state.maintenance),
+            down=self.installed - self.live,
+        )
+
+    def _usable(self, circuits: frozenset[Circuit]) -> frozenset[Circuit]:
+        inputs = self._te_inputs()
+        return usable_circuits(self.fabric, circuits, inputs.drained_ports, inputs.blocks_out)
+
+    def _run_te(self, reason: str, now: float) -> None:
+        drivers = self._drivers()
+        inputs = self._te_inputs()
+        wanted = maintenance_ports(self.fabric, self.state.maintenance, self.installed)
+        released = {
+            b: [p for p in ports if p not in set(wanted.get(b, ()))]
+            for b, ports in self.maintenance_drained.items()
+        }
+        started = time.monotonic()
+        try:
+            drivers.undrain(released)  # back in service before TE routes over them
+            circuits = usable_circuits(self.fabric, self.live, inputs.drained_ports, inputs.blocks_out)
+            demand = inputs.demand.without(inputs.blocks_out)
+            self.te_runs += 1
+            run = self.te.run(circuits, demand, f"heliostat-te{self.te_runs}-t{int(now)}")
+            drivers.drain(wanted)  # out of service only once TE avoids them
+        except (HeliostatError, SouthboundError) as exc:
+            log.warning("TE (%s) failed: %s", reason, exc)
+            self.metrics.te_failures.inc()
+            self.state = dec.te_finished(self.state, now, self.live, False, f"TE failed: {exc}")
+            self.board.update(last_error=f"TE failed: {exc}")
+            return
+        self.maintenance_drained = wanted
+        self.estimation.te_ran(inputs.demand.latest)
+        self.state = dec.te_finished(self.state, now, self.live, True, spine_links=frozenset(self.spine_up))
+        elapsed = time.monotonic() - started
+        self._te_done(run, now, elapsed)
+        self._emit(
+            "te",
+            reason=reason,
+            mlu=run.result.mlu,
+            mlu_quantized=run.result.mlu_quantized,
+            demand_gbps=run.result.total_demand_gbps,
+            circuits=len(circuits),
+            seconds=elapsed,
+        )
+
+    def _te_done(self, run: TeRun, now: float, elapsed: float | None = None) -> None:
+        self.metrics.te_runs.inc()
+        self.metrics.te_solve_seconds.observe(run.solve_s)
+        if elapsed is not None:
+            self.metrics.te_cycle_seconds.observe(elapsed)
+        self.metrics.mlu.set(run.result.mlu)
+        self.metrics.overloaded.set(1 if run.result.mlu > 1.0 else 0)
+        if run.result.mlu > 1.0:
+            self.metrics.overloaded_runs.inc()
+            log.warning("TE: MLU %.4f is above 1: the live topology cannot carry the demand "
+                        "(%.0f Gbit/s); traffic is being dropped",
+                        run.result.mlu, run.result.total_demand_gbps)
+        self.metrics.group_pushes.labels("ok").inc(len(run.generations))
+        self.pushed_tables = group_tables(run.result, self.fabric.block_names)
+        predicted = None
+        prediction = self.estimation.predictor.prediction
+        if prediction is not None:
+            try:
+                predicted = self.te.min_mlu(Topology.from_circuits(self.fabric, run.circuits), prediction)
+                self.metrics.predicted_mlu.set(predicted)
+            except HeliostatError as exc:
+                log.info("predicted MLU not computed: %s", exc)
+        self.board.update(
+            te_runs=self.board.get("te_runs") + 1,
+            last_te_time=now,
+            mlu=run.result.mlu,
+            mlu_quantized=run.result.mlu_quantized,
+            predicted_mlu=predicted,
+        )
+
+    def _restore_circuits(self, circuits: tuple[Circuit, ...]) -> None:
+        """Re-install circuits an OCS lost, as a stage would: drain their ports first (they
+        are down, so nothing moves), switch, and keep them quarantined until they qualify
+        (:meth:`_release_quarantine` undrains them then)."""
+        drivers = self._drivers()
+        for ocs in sorted({c.ocs for c in circuits}):
+            adds = [c for c in circuits if c.ocs == ocs]
+            ports = ports_of_circuits(self.fabric, adds)
+            try:
+                drivers.drain(ports)
+                self._set_quarantine(add=ports)
+                reading = drivers.read_ocs(ocs)
+                request_id = f"heliostat-restore-{ocs}-g{reading.generation}"
+                generation = drivers.apply_ocs(ocs, reading.generation, adds, (), request_id)
+                self._journal().record_generation(ocs, generation, request_id, force=True)
+            except (HeliostatError, SouthboundError) as exc:
+                log.warning("restoring %d circuits on %s failed: %s", len(adds), ocs, exc)
+                continue
+            log.info("restored %d circuits on %s; they stay drained until they qualify", len(adds), ocs)
+            self._emit("restore", ocs=ocs, circuits=len(adds))
