@@ -22,6 +22,9 @@ from controller.device_view import PollResult
 MAX_EVENTS = 200
 #: Samples of MLU and demand kept: an hour at the default 30 s ``te_interval`` is 120.
 MAX_SAMPLES = 720
+#: An event equal to one of this many latest ones is counted there (``repeated``) and moved
+#: to the front instead of being added: a device that stays down does not push out the rest.
+REPEAT_WINDOW = 10
 
 #: Events that mean something went wrong, whatever their details say.
 _WARNING_KINDS = frozenset({"recovering", "unexplained_drains", "devices_moved", "rollback"})
@@ -71,10 +74,17 @@ class Recorder:
     # -- writing (the daemon's loop) -------------------------------------------------------
 
     def event(self, time: float, kind: str, details: Mapping[str, Any]) -> None:
-        entry = {"time": time, "kind": kind, "level": event_level(kind, details), "details": _plain(details)}
+        entry = {"time": time, "kind": kind, "level": event_level(kind, details), "details": _plain(details),
+                 "repeated": 1}
         with self._lock:
             self._sequence += 1
             entry["seq"] = self._sequence
+            key = (kind, entry["details"])
+            recent = list(self._events)[-REPEAT_WINDOW:]
+            same = next((e for e in reversed(recent) if (e["kind"], e["details"]) == key), None)
+            if same is not None:
+                self._events.remove(same)
+                entry["repeated"] = same["repeated"] + 1
             self._events.append(entry)
 
     def polled(

@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 _POLL_INTERVAL_S = 0.05  # how quickly stop() is noticed
 _CLIENT_TIMEOUT_S = 10.0  # a client that sends nothing for this long is dropped
+#: Requests answered at once (a thread each); more are refused 503 at once.
+MAX_REQUESTS = 16
 
 STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -176,6 +178,28 @@ def _error_body(message: str, code: str = "error") -> bytes:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     endpoints: Endpoints
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(MAX_REQUESTS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            try:
+                body = _error_body(f"busy: {MAX_REQUESTS} requests are being answered; try again")
+                request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 class _Server6(_Server):

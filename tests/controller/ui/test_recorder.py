@@ -28,6 +28,18 @@ def test_events_are_bounded_and_newest_first() -> None:
     assert recorder.events(0) == []
 
 
+def test_a_repeated_event_is_counted_not_added_again() -> None:
+    recorder = Recorder()
+    recorder.event(1.0, "te", {"mlu": 0.5})
+    for t in range(2, 6):
+        recorder.event(float(t), "log", {"message": "poll: b1 unreachable"})
+        recorder.event(float(t), "log", {"message": "poll: b2 unreachable"})
+    events = recorder.events(50)
+    assert [(e["details"].get("message"), e["repeated"]) for e in events] == [
+        ("poll: b2 unreachable", 4), ("poll: b1 unreachable", 4), (None, 1)]
+    assert events[0]["time"] == 5.0 and events[0]["seq"] > events[1]["seq"] > events[2]["seq"]
+
+
 def test_event_details_become_plain_json_values() -> None:
     recorder = Recorder()
     recorder.event(1.0, "started", {"unreachable": frozenset({"b2", "b1"}), "mlu": np.float64(0.5),

@@ -24,7 +24,7 @@ from controller.daemon import Daemon
 from controller.northbound import ControllerClient
 from controller.northbound.convert import status_to_json
 from controller.ui.facts import fabric_json
-from controller.ui.web import STATIC, WebError, start_web, static_file
+from controller.ui.web import MAX_REQUESTS, STATIC, WebError, start_web, static_file
 from optimizer.errors import ConfigError
 from optimizer.traffic import uniform_matrix
 from tests.support import CONFIGS
@@ -195,6 +195,40 @@ def test_refusals_map_to_http_codes_and_a_bug_does_not_stop_the_server() -> None
     finally:
         page.stop()
     page.stop()  # again: nothing happens
+
+
+class _SlowApi:
+    """Answers status only once released: requests pile up in the server."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.waiting = threading.Semaphore(0)
+
+    def status(self) -> Any:
+        self.waiting.release()
+        self.release.wait(20)
+        raise ApiError(ApiErrorCode.UNAVAILABLE, "released")
+
+
+def test_requests_beyond_the_bound_are_refused_at_once_and_the_rest_answered() -> None:
+    api = _SlowApi()
+    page = start_web(api, ListenAddress("127.0.0.1", 0))  # type: ignore[arg-type]
+    answers: list[int] = []
+    pending = [threading.Thread(target=lambda: answers.append(get(page.url + "api/status")[0]))
+               for _ in range(MAX_REQUESTS)]
+    try:
+        for thread in pending:
+            thread.start()
+        for _ in range(MAX_REQUESTS):
+            assert api.waiting.acquire(timeout=10)
+        status, _headers, body = get(page.url + "api/status")
+        assert status == 503 and "busy" in json.loads(body)["message"]
+    finally:
+        api.release.set()
+        for thread in pending:
+            thread.join(timeout=10)
+        page.stop()
+    assert answers == [503] * MAX_REQUESTS  # each answered, with the API's refusal
 
 
 def test_a_port_in_use_is_a_clear_error() -> None:
