@@ -76,7 +76,7 @@ class Endpoints:
         self.routes: dict[str, Callable[[dict[str, list[str]]], Any]] = {
             "/api": self.index,
             "/api/status": self.status,
-            "/api/topology": lambda q: self.api.topology(),
+            "/api/topology": self.topology,
             "/api/matrices": lambda q: self.api.matrices(),
             "/api/history": lambda q: {"samples": self.api.mlu_history(_limit(q, "history"))},
             "/api/reconfigurations": self.reconfigurations,
@@ -91,6 +91,14 @@ class Endpoints:
     def status(self, query: dict[str, list[str]]) -> dict[str, Any]:
         data = status_to_json(self.api.status())
         data["metrics_url"] = self.metrics_url
+        return data
+
+    def topology(self, query: dict[str, list[str]]) -> dict[str, Any]:
+        """``?circuits=0`` leaves the circuits out (the page draws the links; a Jupiter-scale
+        fabric has 32k circuits, megabytes every few seconds)."""
+        data = self.api.topology()
+        if query.get("circuits", ["1"])[-1] in ("0", "no", "false"):
+            data = {k: v for k, v in data.items() if k != "circuits"}
         return data
 
     def reconfigurations(self, query: dict[str, list[str]]) -> dict[str, Any]:

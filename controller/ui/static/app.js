@@ -5,6 +5,7 @@
 const POLL_MS = 3000;
 const COLOURS = { mlu: "#1f77b4", measured: "#ff7f0e", predicted: "#9467bd", demand: "#2ca02c" };
 let fabric = null;
+let polls = 0;
 
 function $(id) { return document.getElementById(id); }
 
@@ -223,7 +224,7 @@ function renderEvents(events) {
 async function refresh() {
   try {
     const [status, topology, history, reconfigurations, devices, events] = await Promise.all([
-      getJson("api/status"), getJson("api/topology"), getJson("api/history"),
+      getJson("api/status"), getJson("api/topology?circuits=0"), getJson("api/history"),
       getJson("api/reconfigurations"), getJson("api/devices"), getJson("api/events"),
     ]);
     if (!fabric) fabric = await getJson("api/fabric");
@@ -238,6 +239,7 @@ async function refresh() {
     $("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
     $("updated").className = "muted";
     document.body.dataset.loaded = "1";
+    document.body.dataset.polls = String(++polls);
   } catch (err) {
     $("updated").textContent = `cannot reach the controller: ${err.message}`;
     $("updated").className = "bad";

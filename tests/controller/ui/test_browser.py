@@ -66,7 +66,7 @@ def artifacts_dir() -> Path:
     return path
 
 
-def test_the_page_in_chromium_shows_the_apis_mlu(tmp_path: Path) -> None:
+def test_the_page_in_chromium_shows_the_apis_mlu(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (sudo .ci/install-browser.sh installs Debian's)")
     log = tmp_path / "daemon.log"
@@ -95,11 +95,15 @@ def test_the_page_in_chromium_shows_the_apis_mlu(tmp_path: Path) -> None:
             assert text == f"{before['mlu']:.4f}"
             assert _shown(dom, "te-runs", "data-te-runs")[0] == str(before["te_runs"])
             assert 'data-loaded="1"' in dom and "cannot reach" not in dom
+            polls = re.search(r'data-polls="(\d+)"', dom)
+            assert polls and int(polls.group(1)) >= 2  # it polls again by itself (3 s of the budget)
             assert dom.count('class="state-up"') == len(_api(url + "api/devices")["devices"]) == 6
             shot = artifacts_dir() / "status-page.png"
             shot.unlink(missing_ok=True)
             _chromium(tmp_path / "profile", "--window-size=1280,1600", f"--screenshot={shot}", url)
-            print(f"\nstatus page screenshot: {shot}")
+            reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(f"status page screenshot: {shot}")
             image = shot.read_bytes()
             assert image[:8] == b"\x89PNG\r\n\x1a\n" and len(image) > 20_000
             assert int.from_bytes(image[16:20], "big") == 1280  # the PNG's width

@@ -107,6 +107,8 @@ def test_topology_and_reconfigurations_are_the_grpc_ones(served: Served) -> None
     topology, web = steady(served.client.topology, lambda: get_json(served.url + "api/topology"))
     assert web["topology"] == topology["topology"] and web["circuits"] == topology["circuits"]
     assert sum(link["count"] for link in web["topology"]["links"]) == len(web["circuits"]) > 0
+    links_only = get_json(served.url + "api/topology?circuits=0")
+    assert "circuits" not in links_only and links_only["topology"] == web["topology"]
     history, web = steady(
         lambda: served.client.history(10), lambda: get_json(served.url + "api/reconfigurations")
     )
