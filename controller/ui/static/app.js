@@ -210,13 +210,16 @@ function renderDevices(devices, now) {
 }
 
 function describe(details) {
-  return Object.entries(details).filter(([, v]) => v !== null && v !== "").map(([k, v]) =>
-    `${k} ${typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : Array.isArray(v) ? v.join(",") : v}`).join(", ");
+  // Stages are numbered from 1 on the page, as in the reconfiguration above (0-based in the API).
+  const shown = (k, v) => k === "stage" && Number.isInteger(v) ? v + 1
+    : typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : Array.isArray(v) ? v.join(",") : v;
+  return Object.entries(details).filter(([, v]) => v !== null && v !== "").map(([k, v]) => `${k} ${shown(k, v)}`).join(", ");
 }
 
 function renderEvents(events) {
   fillRows($("events"), events.map((e) => el("tr", { class: `level-${e.level}` },
-    el("td", {}, clock(e.time)), el("td", {}, e.kind), el("td", {}, describe(e.details)))));
+    el("td", { class: "nowrap" }, clock(e.time)), el("td", {}, e.kind + (e.repeated > 1 ? ` ×${e.repeated}` : "")),
+    el("td", {}, describe(e.details)))));
 }
 
 // -- the loop ------------------------------------------------------------------------------
