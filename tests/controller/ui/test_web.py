@@ -4,6 +4,7 @@ the gRPC API serves, read-only, bounded, with named errors; and the ``listen.web
 from __future__ import annotations
 
 import json
+import logging
 import re
 import socket
 import threading
@@ -12,6 +13,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,6 +26,7 @@ from controller.daemon import Daemon
 from controller.northbound import ControllerClient
 from controller.northbound.convert import status_to_json
 from controller.ui.facts import fabric_json
+from controller.ui.recorder import Recorder
 from controller.ui.web import MAX_REQUESTS, STATIC, WebError, start_web, static_file
 from optimizer.errors import ConfigError
 from optimizer.traffic import uniform_matrix
@@ -262,3 +265,36 @@ def test_listen_web_is_off_unless_configured_and_on_in_the_demo_config() -> None
 def test_a_bad_listen_web_names_the_key(value: object, problem: str) -> None:
     with pytest.raises(ConfigError, match=rf"c\.yaml: listen\.web: .*{problem}"):
         controller_config_from_dict({**MINIMAL, "listen": {"web": value}}, "c.yaml", Path("/base"))
+
+
+def test_the_page_serves_ipv6_loopback() -> None:
+    if not socket.has_ipv6:
+        pytest.skip("this Python has no IPv6 support")
+    try:
+        page = start_web(_FailingApi(), ListenAddress("::1", 0))  # type: ignore[arg-type]
+    except WebError as exc:
+        pytest.skip(f"no IPv6 loopback on this machine: {exc}")
+    try:
+        assert page.url.startswith("http://[::1]:")
+        assert get_json(page.url + "api/fabric") == {"name": "x"}
+    finally:
+        page.stop()
+
+
+def test_a_page_beyond_loopback_is_served_with_a_security_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    daemon = SimpleNamespace(
+        config=SimpleNamespace(listen=SimpleNamespace(web=ListenAddress("0.0.0.0", 0))), recorder=Recorder()
+    )
+    with caplog.at_level(logging.WARNING):
+        page = start_status_page(daemon, None)  # type: ignore[arg-type]
+    try:
+        assert "SECURITY: the status page listens on 0.0.0.0 without authentication" in caplog.text
+        assert page.address.host == "0.0.0.0" and page.address.port > 0
+        logging.getLogger("controller.some_part").warning("a warning the page shows")
+        assert daemon.recorder.events(1)[0]["details"]["message"] == "a warning the page shows"
+    finally:
+        page.stop()
+    logging.getLogger("controller.some_part").warning("after the page stopped")
+    assert daemon.recorder.events(1)[0]["details"]["message"] == "a warning the page shows"
