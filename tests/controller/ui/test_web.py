@@ -163,7 +163,9 @@ def test_only_get_and_head_are_answered(served: Served) -> None:
     assert status == 200 and body == b"" and int(headers["Content-Length"]) > 0
 
 
-@pytest.mark.parametrize("query", ["limit=0", "limit=721", "limit=abc", "limit=-1", "limit=99999999"])
+@pytest.mark.parametrize(
+    "query", ["limit=0", "limit=721", "limit=abc", "limit=-1", "limit=99999999", "limit=%C2%B2", "limit="]
+)
 def test_a_bad_limit_is_refused_naming_it(served: Served, query: str) -> None:
     status, _headers, body = get(served.url + "api/history?" + query)
     assert status == 400
