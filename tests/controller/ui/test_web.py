@@ -59,7 +59,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         loop.start()
         client = ControllerClient(str(servers.grpc_address))
         try:
-            wait_for(lambda: daemon.board.get("te_runs") > 0 and daemon.recorder.samples(3), 30, what="TE")
+            ready = lambda: daemon.board.get("te_runs") > 0 and len(daemon.recorder.samples(3)) == 3  # noqa: E731
+            wait_for(ready, 30, what="a TE run and three polls")
             yield Served(daemon, page.url, client)
         finally:
             client.close()
