@@ -6,13 +6,16 @@ import argparse
 import logging
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.config import load_controller_config
 from controller.daemon import Daemon
 from controller.daemon_api import DaemonApi
 from controller.reconfig.executor import PausePoint
 from optimizer.errors import ConfigError
+
+if TYPE_CHECKING:
+    from controller.ui.web import WebServer
 
 log = logging.getLogger("heliostat.run")
 
@@ -52,7 +55,7 @@ def start_api_servers(daemon: Daemon) -> Any:
     return servers
 
 
-def start_status_page(daemon: Daemon, servers: Any) -> Any:
+def start_status_page(daemon: Daemon, servers: Any) -> WebServer | None:
     """Serve the status page at ``listen.web`` (controller/ui/web.py), or None when it is off."""
     address = daemon.config.listen.web
     if address is None:
