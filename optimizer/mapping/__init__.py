@@ -14,7 +14,9 @@ and :mod:`~optimizer.mapping.flow` (orientation and per-OCS fills),
 :mod:`~optimizer.mapping.recolour` with :mod:`~optimizer.mapping.edges`,
 :mod:`~optimizer.mapping.chains`, :mod:`~optimizer.mapping.exchange` and
 :mod:`~optimizer.mapping.flips` (recolouring), :mod:`~optimizer.mapping.repair` (small
-changes from today's circuits) and :mod:`~optimizer.mapping.dive` (the LP-guided dive).
+changes from today's circuits), :mod:`~optimizer.mapping.dive` (the LP-guided dive),
+:mod:`~optimizer.mapping.cross` (exchanges across two OCSes) and
+:mod:`~optimizer.mapping.regroup` (small groups of OCSes re-solved exactly, across domains).
 """
 
 from optimizer.mapping.domains import pair_domain_limit
