@@ -213,7 +213,7 @@ function describe(details) {
   // Stages are numbered from 1 on the page, as in the reconfiguration above (0-based in the API).
   const shown = (k, v) => k === "stage" && Number.isInteger(v) ? v + 1
     : typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : Array.isArray(v) ? v.join(",") : v;
-  return Object.entries(details).filter(([, v]) => v !== null && v !== "").map(([k, v]) => `${k} ${shown(k, v)}`).join(", ");
+  return Object.entries(details).filter(([, v]) => v !== null && v !== "" && !(Array.isArray(v) && !v.length)).map(([k, v]) => `${k} ${shown(k, v)}`).join(", ");
 }
 
 function renderEvents(events) {
