@@ -271,7 +271,90 @@ def uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
         if score == (0, 0):
             return circuits
         candidates.append(circuits)
-    return min(candidates, key=lambda c: _mesh_score(fabric, c))
+    best = min(candidates, key=lambda c: _mesh_score(fabric, c))
+    if (exact := _exact_mesh(fabric)) is not None:
+        best = min((best, exact), key=lambda c: _mesh_score(fabric, c))
+    return best
+
+
+#: The exact mesh is tried on fabrics with at most this many (OCS, north block, south block)
+#: arcs (small ones: 13 blocks on 3 OCSes have about 500), for at most this many seconds.
+_EXACT_MESH_ARCS = 20_000
+_EXACT_MESH_SECONDS = 10.0
+
+
+def _exact_mesh(fabric: Fabric) -> tuple[Circuit, ...] | None:
+    """The mesh as a small MIP, for the rare small fabric the builders leave with a pair apart
+    although the ports allow them all (seen: blocks with exactly n - 1 uplinks, where a gap
+    needs a chain of swaps over several circuits to close), or with a pair's circuits in one
+    domain where distinct ones could be had.
+
+    Counts ``x[o, a, b]`` of circuits from ``a``'s north to ``b``'s south ports on OCS ``o``:
+    within the ports, every pair at least one circuit, as many circuits as the ports allow,
+    then the largest pair count and the pairs' second circuits in one domain as few as can
+    be. None when the MIP finds no such mesh in its time.
+    """
+    import scipy.sparse as sp
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    names = fabric.block_names
+    n = len(names)
+    sides = [_sides(fabric, ocs) for ocs in fabric.ocs]
+    arcs = [(o, a, b) for o, (north, south) in enumerate(sides)
+            for a in range(n) if names[a] in north for b in range(n) if b != a and names[b] in south]
+    if not arcs or len(arcs) > _EXACT_MESH_ARCS:
+        return None
+    domains = sorted(fabric.domains)
+    pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
+    z = len(arcs)  # the largest pair count, then one excess per pair and domain
+    excess = {(p, d): z + 1 + p * len(domains) + di
+              for p in range(len(pairs)) for di, d in enumerate(domains)}
+    size = z + 1 + len(excess)
+    rows: list[tuple[list[int], list[float], float, float]] = []
+    for o, (north, south) in enumerate(sides):
+        for a in range(n):
+            out = [i for i, (oi, ai, _) in enumerate(arcs) if oi == o and ai == a]
+            into = [i for i, (oi, _, bi) in enumerate(arcs) if oi == o and bi == a]
+            if out:
+                rows.append((out, [1.0] * len(out), 0.0, float(len(north.get(names[a], ())))))
+            if into:
+                rows.append((into, [1.0] * len(into), 0.0, float(len(south.get(names[a], ())))))
+    for p, (a, b) in enumerate(pairs):
+        pair = [i for i, (_, ai, bi) in enumerate(arcs) if {ai, bi} == {a, b}]
+        if not pair:
+            return None  # no OCS can join them: the ports do not allow a full mesh
+        rows.append((pair, [1.0] * len(pair), 1.0, np.inf))
+        rows.append(([*pair, z], [1.0] * len(pair) + [-1.0], -np.inf, 0.0))  # count <= z
+        for d in domains:  # a pair's second circuit in one domain counts as excess
+            here = [i for i in pair if fabric.ocs[arcs[i][0]].domain == d]
+            rows.append(([*here, excess[(p, d)]], [1.0] * len(here) + [-1.0], -np.inf, 1.0))
+    data, ri, ci, lo, hi = [], [], [], [], []
+    for r, (cols, values, low, high) in enumerate(rows):
+        ri.extend([r] * len(cols))
+        ci.extend(cols)
+        data.extend(values)
+        lo.append(low)
+        hi.append(high)
+    matrix = sp.csr_matrix((data, (ri, ci)), shape=(len(rows), size))
+    cost = np.ones(size)  # the largest pair count and the domain excess down...
+    cost[:z] = -float(size * n * n)  # ...after every circuit the ports allow
+    result = milp(cost, constraints=LinearConstraint(matrix, lo, hi), integrality=np.ones(size),
+                  bounds=Bounds(0, np.inf), options={"time_limit": _EXACT_MESH_SECONDS})
+    if result.x is None:
+        return None
+    counts = np.rint(result.x[:z]).astype(np.int64)
+    by_ocs: dict[str, list[Circuit]] = {}
+    taken_north: dict[tuple[int, int], int] = {}
+    taken_south: dict[tuple[int, int], int] = {}
+    for (o, a, b), k in zip(arcs, counts, strict=True):
+        north, south = sides[o]
+        for _ in range(int(k)):
+            i, j = taken_north.get((o, a), 0), taken_south.get((o, b), 0)
+            taken_north[(o, a)], taken_south[(o, b)] = i + 1, j + 1
+            port_a, port_b = north[names[a]][i].port, south[names[b]][j].port
+            by_ocs.setdefault(fabric.ocs[o].name, []).append(Circuit(fabric.ocs[o].name, port_a, port_b))
+    _rebalance(fabric, by_ocs)
+    return tuple(c for ocs in fabric.ocs for c in by_ocs.get(ocs.name, ()))
 
 
 def _mesh_score(fabric: Fabric, circuits: tuple[Circuit, ...]) -> tuple[int, int]:
@@ -588,7 +671,9 @@ def _domain_balanced(fabric: Fabric, circuits: Iterable[Circuit]) -> bool:
 
 
 def _domain_excess(fabric: Fabric, circuits: Iterable[Circuit]) -> int:
-    """Circuits over ``ceil(L * the domain's share of the ports)``, summed over pairs and domains."""
+    """Circuits over ``ceil(L * the domain's share of the ports)`` (over one where a pair has
+    fewer circuits than there are domains: those go to distinct domains), summed over pairs
+    and domains."""
     per_domain: Counter[tuple[int, tuple[str, str]]] = Counter()
     totals: Counter[tuple[str, str]] = Counter()
     for c in circuits:
@@ -597,10 +682,13 @@ def _domain_excess(fabric: Fabric, circuits: Iterable[Circuit]) -> int:
         totals[pair] += 1
     ports = Counter(fabric.ocs_named(w.ocs).domain for w in fabric.wiring)
     total_ports = sum(ports.values())
-    return sum(
-        max(0, count - -(-totals[pair] * ports[domain] // total_ports))
-        for (domain, pair), count in per_domain.items()
-    )
+    n_domains = len(ports)
+
+    def limit(domain: int, pair: tuple[str, str]) -> int:
+        share = -(-totals[pair] * ports[domain] // total_ports)
+        return min(share, 1) if totals[pair] < n_domains else share
+
+    return sum(max(0, count - limit(domain, pair)) for (domain, pair), count in per_domain.items())
 
 
 def _mesh_one_ocs(

@@ -80,13 +80,10 @@ SMALL_DOMAIN_SIZE = 512  # OCSes x blocks in a domain, below which several seeds
 SMALL_DOMAIN_SEEDS = 4
 #: Under a time budget, this share of it is kept for what follows the mapping.
 DIVE_RESERVE = 0.1
-#: :mod:`~optimizer.mapping.regroup` may take this share of the time the mapping took before
-#: it, and at least REGROUP_MIN_SECONDS (it usually stops sooner, when groups stop gaining).
-REGROUP_SHARE = 0.25
-#: It runs where pairs have fewer circuits than this per domain on average: there the split
-#: over the domains decides the tear-downs (1.4-1.8x the optimum without it, 12-16 blocks);
-#: on dense fabrics it gained 5-7 circuits of 6065 at 64 blocks for 4-7 s.
-REGROUP_MIN_SECONDS = 2.0
+#: :mod:`~optimizer.mapping.regroup` runs where pairs have fewer circuits than this per
+#: domain on average: there the split over the domains decides the tear-downs (1.4-1.8x the
+#: optimum without it, 12-16 blocks); on dense fabrics it gained 5-7 circuits of 6065 at 64
+#: blocks for 4-7 s.
 REGROUP_DENSITY = 2.0
 #: A global repair stuck with more than this share of the change left is not finished
 #: domain by domain (at 64 blocks the domain limits stop it early, and finishing costs more
@@ -284,7 +281,6 @@ def map_topology(
     :class:`~optimizer.errors.InfeasibleError` (naming the block) when a block needs more
     circuits than it has ports or the circuits cannot be placed.
     """
-    started = time.monotonic()
     order = require_same_blocks(fabric, target.blocks, source)
     n = fabric.n_blocks
     names = fabric.block_names
@@ -315,11 +311,9 @@ def map_topology(
     upper = np.triu(wanted, 1)  # wanted is symmetric: each pair once
     sparse = upper.sum() < REGROUP_DENSITY * max(1, np.count_nonzero(upper)) * len(domains)
     if regroup_ocs and sparse and len(domains) > 1:
-        seconds = max(REGROUP_MIN_SECONDS, REGROUP_SHARE * (time.monotonic() - started))
-        if budget is not None:
-            seconds = min(seconds, budget.remaining() - DIVE_RESERVE * budget.seconds)
+        share = None if budget is None else budget.share(1.0 - DIVE_RESERVE)
         domain_index = [domains.index(o.domain) for o in model.ocs]
-        per_ocs = regroup(model.ocs, per_ocs, domain_index, layout.limit, seconds=seconds)
+        per_ocs = regroup(model.ocs, per_ocs, domain_index, layout.limit, share)
     circuits: list[Circuit] = []
     for o, counts in zip(model.ocs, per_ocs, strict=True):
         circuits.extend(assign_ports(o, counts))

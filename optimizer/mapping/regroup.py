@@ -14,7 +14,8 @@ circuits can move from one domain to another, which no per-domain step can do.
 A group is built around the OCS that loses most of today's circuits, joined by the OCSes
 now holding the pairs it lost (they are what could give them back) and, failing those,
 by OCSes of other domains. Each accepted group strictly keeps more circuits, so the pass
-ends; it also stops after a run of groups that gain nothing, or when its time is spent.
+ends; it also stops after a run of groups that gain nothing, after a set number of groups,
+or when the plan's time budget is spent.
 The MIP's size grows with the circuits of the group, not with the fabric, so a group is
 small at 64 blocks too.
 """
@@ -35,12 +36,13 @@ log = logging.getLogger(__name__)
 
 #: OCSes re-solved together.
 GROUP_SIZE = 6
-#: Groups in a row that gain nothing before the pass stops.
+#: Groups in a row that gain nothing before the pass stops, and groups in all: the pass is
+#: bounded by work, not time, so the same input gives the same circuits.
 STALL_LIMIT = 12
-#: Seconds one group's MIP may take.
-GROUP_SECONDS = 2.0
-#: Seconds the whole pass may take when no budget is given.
-DEFAULT_SECONDS = 10.0
+MAX_GROUPS = 60
+#: Branch-and-bound nodes one group's MIP may explore (and, as a safety, seconds).
+GROUP_NODES = 500
+GROUP_SECONDS = 5.0
 
 
 def regroup(
@@ -48,32 +50,30 @@ def regroup(
     per_ocs: list[np.ndarray],
     domain_index: Sequence[int],
     limit: np.ndarray,
-    seconds: float = DEFAULT_SECONDS,
+    budget: TimeBudget | None = None,
 ) -> list[np.ndarray]:
     """Per-OCS directed counts keeping at least as many of today's circuits as ``per_ocs``.
 
     ``per_ocs[o][a, b]`` counts the circuits from block ``a``'s north to ``b``'s south on
     ``ocs_list[o]``, ``domain_index[o]`` is its domain and ``limit[d]`` the pair limits of
-    domain ``d``. The pass runs until ``seconds`` are spent or it stalls.
+    domain ``d``. The pass stops after :data:`STALL_LIMIT` groups in a row gain nothing,
+    :data:`MAX_GROUPS` groups, or when ``budget`` (the plan's) is spent.
     """
     eligible = [o for o, ocs in enumerate(ocs_list) if not ocs.flexible and ocs.current]
     if len(eligible) < 2:
         return per_ocs
     per_ocs = [c.copy() for c in per_ocs]
-    if seconds <= 0.0:
-        return per_ocs
-    budget = TimeBudget(seconds, source="<mapping>")
     allowed = _allowed(per_ocs, domain_index, limit)
     tried: set[frozenset[int]] = set()
     stall = gained = groups = 0
-    while stall < STALL_LIMIT and not budget.expired():
+    while stall < STALL_LIMIT and groups < MAX_GROUPS and (budget is None or not budget.expired()):
         group = _next_group(ocs_list, per_ocs, domain_index, eligible, tried)
         if group is None:
             break
         tried.add(frozenset(group))
         groups += 1
-        seconds_left = min(GROUP_SECONDS, budget.remaining())
-        solved = _solve_group(ocs_list, per_ocs, domain_index, allowed, group, seconds_left)
+        seconds = GROUP_SECONDS if budget is None else min(GROUP_SECONDS, budget.remaining())
+        solved = _solve_group(ocs_list, per_ocs, domain_index, allowed, group, seconds)
         before = sum(_kept_on(ocs_list[o], per_ocs[o]) for o in group)
         after = -1 if solved is None else sum(
             _kept_on(ocs_list[o], c) for o, c in zip(group, solved, strict=True))
@@ -199,7 +199,7 @@ def _solve_group(
     cost = np.zeros(size)
     cost[g * n_arcs:] = -1.0
     result = milp(cost, constraints=LinearConstraint(matrix, lo, hi), integrality=np.ones(size),
-                  bounds=Bounds(0, upper), options={"time_limit": seconds})
+                  bounds=Bounds(0, upper), options={"time_limit": seconds, "node_limit": GROUP_NODES})
     if result.x is None:
         return None
     values = np.rint(result.x).astype(np.int64)

@@ -48,7 +48,7 @@ def test_regroup_never_keeps_fewer_and_keeps_the_pairs_and_domain_limits() -> No
     domain_index = [domains.index(o.domain) for o in model.ocs]
     wanted = np.asarray(Topology.from_circuits(fabric, start.circuits).counts)
     limit = domain_layout(model, wanted, rebalance=True).limit
-    after = regroup(model.ocs, per_ocs, domain_index, limit, seconds=5.0)
+    after = regroup(model.ocs, per_ocs, domain_index, limit)
 
     def kept(counts: list[np.ndarray]) -> int:
         return sum(min(int(c[a, b]), len(cur)) for o, c in zip(model.ocs, counts, strict=True)
@@ -74,3 +74,13 @@ def test_dense_fabrics_are_not_regrouped() -> None:
     with_pass = map_topology(fabric, target, mesh, rebalance=True)
     without = map_topology(fabric, target, mesh, rebalance=True, regroup_ocs=False)
     assert sorted(with_pass.circuits) == sorted(without.circuits)
+
+
+def test_regrouping_gives_the_same_circuits_for_the_same_input() -> None:
+    """Bounded by work (groups, MIP nodes), not by time: a plan reviewed is the plan applied."""
+    fabric = jupiter_like(blocks=12, ocs=32)
+    mesh = uniform_mesh(fabric)
+    target = perturb(mesh_topology(fabric), 16, np.random.default_rng(2))
+    first = map_topology(fabric, target, mesh, rebalance=True)
+    again = map_topology(fabric, target, mesh, rebalance=True)
+    assert sorted(first.circuits) == sorted(again.circuits)
