@@ -203,6 +203,10 @@ class _Server(ThreadingHTTPServer):
             return
         super().process_request(request, client_address)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A failure outside an answer (a client that went away): logged, never printed."""
+        log.debug("web: request from %s failed", client_address, exc_info=True)
+
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
