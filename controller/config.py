@@ -44,6 +44,10 @@ The accepted form (every section but the three paths is optional; times in secon
         readers: [grafana]             #   SAN) that may act / only read; others are refused
       metrics: 127.0.0.1:9108          # Prometheus HTTP endpoint
       web: 127.0.0.1:8080              # optional: the read-only status page and its JSON (/api/...)
+    ha:                                # optional: replicas elected on etcd (controller/ha/config.py)
+      etcd: ["127.0.0.1:2379"]
+      name: replica-a
+      prefix: /heliostat/demo-8
 
 Loading validates everything in one place and raises :class:`~optimizer.errors.ConfigError`
 naming the file and the key; unknown keys are errors.
@@ -56,6 +60,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from controller.ha.config import HaConfig, parse_ha
 from controller.sensing.estimation import EstimationSettings
 from optimizer import limits, schema
 from optimizer.config import parse_yaml
@@ -66,7 +71,9 @@ from southbound.tls import CERTIFICATE, PRIVATE_KEY, ClientRoles, ServerTlsConfi
 #: Entries a WCMP group may have at most (switch group tables hold 128 to 4096).
 MAX_TABLE_SIZE = 65536
 
-TOP_KEYS = ("fabric", "devices", "store", "solver", "intervals", "thresholds", "timeouts", "listen", "te")
+TOP_KEYS = (
+    "fabric", "devices", "store", "solver", "intervals", "thresholds", "timeouts", "listen", "te", "ha",
+)
 
 
 class Solver(StrEnum):
@@ -141,6 +148,7 @@ class ControllerConfig:
     timeouts: StepTimeouts = field(default_factory=StepTimeouts)
     listen: Listen = field(default_factory=Listen)
     te: TePolicy = field(default_factory=TePolicy)
+    ha: HaConfig | None = None  # replicas elected on etcd (controller/ha/config.py); None: alone
 
     def estimation_settings(self) -> EstimationSettings:
         return EstimationSettings(
@@ -191,6 +199,7 @@ def controller_config_from_dict(
         timeouts=_timeouts(_section(top, "timeouts", _TIMEOUT_KEYS, source), source),
         listen=_listen(_section(top, "listen", _LISTEN_KEYS, source), source, base),
         te=_te(_section(top, "te", _TE_KEYS, source), source),
+        ha=parse_ha(top.get("ha"), source, base),
     )
 
 

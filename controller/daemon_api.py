@@ -22,6 +22,7 @@ from controller.api import (
     StatusSnapshot,
     ToeRequestResult,
 )
+from controller.daemon.leadership import NotLeading
 from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, SetToePaused, ToeTrigger
 from controller.drain_guard import check_drain
 from controller.reconfig.journal import JournalError
@@ -72,6 +73,20 @@ def health(board: dict[str, Any], devices: int) -> dict[str, Any]:
     return {"health": "degraded" if reasons else "ok", "degraded": reasons}
 
 
+def _replica(board: dict[str, Any], acting: bool) -> dict[str, Any]:
+    """HA: this replica's role, the leader and its epoch (nothing without ``ha``). The role is
+    read now: a leader whose lease ran out while it was paused is a standby at once."""
+    if board["role"] is None:
+        return {}
+    return {
+        "role": "leader" if acting else "standby",
+        "leader": board["leader"],
+        "leader_northbound": board["leader_northbound"],
+        "epoch": board["epoch"],
+        "role_reason": board["role_reason"],
+    }
+
+
 class DaemonApi(ControllerApi):
     def __init__(self, daemon: Daemon, dry_run_wait_s: float = DRY_RUN_WAIT_S) -> None:
         self.daemon = daemon
@@ -87,6 +102,8 @@ class DaemonApi(ControllerApi):
         """Queue once durable: a request the journal cannot take is refused, not lost."""
         try:
             self.daemon.submit(request)
+        except NotLeading as exc:  # HA: a standby acts on nothing (controller/daemon/leadership.py)
+            raise ApiError(ApiErrorCode.FAILED_PRECONDITION, str(exc)) from exc
         except JournalError as exc:
             log.warning("request %s refused: %s", request, exc)
             raise ApiError(
@@ -121,6 +138,7 @@ class DaemonApi(ControllerApi):
                 "poll_seconds": v["poll_s"],
                 "unexplained_drains": v["unexplained_drains"],
                 "journal_error": v["journal_error"],
+                **_replica(v, self.daemon.acting()),
                 **health(v, len(self.daemon.fabric.blocks) + len(self.daemon.fabric.ocs)),
             },
         )
@@ -148,7 +166,7 @@ class DaemonApi(ControllerApi):
             raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"limit must be 1..{MAX_HISTORY}, got {limit!r}")
         journal = self.daemon.journal
         if journal is None:
-            raise ApiError(ApiErrorCode.UNAVAILABLE, "the controller is starting")
+            raise ApiError(ApiErrorCode.UNAVAILABLE, self._no_journal())
         out = []
         for intent in journal.reconfigurations(limit):
             plan = intent.plan if isinstance(intent.plan, dict) else {}
@@ -276,8 +294,18 @@ class DaemonApi(ControllerApi):
             log.warning("forced: %s", check.words(target))
         return f" (predicted MLU {check.mlu_now:.4f} -> {check.mlu_after:.4f}{', forced' if force else ''})"
 
+    def _no_journal(self) -> str:
+        """Why there is no journal to read: starting, or (HA) a standby, which holds none."""
+        try:
+            self.daemon.refuse_unless_leading()
+        except NotLeading as exc:
+            return f"{exc} (a standby holds no journal)"
+        return "the controller is starting"
+
     def last_plan(self) -> dict[str, Any]:
         journal = self.daemon.journal
+        if journal is None and self.daemon.elector is not None:
+            raise ApiError(ApiErrorCode.UNAVAILABLE, self._no_journal())
         plan = journal.get_state("last_plan") if journal is not None else None
         if plan is None:
             raise ApiError(ApiErrorCode.NOT_FOUND, "no ToE plan yet")

@@ -19,6 +19,7 @@ from optimizer.fabric import Fabric
 from optimizer.topology import Circuit
 from southbound.devices import DeviceConfig
 from southbound.errors import SouthboundError, StaleGeneration
+from southbound.fencing import EpochSource
 from southbound.ocs_client import OcsClient
 from southbound.registry import DriverRegistry, UnknownTransport, default_registry
 from southbound.switch_client import SwitchClient
@@ -50,8 +51,11 @@ class FabricDrivers:
         devices: Mapping[str, DeviceConfig],
         registry: DriverRegistry | None = None,
         workers: int = 16,
+        epoch: EpochSource | None = None,
     ) -> None:
+        """``epoch``: the HA elector, whose epoch every mutating call carries (None: epoch 0)."""
         self.fabric = fabric
+        self._epoch = epoch
         registry = self._registry = registry or default_registry()
         missing = [b for b in fabric.block_names if b not in devices]
         missing += [o.name for o in fabric.ocs if o.name not in devices]
@@ -84,6 +88,15 @@ class FabricDrivers:
             self.close()
             raise DevicesMismatch(str(exc)) from exc
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="southbound")
+        for client in [*self.switches.values(), *self.ocs.values(), *self.spines.values()]:
+            self._fence(client)
+
+    def _fence(self, client: Any) -> Any:
+        """Put the elector's epoch on ``client``'s mutating calls (a client of another transport
+        without an ``epoch`` attribute is left as it is)."""
+        if self._epoch is not None and hasattr(client, "epoch"):
+            client.epoch = self._epoch
+        return client
 
     def replace_devices(self, devices: Mapping[str, DeviceConfig]) -> list[str]:
         """Reconnect the devices whose entry changed (a new address, TLS or options); the
@@ -103,7 +116,7 @@ class FabricDrivers:
                     continue
                 self._check_kind(device, kind)
                 try:
-                    table[name] = registry.create(device)
+                    table[name] = self._fence(registry.create(device))
                 except UnknownTransport as exc:
                     raise DevicesMismatch(str(exc)) from exc
                 self._configs[name] = device

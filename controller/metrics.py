@@ -58,6 +58,20 @@ class ControllerMetrics:
         self.devices_unreachable = Gauge(
             "heliostat_devices_unreachable", "Devices that did not answer the last poll", registry=r
         )
+        # HA (issue 14): 1 on the leader (and on a controller without ha), 0 on a standby
+        self.leader = Gauge(
+            "heliostat_leader", "1 on the replica that leads (and without ha), 0 on a standby", registry=r
+        )
+        self.leader.set(1)
+        self.leader_changes = Counter(
+            "heliostat_leader_changes", "Leadership changes this replica saw (another leader or epoch)",
+            registry=r,
+        )
+        self.etcd_request_seconds = Histogram(
+            "heliostat_etcd_request_seconds", "etcd requests (HA election) by verb", ["verb"],
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2),
+            registry=r,
+        )
         self.demand_gbps = Gauge("heliostat_demand_gbps", "Total demand of the TE matrix", registry=r)
         self.te_solve_seconds = Histogram(
             "heliostat_te_solve_seconds", "Time to solve TE", buckets=SOLVE_BUCKETS, registry=r

@@ -28,7 +28,13 @@ _DEFAULTS: dict[str, Any] = {
     "circuits_up": None,
     "poll_s": None,
     "unexplained_drains": 0,  # drained ports found at start-up that no journal explained
-    "journal_error": None,  # a journal write failed (e.g. a full disk); None once one succeeds
+    "journal_error": None,
+    # HA (controller/daemon/leadership.py): None without ha
+    "role": None,  # leader or standby
+    "leader": None,  # the leader replica's name
+    "leader_northbound": None,  # its northbound API address, as it published it
+    "epoch": None,  # the leader's epoch (the devices fence on it)
+    "role_reason": None,  # a journal write failed (e.g. a full disk); None once one succeeds
 }
 
 

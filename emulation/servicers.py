@@ -11,10 +11,11 @@ from typing import Any, TypeVar
 import grpc
 
 from emulation.errors import DeviceRefusal, MalformedRequest
+from emulation.fencing import EpochFence, StaleEpoch
 from emulation.limits import MAX_STREAM_S, StreamGate, check_count, stream_capacity
 from emulation.ocs_device import OcsDevice
 from emulation.switch_device import BlockSwitch
-from southbound.errors import GENERATION_METADATA_KEY
+from southbound.errors import EPOCH_METADATA_KEY, GENERATION_METADATA_KEY
 from southbound.pb import common_pb2, ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
 from southbound.types import OcsEvent
 
@@ -32,7 +33,9 @@ def _serve(context: grpc.ServicerContext, action: Callable[[], T]) -> T:
     try:
         return action()
     except DeviceRefusal as refusal:
-        if refusal.generation is not None:
+        if isinstance(refusal, StaleEpoch):
+            context.set_trailing_metadata(((EPOCH_METADATA_KEY, str(refusal.highest_epoch)),))
+        elif refusal.generation is not None:
             context.set_trailing_metadata(((GENERATION_METADATA_KEY, str(refusal.generation)),))
         context.abort(refusal.code, refusal.message)
         raise  # context.abort raises; this keeps type checkers content
@@ -41,6 +44,7 @@ def _serve(context: grpc.ServicerContext, action: Callable[[], T]) -> T:
 class OcsServicer(ocs_pb2_grpc.OcsServiceServicer):
     def __init__(self, device: OcsDevice, streams: StreamGate | None = None) -> None:
         self.device = device
+        self.fence = EpochFence(device.name)
         self.streams = streams or StreamGate(stream_capacity(8))
 
     def GetDeviceInfo(self, request: Any, context: grpc.ServicerContext) -> ocs_pb2.OcsDeviceInfo:
@@ -79,6 +83,7 @@ class OcsServicer(ocs_pb2_grpc.OcsServiceServicer):
     def ApplyCrossConnects(self, request: Any, context: grpc.ServicerContext) -> Any:
         def apply() -> tuple[int, bool]:
             check_count("cross-connects", len(request.add) + len(request.remove), self.device.radix)
+            self.fence.admit(request.epoch)
             return self.device.apply(
                 request.request_id,
                 request.expected_generation,
@@ -153,6 +158,7 @@ pb = packet_switch_pb2
 class PacketSwitchServicer(packet_switch_pb2_grpc.PacketSwitchServiceServicer):
     def __init__(self, device: BlockSwitch) -> None:
         self.device = device
+        self.fence = EpochFence(device.name)
 
     def GetDeviceInfo(self, request: Any, context: grpc.ServicerContext) -> Any:
         d = self.device
@@ -201,6 +207,7 @@ class PacketSwitchServicer(packet_switch_pb2_grpc.PacketSwitchServiceServicer):
                 check_count(what, len(items), nodes)
             for g in (*request.source, *request.transit):
                 check_count(f"next hops for {g.destination_block[:64]!r}", len(g.next_hops), nodes)
+            self.fence.admit(request.epoch)
             return self.device.set_groups(
                 request.request_id,
                 request.expected_generation,
@@ -219,6 +226,7 @@ class PacketSwitchServicer(packet_switch_pb2_grpc.PacketSwitchServiceServicer):
     def DrainPorts(self, request: Any, context: grpc.ServicerContext) -> Any:
         def drain() -> list[int]:
             check_count("ports", len(request.ports), self.device.num_ports)
+            self.fence.admit(request.epoch)
             return self.device.drain(list(request.ports))
 
         return pb.DrainPortsResponse(drained_ports=_serve(context, drain))
@@ -226,6 +234,7 @@ class PacketSwitchServicer(packet_switch_pb2_grpc.PacketSwitchServiceServicer):
     def UndrainPorts(self, request: Any, context: grpc.ServicerContext) -> Any:
         def undrain() -> list[int]:
             check_count("ports", len(request.ports), self.device.num_ports)
+            self.fence.admit(request.epoch)
             return self.device.undrain(list(request.ports))
 
         return pb.DrainPortsResponse(drained_ports=_serve(context, undrain))

@@ -5,6 +5,7 @@ Hierarchy::
     SouthboundError
     ├── DeviceUnavailable   the device did not answer (after retries) or the deadline passed
     ├── StaleGeneration     compare-and-set refused: the device's generation moved on
+    ├── Fenced              the call's leadership epoch is below one the device has seen (HA)
     ├── InvalidRequest      the device refused a malformed request (nothing changed)
     └── DeviceError         the device failed in some other way
         └── ApplyFailed     an apply failed; ``outcome`` says which state the device is in
@@ -18,6 +19,8 @@ import grpc
 
 #: Trailing-metadata key the devices use to report their current generation.
 GENERATION_METADATA_KEY = "heliostat-generation"
+#: Trailing-metadata key of a fencing refusal: the highest leadership epoch the device has seen.
+EPOCH_METADATA_KEY = "heliostat-epoch"
 
 
 class ApplyOutcome(enum.Enum):
@@ -58,6 +61,15 @@ class StaleGeneration(SouthboundError):
         self.current_generation = current_generation
 
 
+class Fenced(SouthboundError):
+    """The device refused a call whose leadership epoch is below the highest it has seen (another
+    controller replica leads now); it changed nothing. See southbound/fencing.py."""
+
+    def __init__(self, device: str, message: str, highest_epoch: int) -> None:
+        super().__init__(device, message, grpc.StatusCode.FAILED_PRECONDITION)
+        self.highest_epoch = highest_epoch
+
+
 class InvalidRequest(SouthboundError):
     """The device rejected the request as malformed and changed nothing."""
 
@@ -75,7 +87,7 @@ class ApplyFailed(DeviceError):
         self.cause = cause
 
 
-def _generation_from_metadata(error: grpc.RpcError) -> int | None:
+def _int_from_metadata(error: grpc.RpcError, key: str = GENERATION_METADATA_KEY) -> int | None:
     trailing = getattr(error, "trailing_metadata", None)
     if trailing is None:
         return None
@@ -83,8 +95,8 @@ def _generation_from_metadata(error: grpc.RpcError) -> int | None:
         items = trailing() or ()
     except Exception:  # a broken call object must not hide the real error
         return None
-    for key, value in items:
-        if key == GENERATION_METADATA_KEY:
+    for name, value in items:
+        if name == key:
             try:
                 return int(value)
             except (TypeError, ValueError):
@@ -99,7 +111,10 @@ def map_rpc_error(error: grpc.RpcError, device: str) -> SouthboundError:
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         return DeviceUnavailable(device, f"{code.name}: {details}", code)
     if code == grpc.StatusCode.FAILED_PRECONDITION:
-        return StaleGeneration(device, details, code, _generation_from_metadata(error))
+        highest = _int_from_metadata(error, EPOCH_METADATA_KEY)
+        if highest is not None:
+            return Fenced(device, details, highest)
+        return StaleGeneration(device, details, code, _int_from_metadata(error))
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         return InvalidRequest(device, details, code)
     return DeviceError(device, f"{code.name}: {details}", code)

@@ -11,6 +11,7 @@ from southbound.client_base import DeviceClient, new_request_id
 from southbound.errors import (
     ApplyFailed,
     ApplyOutcome,
+    Fenced,
     InvalidRequest,
     SouthboundError,
     StaleGeneration,
@@ -110,8 +111,8 @@ class OcsClient(DeviceClient):
             remove=[ocs_pb2.CrossConnect(port_a=c.a, port_b=c.b) for c in remove],
         )
         try:
-            reply = self._caller.call(self._stub.ApplyCrossConnects, request)
-        except (StaleGeneration, InvalidRequest):
+            reply = self._mutate(self._stub.ApplyCrossConnects, request)
+        except (StaleGeneration, InvalidRequest, Fenced):
             raise
         except SouthboundError as exc:
             outcome = self._outcome_after_failure(expected_generation, add, remove)

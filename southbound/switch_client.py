@@ -11,6 +11,7 @@ from southbound.client_base import DeviceClient, new_request_id
 from southbound.errors import (
     ApplyFailed,
     ApplyOutcome,
+    Fenced,
     InvalidRequest,
     SouthboundError,
     StaleGeneration,
@@ -105,8 +106,8 @@ class SwitchClient(DeviceClient):
             delete_transit=list(delete_transit),
         )
         try:
-            r = self._caller.call(self._stub.SetNextHopGroups, request)
-        except (StaleGeneration, InvalidRequest):
+            r = self._mutate(self._stub.SetNextHopGroups, request)
+        except (StaleGeneration, InvalidRequest, Fenced):
             raise
         except SouthboundError as exc:
             outcome = self._outcome_after_failure(expected_generation, source, transit)
@@ -137,12 +138,12 @@ class SwitchClient(DeviceClient):
 
     def drain(self, ports: Iterable[int]) -> frozenset[int]:
         """Drain ports; returns every drained port."""
-        r = self._caller.call(self._stub.DrainPorts, pb.DrainPortsRequest(ports=list(ports)))
+        r = self._mutate(self._stub.DrainPorts, pb.DrainPortsRequest(ports=list(ports)))
         return frozenset(r.drained_ports)
 
     def undrain(self, ports: Iterable[int]) -> frozenset[int]:
         """Undrain ports; returns every port still drained."""
-        r = self._caller.call(self._stub.UndrainPorts, pb.DrainPortsRequest(ports=list(ports)))
+        r = self._mutate(self._stub.UndrainPorts, pb.DrainPortsRequest(ports=list(ports)))
         return frozenset(r.drained_ports)
 
     def counters(self) -> SwitchCounters:

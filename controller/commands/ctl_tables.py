@@ -97,9 +97,23 @@ def document(data: Mapping[str, Any], prefix: str = "", indent: str = "") -> lis
 # -- one formatter per ctl command ---------------------------------------------------------------
 
 
+def _replica(details: dict) -> str:
+    """``leader (epoch 42)`` or ``standby; leader replica-a at host:port (epoch 42)``."""
+    epoch = f"epoch {details.get('epoch')}"
+    if details["role"] == "leader":
+        return f"leader ({epoch})"
+    leader = details.get("leader")
+    if not leader:
+        return f"standby; no replica leads ({details.get('role_reason')})"
+    where = f" at {details['leader_northbound']}" if details.get("leader_northbound") else ""
+    return f"standby; leader {leader}{where} ({epoch})"
+
+
 def status_text(report: StatusReport, now: float) -> str:
     s = report.status
     rows = [("phase", s.phase.value)]
+    if s.details.get("role"):  # HA replicas (issue 14)
+        rows.append(("replica", _replica(s.details)))
     if s.details.get("health") == "degraded":
         rows += [("health", "DEGRADED: " + "; ".join(map(str, s.details.get("degraded") or ())))]
     rows += [

@@ -28,7 +28,7 @@ from controller.config import load_controller_config
 from controller.daemon import Daemon
 from emulation.fabric import EmulatedFabric
 from emulation.service import run as run_fabric
-from optimizer.errors import HeliostatError
+from optimizer.errors import ConfigError, HeliostatError
 from optimizer.traffic import hotspot_matrix, uniform_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="serve the API, metrics and status page, and keep running after the summary until SIGTERM",
     )
+    p.add_argument("--ha", action="store_true",
+                   help="3 etcd members and 3 replicas; kill the leader mid-reconfiguration (issue 14)")
     p.set_defaults(handler=_demo)
 
 
@@ -107,6 +109,12 @@ def _wait(condition: Any, timeout: float, stop_at: float) -> bool:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.ha and args.serve:
+        raise ConfigError("<command line>", "--serve", "not with --ha (the HA demo kills its replicas)")
+    if args.ha:
+        from controller.commands.demo_ha import run_ha_demo
+
+        return run_ha_demo(args)
     if args.verbose == 0:  # the progress lines say what the warnings would
         logging.getLogger().setLevel(logging.ERROR)
     started = time.monotonic()

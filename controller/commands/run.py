@@ -88,8 +88,10 @@ def _run(args: argparse.Namespace) -> int:
     try:
         daemon.start()
         servers = start_api_servers(daemon)
+        role = f" as replica {config.ha.name}" if config.ha is not None else ""
+        print(f"heliostat: controlling {daemon.fabric.name}{role} ({config.source})", file=sys.stderr,
+              flush=True)
         page = start_status_page(daemon, servers)
-        print(f"heliostat: controlling {daemon.fabric.name} ({config.source})", file=sys.stderr, flush=True)
         if page is not None:
             print(f"heliostat: status page {page.url}", file=sys.stderr, flush=True)
         daemon.run()

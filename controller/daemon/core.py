@@ -122,6 +122,13 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
         self.drivers: FabricPort | None = None
         self.devices_watch: DevicesFileWatch | None = None  # None: devices given, not from a file
         self.dry_runs = DryRunner(lambda: self._propose("dry_run", self.clock()))
+        # HA (controller/daemon/leadership.py): the elector with ha:, None alone
+        self.elector = None
+        # the API address the leader publishes to the standbys (unknown while it is port 0)
+        listen = config.listen.northbound
+        self.northbound_address: str | None = str(listen) if listen.port else None
+        self._leading = False
+        self._term_stop = threading.Event()  # the executor's stop: the daemon stops or the term ends
 
     def run(self) -> None:
         """Cycle until stop() (SIGTERM/SIGINT in ``heliostat run``)."""
@@ -132,7 +139,9 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
             try:
                 healthy = self.cycle_safely()
             except ExecutorInterrupted:
-                break
+                if self.stop_event.is_set() or self.elector is None:
+                    break
+                healthy = False  # leadership lost mid-stage: the next cycle steps down
             now = time.monotonic()
             reconfiguring = healthy and self.state.reconfiguration is not None
             due = dec.next_cycle_at(due, interval, now, reconfiguring, started=started)
@@ -166,6 +175,7 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
         """Queue an operator request once it is durable (controller/operator_requests.py);
         raises JournalError, and queues nothing, when the journal cannot take it. Dry runs and
         reviewed plans to apply are answered to a waiting caller and not journaled."""
+        self.refuse_unless_leading()
         if not isinstance(request, DryRun | ApplyReviewed):
             if self.request_journal is None:
                 raise DaemonError("the daemon is not started")
@@ -175,9 +185,12 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
 
     def stop(self) -> None:
         self.stop_event.set()
+        self._term_stop.set()
         self.wake.set()
 
     def close(self) -> None:
+        if self.elector is not None:
+            self.elector.stop()  # resign: a standby takes over at once
         self.dry_runs.close()
         if self.drivers is not None:
             self.drivers.close()
@@ -188,6 +201,12 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
     def cycle(self) -> list[dec.Action]:
         """One poll, decision and the actions it asks for. Returns the actions."""
         now = self.clock()
+        if self.elector is not None:
+            if not self.elector.acting():
+                return self._standby_cycle(now)
+            if not self._leading:
+                self._take_over()
+                self._show_role(self.elector.state)
         requests, dry_runs = self._drain_requests()
         te_due = self._poll(now)  # if it fails, the requests wait in _pending for the next cycle
         obs = dec.Observation(

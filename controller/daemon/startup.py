@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from controller.daemon.leadership import Leadership
 from controller.daemon.parts import (
     PREDICTION_KEY,
     QUARANTINE_KEY,
     DaemonError,
-    DaemonParts,
 )
 from controller.devices_watch import DevicesFileWatch
 from controller.drivers import FabricDrivers
@@ -44,16 +44,15 @@ from southbound.devices import load_devices_file
 log = logging.getLogger(__name__)
 
 
-class StartUp(DaemonParts):
+class StartUp(Leadership):
     """The start-up part of :class:`~controller.daemon.core.Daemon`."""
 
     def start(self) -> None:
         """Open the journal and drivers, reconcile with the devices, recover a crashed stage.
-        A journal another controller holds is refused first (controller/reconfig/journal_lock.py)."""
-        try:
-            self.journal_lock.acquire()
-        except HeliostatError as exc:
-            raise DaemonError(str(exc)) from exc
+        A journal another controller holds is refused first (controller/reconfig/journal_lock.py).
+        With ``ha`` the replica joins the election first, and a standby defers the rest of
+        start-up (:meth:`_start_leading`) until it leads (controller/daemon/leadership.py)."""
+        self._join_election()
         if self._given_devices is not None:
             self.drivers = self._given_devices
         else:
@@ -61,9 +60,27 @@ class StartUp(DaemonParts):
                 devices = load_devices_file(self.config.devices)
             except ConfigError as exc:
                 raise DaemonError(str(exc)) from exc
-            self.drivers = FabricDrivers(self.fabric, devices)
+            self.drivers = FabricDrivers(self.fabric, devices, epoch=self.elector)
             self.devices_watch = DevicesFileWatch(self.config.devices, devices)
-        self.journal = Journal(self.config.store, clock=self.clock)
+        if self.acting():
+            self._start_leading()
+        else:
+            self.board.update(phase="idle")
+
+    def _start_leading(self) -> None:
+        """The leader's start-up: take the journal, reconcile with the devices, recover. With
+        ``ha`` the journal is the replicas' shared one in etcd, written only while this
+        replica's lease holds the leader key (controller/ha/etcd_journal.py)."""
+        if self.elector is not None:
+            self.journal = self._shared_journal()
+        else:
+            try:
+                self.journal_lock.acquire()
+            except HeliostatError as exc:
+                raise DaemonError(str(exc)) from exc
+            self.journal = Journal(self.config.store, clock=self.clock)
+        self._leading = True
+        self.drivers = self._drivers()
         self.request_journal = RequestJournal(self.journal)
         # Transitions between groups aim under the stage threshold less the WCMP rounding margin,
         # as staging does, so that measured loads stay under the threshold itself.
@@ -86,7 +103,7 @@ class StartUp(DaemonParts):
                     self.config.intervals.te_interval, self.config.timeouts.verify_drain / 4
                 ),
             ),
-            stop=self.stop_event,
+            stop=self._term_stop,
             pause=self.pause,
             listener=self._step_event,
             **({} if self._wait is None else {"clock": self.clock, "wait": self._wait}),

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from controller.ha.etcd_journal import EtcdJournal
+from controller.ha.etcd_kv import EtcdKV
 from controller.reconfig.journal import (
     IntentState,
     Journal,
@@ -24,6 +26,7 @@ from controller.reconfig.journal_schema import LATEST_VERSION
 from optimizer.topology import Topology, uniform_mesh
 from optimizer.traffic import TrafficMatrix, gravity_matrix
 from tests.support import ROOT, shipped_fabric
+from tests.support.etcd_cluster import etcd_cluster
 
 FABRIC = shipped_fabric("fabric-4")
 
@@ -37,10 +40,31 @@ class FakeClock:
         return self.now
 
 
-@pytest.fixture
-def journal(tmp_path: Path) -> Iterator[Journal]:
-    with Journal(tmp_path / "j.db", clock=FakeClock()) as j:
-        yield j
+@pytest.fixture(scope="module")
+def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdKV]:
+    """One real etcd member for the module's etcd journals (each test gets its own prefix)."""
+    with etcd_cluster(tmp_path_factory.mktemp("etcd"), 1) as cluster:
+        client = EtcdKV(cluster.endpoints)
+        yield client
+        client.close()
+
+
+@pytest.fixture(params=["sqlite", "etcd"])
+def journal(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Journal]:
+    """The same tests against both backends: SQLite (one controller) and etcd (HA replicas,
+    controller/ha/etcd_journal.py; skipped where etcd is not installed)."""
+    if request.param == "sqlite":
+        with Journal(tmp_path / "j.db", clock=FakeClock()) as j:
+            yield j
+        return
+    client = request.getfixturevalue("etcd")
+    with EtcdJournal(client, f"/test/{request.node.name}", clock=FakeClock()) as j:
+        yield j  # type: ignore[misc]
+        again = EtcdJournal(client, f"/test/{request.node.name}")  # what a new leader reads
+        assert again.reconfigurations(1000) == j.reconfigurations(1000)
+        assert again.recovery_point() == j.recovery_point()
+        assert again.generations() == j.generations()
+        assert [t for t, _ in again.matrix_history()] == [t for t, _ in j.matrix_history()]
 
 
 def run_python(code: str) -> subprocess.CompletedProcess[str]:

@@ -25,19 +25,19 @@ _sym_db = _symbol_database.Default()
 from southbound.proto.gen.heliostat.southbound.v1 import common_pb2 as heliostat_dot_southbound_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!heliostat/southbound/v1/ocs.proto\x12\x17heliostat.southbound.v1\x1a$heliostat/southbound/v1/common.proto\"\x19\n\x17GetOcsDeviceInfoRequest\"\xf2\x01\n\rOcsDeviceInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05radix\x18\x02 \x01(\r\x12\x30\n\x05sides\x18\x03 \x01(\x0e\x32!.heliostat.southbound.v1.OcsSides\x12\x13\n\x0bnorth_ports\x18\x04 \x03(\r\x12\x13\n\x0bsouth_ports\x18\x05 \x03(\r\x12\x12\n\ngeneration\x18\x06 \x01(\x04\x12\x19\n\x11switching_time_ms\x18\x07 \x01(\r\x12\x0f\n\x07powered\x18\x08 \x01(\x08\x12\x0e\n\x06vendor\x18\t \x01(\t\x12\x18\n\x10software_version\x18\n \x01(\t\"i\n\x0c\x43rossConnect\x12\x0e\n\x06port_a\x18\x01 \x01(\r\x12\x0e\n\x06port_b\x18\x02 \x01(\r\x12\x39\n\x05state\x18\x03 \x01(\x0e\x32*.heliostat.southbound.v1.CrossConnectState\"\x1a\n\x18ListCrossConnectsRequest\"n\n\x19ListCrossConnectsResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x04\x12=\n\x0e\x63ross_connects\x18\x02 \x03(\x0b\x32%.heliostat.southbound.v1.CrossConnect\"\xb7\x01\n\x19\x41pplyCrossConnectsRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x1b\n\x13\x65xpected_generation\x18\x02 \x01(\x04\x12\x35\n\x06remove\x18\x03 \x03(\x0b\x32%.heliostat.southbound.v1.CrossConnect\x12\x32\n\x03\x61\x64\x64\x18\x04 \x03(\x0b\x32%.heliostat.southbound.v1.CrossConnect\"B\n\x1a\x41pplyCrossConnectsResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x04\x12\x10\n\x08replayed\x18\x02 \x01(\x08\"%\n\x14GetPortStatusRequest\x12\r\n\x05ports\x18\x01 \x03(\r\"\xe4\x01\n\rOcsPortStatus\x12\x0c\n\x04port\x18\x01 \x01(\r\x12/\n\x04side\x18\x02 \x01(\x0e\x32!.heliostat.southbound.v1.PortSide\x12\x38\n\x0boper_status\x18\x03 \x01(\x0e\x32#.heliostat.southbound.v1.OperStatus\x12\x14\n\x0crx_power_dbm\x18\x04 \x01(\x01\x12\x14\n\x0ctx_power_dbm\x18\x05 \x01(\x01\x12\x1b\n\x0e\x63onnected_port\x18\x06 \x01(\rH\x00\x88\x01\x01\x42\x11\n\x0f_connected_port\"b\n\x15GetPortStatusResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x04\x12\x35\n\x05ports\x18\x02 \x03(\x0b\x32&.heliostat.southbound.v1.OcsPortStatus\"\x18\n\x16StreamOcsEventsRequest\"\xbd\x02\n\x08OcsEvent\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x0e\n\x06time_s\x18\x02 \x01(\x01\x12\x12\n\ngeneration\x18\x03 \x01(\x04\x12\x38\n\ncircuit_up\x18\n \x01(\x0b\x32\".heliostat.southbound.v1.CircuitUpH\x00\x12<\n\x0c\x63ircuit_down\x18\x0b \x01(\x0b\x32$.heliostat.southbound.v1.CircuitDownH\x00\x12\x38\n\npower_loss\x18\x0c \x01(\x0b\x32\".heliostat.southbound.v1.PowerLossH\x00\x12@\n\x0epower_restored\x18\r \x01(\x0b\x32&.heliostat.southbound.v1.PowerRestoredH\x00\x42\x07\n\x05\x65vent\"I\n\tCircuitUp\x12<\n\rcross_connect\x18\x01 \x01(\x0b\x32%.heliostat.southbound.v1.CrossConnect\"[\n\x0b\x43ircuitDown\x12<\n\rcross_connect\x18\x01 \x01(\x0b\x32%.heliostat.southbound.v1.CrossConnect\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\"\n\tPowerLoss\x12\x15\n\rcircuits_lost\x18\x01 \x01(\r\"\x0f\n\rPowerRestored*S\n\x08OcsSides\x12\x19\n\x15OCS_SIDES_UNSPECIFIED\x10\x00\x12\x19\n\x15OCS_SIDES_NORTH_SOUTH\x10\x01\x12\x11\n\rOCS_SIDES_ANY\x10\x02*O\n\x08PortSide\x12\x19\n\x15PORT_SIDE_UNSPECIFIED\x10\x00\x12\x13\n\x0fPORT_SIDE_NORTH\x10\x01\x12\x13\n\x0fPORT_SIDE_SOUTH\x10\x02*\x80\x01\n\x11\x43rossConnectState\x12#\n\x1f\x43ROSS_CONNECT_STATE_UNSPECIFIED\x10\x00\x12!\n\x1d\x43ROSS_CONNECT_STATE_SWITCHING\x10\x01\x12#\n\x1f\x43ROSS_CONNECT_STATE_ESTABLISHED\x10\x02\x32\xc8\x04\n\nOcsService\x12i\n\rGetDeviceInfo\x12\x30.heliostat.southbound.v1.GetOcsDeviceInfoRequest\x1a&.heliostat.southbound.v1.OcsDeviceInfo\x12z\n\x11ListCrossConnects\x12\x31.heliostat.southbound.v1.ListCrossConnectsRequest\x1a\x32.heliostat.southbound.v1.ListCrossConnectsResponse\x12}\n\x12\x41pplyCrossConnects\x12\x32.heliostat.southbound.v1.ApplyCrossConnectsRequest\x1a\x33.heliostat.southbound.v1.ApplyCrossConnectsResponse\x12n\n\rGetPortStatus\x12-.heliostat.southbound.v1.GetPortStatusRequest\x1a..heliostat.southbound.v1.GetPortStatusResponse\x12\x64\n\x0cStreamEvents\x12/.heliostat.southbound.v1.StreamOcsEventsRequest\x1a!.heliostat.southbound.v1.OcsEvent0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!heliostat/southbound/v1/ocs.proto\x12\x17heliostat.southbound.v1\x1a$heliostat/southbound/v1/common.proto\"\x19\n\x17GetOcsDeviceInfoRequest\"\xf2\x01\n\rOcsDeviceInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05radix\x18\x02 \x01(\r\x12\x30\n\x05sides\x18\x03 \x01(\x0e\x32!.heliostat.southbound.v1.OcsSides\x12\x13\n\x0bnorth_ports\x18\x04 \x03(\r\x12\x13\n\x0bsouth_ports\x18\x05 \x03(\r\x12\x12\n\ngeneration\x18\x06 \x01(\x04\x12\x19\n\x11switching_time_ms\x18\x07 \x01(\r\x12\x0f\n\x07powered\x18\x08 \x01(\x08\x12\x0e\n\x06vendor\x18\t \x01(\t\x12\x18\n\x10software_version\x18\n \x01(\t\"i\n\x0c\x43rossConnect\x12\x0e\n\x06port_a\x18\x01 \x01(\r\x12\x0e\n\x06port_b\x18\x02 \x01(\r\x12\x39\n\x05state\x18\x03 \x01(\x0e\x32*.heliostat.southbound.v1.CrossConnectState\"\x1a\n\x18ListCrossConnectsRequest\"n\n\x19ListCrossConnectsResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x04\x12=\n\x0e\x63ross_connects\x18\x02 \x03(\x0b\x32%.heliostat.southbound.v1.CrossConnect\"\xc6\x01\n\x19\x41pplyCrossConnectsRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x1b\n\x13\x65xpected_generation\x18\x02 \x01(\x04\x12\x35\n\x06remove\x18\x03 \x03(\x0b\x32%.heliostat.southbound.v1.CrossConnect\x12\x32\n\x03\x61\x64\x64\x18\x04 \x03(\x0b\x32%.heliostat.southbound.v1.CrossConnect\x12\r\n\x05\x65poch\x18\x05 \x01(\x04\"B\n\x1a\x41pplyCrossConnectsResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x04\x12\x10\n\x08replayed\x18\x02 \x01(\x08\"%\n\x14GetPortStatusRequest\x12\r\n\x05ports\x18\x01 \x03(\r\"\xe4\x01\n\rOcsPortStatus\x12\x0c\n\x04port\x18\x01 \x01(\r\x12/\n\x04side\x18\x02 \x01(\x0e\x32!.heliostat.southbound.v1.PortSide\x12\x38\n\x0boper_status\x18\x03 \x01(\x0e\x32#.heliostat.southbound.v1.OperStatus\x12\x14\n\x0crx_power_dbm\x18\x04 \x01(\x01\x12\x14\n\x0ctx_power_dbm\x18\x05 \x01(\x01\x12\x1b\n\x0e\x63onnected_port\x18\x06 \x01(\rH\x00\x88\x01\x01\x42\x11\n\x0f_connected_port\"b\n\x15GetPortStatusResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x04\x12\x35\n\x05ports\x18\x02 \x03(\x0b\x32&.heliostat.southbound.v1.OcsPortStatus\"\x18\n\x16StreamOcsEventsRequest\"\xbd\x02\n\x08OcsEvent\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x0e\n\x06time_s\x18\x02 \x01(\x01\x12\x12\n\ngeneration\x18\x03 \x01(\x04\x12\x38\n\ncircuit_up\x18\n \x01(\x0b\x32\".heliostat.southbound.v1.CircuitUpH\x00\x12<\n\x0c\x63ircuit_down\x18\x0b \x01(\x0b\x32$.heliostat.southbound.v1.CircuitDownH\x00\x12\x38\n\npower_loss\x18\x0c \x01(\x0b\x32\".heliostat.southbound.v1.PowerLossH\x00\x12@\n\x0epower_restored\x18\r \x01(\x0b\x32&.heliostat.southbound.v1.PowerRestoredH\x00\x42\x07\n\x05\x65vent\"I\n\tCircuitUp\x12<\n\rcross_connect\x18\x01 \x01(\x0b\x32%.heliostat.southbound.v1.CrossConnect\"[\n\x0b\x43ircuitDown\x12<\n\rcross_connect\x18\x01 \x01(\x0b\x32%.heliostat.southbound.v1.CrossConnect\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\"\n\tPowerLoss\x12\x15\n\rcircuits_lost\x18\x01 \x01(\r\"\x0f\n\rPowerRestored*S\n\x08OcsSides\x12\x19\n\x15OCS_SIDES_UNSPECIFIED\x10\x00\x12\x19\n\x15OCS_SIDES_NORTH_SOUTH\x10\x01\x12\x11\n\rOCS_SIDES_ANY\x10\x02*O\n\x08PortSide\x12\x19\n\x15PORT_SIDE_UNSPECIFIED\x10\x00\x12\x13\n\x0fPORT_SIDE_NORTH\x10\x01\x12\x13\n\x0fPORT_SIDE_SOUTH\x10\x02*\x80\x01\n\x11\x43rossConnectState\x12#\n\x1f\x43ROSS_CONNECT_STATE_UNSPECIFIED\x10\x00\x12!\n\x1d\x43ROSS_CONNECT_STATE_SWITCHING\x10\x01\x12#\n\x1f\x43ROSS_CONNECT_STATE_ESTABLISHED\x10\x02\x32\xc8\x04\n\nOcsService\x12i\n\rGetDeviceInfo\x12\x30.heliostat.southbound.v1.GetOcsDeviceInfoRequest\x1a&.heliostat.southbound.v1.OcsDeviceInfo\x12z\n\x11ListCrossConnects\x12\x31.heliostat.southbound.v1.ListCrossConnectsRequest\x1a\x32.heliostat.southbound.v1.ListCrossConnectsResponse\x12}\n\x12\x41pplyCrossConnects\x12\x32.heliostat.southbound.v1.ApplyCrossConnectsRequest\x1a\x33.heliostat.southbound.v1.ApplyCrossConnectsResponse\x12n\n\rGetPortStatus\x12-.heliostat.southbound.v1.GetPortStatusRequest\x1a..heliostat.southbound.v1.GetPortStatusResponse\x12\x64\n\x0cStreamEvents\x12/.heliostat.southbound.v1.StreamOcsEventsRequest\x1a!.heliostat.southbound.v1.OcsEvent0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'heliostat.southbound.v1.ocs_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_OCSSIDES']._serialized_start=1810
-  _globals['_OCSSIDES']._serialized_end=1893
-  _globals['_PORTSIDE']._serialized_start=1895
-  _globals['_PORTSIDE']._serialized_end=1974
-  _globals['_CROSSCONNECTSTATE']._serialized_start=1977
-  _globals['_CROSSCONNECTSTATE']._serialized_end=2105
+  _globals['_OCSSIDES']._serialized_start=1825
+  _globals['_OCSSIDES']._serialized_end=1908
+  _globals['_PORTSIDE']._serialized_start=1910
+  _globals['_PORTSIDE']._serialized_end=1989
+  _globals['_CROSSCONNECTSTATE']._serialized_start=1992
+  _globals['_CROSSCONNECTSTATE']._serialized_end=2120
   _globals['_GETOCSDEVICEINFOREQUEST']._serialized_start=100
   _globals['_GETOCSDEVICEINFOREQUEST']._serialized_end=125
   _globals['_OCSDEVICEINFO']._serialized_start=128
@@ -49,27 +49,27 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTCROSSCONNECTSRESPONSE']._serialized_start=507
   _globals['_LISTCROSSCONNECTSRESPONSE']._serialized_end=617
   _globals['_APPLYCROSSCONNECTSREQUEST']._serialized_start=620
-  _globals['_APPLYCROSSCONNECTSREQUEST']._serialized_end=803
-  _globals['_APPLYCROSSCONNECTSRESPONSE']._serialized_start=805
-  _globals['_APPLYCROSSCONNECTSRESPONSE']._serialized_end=871
-  _globals['_GETPORTSTATUSREQUEST']._serialized_start=873
-  _globals['_GETPORTSTATUSREQUEST']._serialized_end=910
-  _globals['_OCSPORTSTATUS']._serialized_start=913
-  _globals['_OCSPORTSTATUS']._serialized_end=1141
-  _globals['_GETPORTSTATUSRESPONSE']._serialized_start=1143
-  _globals['_GETPORTSTATUSRESPONSE']._serialized_end=1241
-  _globals['_STREAMOCSEVENTSREQUEST']._serialized_start=1243
-  _globals['_STREAMOCSEVENTSREQUEST']._serialized_end=1267
-  _globals['_OCSEVENT']._serialized_start=1270
-  _globals['_OCSEVENT']._serialized_end=1587
-  _globals['_CIRCUITUP']._serialized_start=1589
-  _globals['_CIRCUITUP']._serialized_end=1662
-  _globals['_CIRCUITDOWN']._serialized_start=1664
-  _globals['_CIRCUITDOWN']._serialized_end=1755
-  _globals['_POWERLOSS']._serialized_start=1757
-  _globals['_POWERLOSS']._serialized_end=1791
-  _globals['_POWERRESTORED']._serialized_start=1793
-  _globals['_POWERRESTORED']._serialized_end=1808
-  _globals['_OCSSERVICE']._serialized_start=2108
-  _globals['_OCSSERVICE']._serialized_end=2692
+  _globals['_APPLYCROSSCONNECTSREQUEST']._serialized_end=818
+  _globals['_APPLYCROSSCONNECTSRESPONSE']._serialized_start=820
+  _globals['_APPLYCROSSCONNECTSRESPONSE']._serialized_end=886
+  _globals['_GETPORTSTATUSREQUEST']._serialized_start=888
+  _globals['_GETPORTSTATUSREQUEST']._serialized_end=925
+  _globals['_OCSPORTSTATUS']._serialized_start=928
+  _globals['_OCSPORTSTATUS']._serialized_end=1156
+  _globals['_GETPORTSTATUSRESPONSE']._serialized_start=1158
+  _globals['_GETPORTSTATUSRESPONSE']._serialized_end=1256
+  _globals['_STREAMOCSEVENTSREQUEST']._serialized_start=1258
+  _globals['_STREAMOCSEVENTSREQUEST']._serialized_end=1282
+  _globals['_OCSEVENT']._serialized_start=1285
+  _globals['_OCSEVENT']._serialized_end=1602
+  _globals['_CIRCUITUP']._serialized_start=1604
+  _globals['_CIRCUITUP']._serialized_end=1677
+  _globals['_CIRCUITDOWN']._serialized_start=1679
+  _globals['_CIRCUITDOWN']._serialized_end=1770
+  _globals['_POWERLOSS']._serialized_start=1772
+  _globals['_POWERLOSS']._serialized_end=1806
+  _globals['_POWERRESTORED']._serialized_start=1808
+  _globals['_POWERRESTORED']._serialized_end=1823
+  _globals['_OCSSERVICE']._serialized_start=2123
+  _globals['_OCSSERVICE']._serialized_end=2707
 # @@protoc_insertion_point(module_scope)

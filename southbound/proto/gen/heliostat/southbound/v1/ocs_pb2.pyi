@@ -86,16 +86,18 @@ class ListCrossConnectsResponse(_message.Message):
     def __init__(self, generation: _Optional[int] = ..., cross_connects: _Optional[_Iterable[_Union[CrossConnect, _Mapping]]] = ...) -> None: ...
 
 class ApplyCrossConnectsRequest(_message.Message):
-    __slots__ = ("request_id", "expected_generation", "remove", "add")
+    __slots__ = ("request_id", "expected_generation", "remove", "add", "epoch")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_GENERATION_FIELD_NUMBER: _ClassVar[int]
     REMOVE_FIELD_NUMBER: _ClassVar[int]
     ADD_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     expected_generation: int
     remove: _containers.RepeatedCompositeFieldContainer[CrossConnect]
     add: _containers.RepeatedCompositeFieldContainer[CrossConnect]
-    def __init__(self, request_id: _Optional[str] = ..., expected_generation: _Optional[int] = ..., remove: _Optional[_Iterable[_Union[CrossConnect, _Mapping]]] = ..., add: _Optional[_Iterable[_Union[CrossConnect, _Mapping]]] = ...) -> None: ...
+    epoch: int
+    def __init__(self, request_id: _Optional[str] = ..., expected_generation: _Optional[int] = ..., remove: _Optional[_Iterable[_Union[CrossConnect, _Mapping]]] = ..., add: _Optional[_Iterable[_Union[CrossConnect, _Mapping]]] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class ApplyCrossConnectsResponse(_message.Message):
     __slots__ = ("generation", "replayed")

@@ -110,7 +110,7 @@ class NextHopGroups(_message.Message):
     def __init__(self, generation: _Optional[int] = ..., source: _Optional[_Iterable[_Union[NextHopGroup, _Mapping]]] = ..., transit: _Optional[_Iterable[_Union[NextHopGroup, _Mapping]]] = ..., entries_used: _Optional[int] = ...) -> None: ...
 
 class SetNextHopGroupsRequest(_message.Message):
-    __slots__ = ("request_id", "expected_generation", "replace", "source", "transit", "delete_source", "delete_transit")
+    __slots__ = ("request_id", "expected_generation", "replace", "source", "transit", "delete_source", "delete_transit", "epoch")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_GENERATION_FIELD_NUMBER: _ClassVar[int]
     REPLACE_FIELD_NUMBER: _ClassVar[int]
@@ -118,6 +118,7 @@ class SetNextHopGroupsRequest(_message.Message):
     TRANSIT_FIELD_NUMBER: _ClassVar[int]
     DELETE_SOURCE_FIELD_NUMBER: _ClassVar[int]
     DELETE_TRANSIT_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     expected_generation: int
     replace: bool
@@ -125,7 +126,8 @@ class SetNextHopGroupsRequest(_message.Message):
     transit: _containers.RepeatedCompositeFieldContainer[NextHopGroup]
     delete_source: _containers.RepeatedScalarFieldContainer[str]
     delete_transit: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, request_id: _Optional[str] = ..., expected_generation: _Optional[int] = ..., replace: _Optional[bool] = ..., source: _Optional[_Iterable[_Union[NextHopGroup, _Mapping]]] = ..., transit: _Optional[_Iterable[_Union[NextHopGroup, _Mapping]]] = ..., delete_source: _Optional[_Iterable[str]] = ..., delete_transit: _Optional[_Iterable[str]] = ...) -> None: ...
+    epoch: int
+    def __init__(self, request_id: _Optional[str] = ..., expected_generation: _Optional[int] = ..., replace: _Optional[bool] = ..., source: _Optional[_Iterable[_Union[NextHopGroup, _Mapping]]] = ..., transit: _Optional[_Iterable[_Union[NextHopGroup, _Mapping]]] = ..., delete_source: _Optional[_Iterable[str]] = ..., delete_transit: _Optional[_Iterable[str]] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class SetNextHopGroupsResponse(_message.Message):
     __slots__ = ("generation", "replayed", "entries_used")
@@ -138,10 +140,12 @@ class SetNextHopGroupsResponse(_message.Message):
     def __init__(self, generation: _Optional[int] = ..., replayed: _Optional[bool] = ..., entries_used: _Optional[int] = ...) -> None: ...
 
 class DrainPortsRequest(_message.Message):
-    __slots__ = ("ports",)
+    __slots__ = ("ports", "epoch")
     PORTS_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     ports: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, ports: _Optional[_Iterable[int]] = ...) -> None: ...
+    epoch: int
+    def __init__(self, ports: _Optional[_Iterable[int]] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class DrainPortsResponse(_message.Message):
     __slots__ = ("drained_ports",)
