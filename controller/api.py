@@ -130,3 +130,30 @@ class ControllerApi(Protocol):
     def last_plan(self) -> dict[str, Any]:
         """The last ToE plan (raises ApiError NOT_FOUND if there is none yet)."""
         ...
+
+    # -- what the status page shows besides (controller/ui/facts.py) ------------------------
+
+    def fabric_summary(self) -> dict[str, Any]:
+        """The fabric: ``name``, ``blocks``, ``ocs``, ``domains`` (OCSes by failure domain),
+        ``spine`` and ``capacity_gbps``."""
+        ...
+
+    def devices(self) -> list[dict[str, Any]]:
+        """Every polled device: ``name``, ``kind``, ``state`` (up, unreachable, unpowered,
+        unknown), ``last_seen`` (Unix seconds or None) and ``maintenance``."""
+        ...
+
+    def events(self, limit: int = 50) -> list[dict[str, Any]]:
+        """Recent events (TE runs, ToE decisions, stage steps, warnings), newest first:
+        ``seq``, ``time``, ``kind``, ``level`` (info, warning, error), ``details``."""
+        ...
+
+    def mlu_history(self, limit: int = 360) -> list[dict[str, Any]]:
+        """MLU (planned, measured, predicted) and demand over time, oldest first, one sample
+        per poll (demand alone before the daemon started, from the journal's matrices)."""
+        ...
+
+    def reconfiguration_progress(self) -> dict[str, Any] | None:
+        """The reconfiguration in flight (its stages, the stage and step now, ``progress`` from
+        0 to 1, its latest journaled steps), or None."""
+        ...

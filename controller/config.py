@@ -43,6 +43,7 @@ The accepted form (every section but the three paths is optional; times in secon
         operators: [ctl-admin]         # with client_ca, required: certificate names (CN or DNS
         readers: [grafana]             #   SAN) that may act / only read; others are refused
       metrics: 127.0.0.1:9108          # Prometheus HTTP endpoint
+      web: 127.0.0.1:8080              # optional: the read-only status page and its JSON (/api/...)
     ha:                                # optional: replicas elected on etcd (controller/ha/config.py)
       etcd: ["127.0.0.1:2379"]
       name: replica-a
@@ -130,6 +131,7 @@ class Listen:
     metrics: ListenAddress = field(default_factory=lambda: ListenAddress("127.0.0.1", 9108))
     northbound_tls: ServerTlsConfig | None = None  # None: the API is served in plaintext
     northbound_roles: ClientRoles | None = None  # with mutual TLS: who may act, who may only read
+    web: ListenAddress | None = None  # the status page (controller/ui/web.py); None: not served
 
 
 @dataclass(frozen=True)
@@ -318,6 +320,7 @@ def _listen(section: dict[str, Any], source: str, base: Path) -> Listen:
         metrics=_address(section.get("metrics"), d.metrics, source, "listen.metrics"),
         northbound_tls=tls,
         northbound_roles=roles,
+        web=_optional_address(section.get("web"), source, "listen.web"),
     )
 
 
@@ -371,6 +374,13 @@ def _names(value: object, source: str, key: str) -> frozenset[str]:
 def _address(value: object, default: ListenAddress, source: str, key: str) -> ListenAddress:
     if value is None:
         return default
+    return parse_listen_address(schema.string(value, source, key), source, key)
+
+
+def _optional_address(value: object, source: str, key: str) -> ListenAddress | None:
+    """An address that is off when absent (``listen.web``)."""
+    if value is None:
+        return None
     return parse_listen_address(schema.string(value, source, key), source, key)
 
 
