@@ -139,4 +139,29 @@ class ControllerApi(Protocol):
         """One reconfiguration with its plan's stages and its journaled steps, in the field
         names of ``heliostat.controller.v1.Reconfiguration`` (stages and steps numbered from 1;
         None for what is unset). ApiError NOT_FOUND for an unknown id."""
+    # -- what the status page shows besides (controller/ui/facts.py) ------------------------
+
+    def fabric_summary(self) -> dict[str, Any]:
+        """The fabric: ``name``, ``blocks``, ``ocs``, ``domains`` (OCSes by failure domain),
+        ``spine`` and ``capacity_gbps``."""
+        ...
+
+    def devices(self) -> list[dict[str, Any]]:
+        """Every polled device: ``name``, ``kind``, ``state`` (up, unreachable, unpowered,
+        unknown), ``last_seen`` (Unix seconds or None) and ``maintenance``."""
+        ...
+
+    def events(self, limit: int = 50) -> list[dict[str, Any]]:
+        """Recent events (TE runs, ToE decisions, stage steps, warnings), newest first:
+        ``seq``, ``time``, ``kind``, ``level`` (info, warning, error), ``details``."""
+        ...
+
+    def mlu_history(self, limit: int = 360) -> list[dict[str, Any]]:
+        """MLU (planned, measured, predicted) and demand over time, oldest first, one sample
+        per poll (demand alone before the daemon started, from the journal's matrices)."""
+        ...
+
+    def reconfiguration_progress(self) -> dict[str, Any] | None:
+        """The reconfiguration in flight (its stages, the stage and step now, ``progress`` from
+        0 to 1, its latest journaled steps), or None."""
         ...

@@ -47,6 +47,7 @@ The accepted form (every section but the three paths is optional; times in secon
         cert: certs/metrics.pem
         key: certs/metrics-key.pem
         client_ca: certs/ca.pem        # optional: scrapers must present a certificate it signed
+      web: 127.0.0.1:8080              # optional: the read-only status page and its JSON (/api/...)
     ha:                                # optional: replicas elected on etcd (controller/ha/config.py)
       etcd: ["127.0.0.1:2379"]
       name: replica-a
@@ -132,6 +133,7 @@ class Listen:
     northbound_tls: ServerTlsConfig | None = None  # None: the API is served in plaintext
     northbound_roles: ClientRoles | None = None  # with mutual TLS: who may act, who may only read
     metrics_tls: ServerTlsConfig | None = None  # None: the metrics are served over plain HTTP
+    web: ListenAddress | None = None  # the status page (controller/ui/web.py); None: not served
 
 
 @dataclass(frozen=True)
@@ -321,6 +323,7 @@ def _listen(section: dict[str, Any], source: str, base: Path) -> Listen:
         northbound_tls=tls,
         northbound_roles=roles,
         metrics_tls=_metrics_tls(section.get("metrics_tls"), source, base),
+        web=_optional_address(section.get("web"), source, "listen.web"),
     )
 
 
@@ -398,3 +401,11 @@ def _address(value: object, default: ListenAddress, source: str, key: str) -> Li
     if value is None:
         return default
     return parse_listen_address(schema.string(value, source, key), source, key)
+
+
+def _optional_address(value: object, source: str, key: str) -> ListenAddress | None:
+    """An address that is off when absent (``listen.web``)."""
+    if value is None:
+        return None
+    return parse_listen_address(schema.string(value, source, key), source, key)
+

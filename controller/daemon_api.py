@@ -27,6 +27,7 @@ from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, 
 from controller.drain_guard import check_drain
 from controller.reconfig.journal import IntentRecord, JournalError, StepRecord
 from controller.reconfig.reviewed import PlanNotFound
+from controller.ui.facts import devices_json, fabric_json, reconfiguration_json
 from optimizer.errors import HeliostatError
 from optimizer.topology import Topology
 from optimizer.traffic import TrafficMatrix
@@ -40,6 +41,9 @@ DRY_RUN_WAIT_S = 120.0
 #: Dry runs waiting for a plan at once; more are refused (each holds an API worker thread).
 MAX_DRY_RUNS_WAITING = 2
 MAX_HISTORY = 1000
+#: Most events and samples one call returns (the recorder keeps no more than this anyway).
+MAX_EVENTS = 200
+MAX_SAMPLES = 720
 
 
 def _matrix_json(matrix: TrafficMatrix | None) -> dict[str, dict[str, float]] | None:
@@ -356,3 +360,36 @@ class DaemonApi(ControllerApi):
         if plan is None:
             raise ApiError(ApiErrorCode.NOT_FOUND, "no ToE plan yet")
         return plan
+
+    # -- the status page's facts (controller/ui/facts.py) ----------------------------------
+
+    def fabric_summary(self) -> dict[str, Any]:
+        return fabric_json(self.daemon.fabric)
+
+    def devices(self) -> list[dict[str, Any]]:
+        spines = getattr(self.daemon.drivers, "spines", None) or {}
+        return devices_json(
+            self.daemon.fabric, list(spines), self.daemon.board.snapshot(), self.daemon.recorder.last_seen()
+        )
+
+    def events(self, limit: int = 50) -> list[dict[str, Any]]:
+        _check_limit(limit, MAX_EVENTS)
+        return self.daemon.recorder.events(limit)
+
+    def mlu_history(self, limit: int = 360) -> list[dict[str, Any]]:
+        _check_limit(limit, MAX_SAMPLES)
+        return self.daemon.recorder.samples(limit)
+
+    def reconfiguration_progress(self) -> dict[str, Any] | None:
+        journal = self.daemon.journal
+        if journal is None:
+            return None
+        intent = journal.in_flight_intent()
+        if intent is None:
+            return None
+        return reconfiguration_json(intent, journal.steps(intent.id), self.daemon.board.snapshot())
+
+
+def _check_limit(limit: object, most: int) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= most:
+        raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"limit must be 1..{most}, got {limit!r}")

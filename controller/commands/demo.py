@@ -5,6 +5,10 @@ with ``configs/controller-demo.yaml``, offers uniform traffic, then shifts it to
 pattern; prints each TE run, the ToE decision and each stage as they happen, and ends with
 a summary: MLU before and after, circuits changed, bytes lost during the change, time taken.
 Exit status 1 if the reconfiguration did not complete or lost traffic.
+
+With ``--serve`` it also serves the northbound API, the metrics and the status page (at the
+config's ``listen`` addresses) from the start, prints their URLs, and after the summary keeps
+the fabric and the controller running until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import signal
 import sys
 import tempfile
 import threading
@@ -23,7 +28,7 @@ from controller.config import load_controller_config
 from controller.daemon import Daemon
 from emulation.fabric import EmulatedFabric
 from emulation.service import run as run_fabric
-from optimizer.errors import HeliostatError
+from optimizer.errors import ConfigError, HeliostatError
 from optimizer.traffic import hotspot_matrix, uniform_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--load", type=float, default=0.6, help="busiest block's load after the shift")
     p.add_argument("--seed", type=int, default=1, help="hotspot pattern seed")
     p.add_argument("--timeout", type=float, default=100.0, help="give up after this many seconds")
+    p.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve the API, metrics and status page, and keep running after the summary until SIGTERM",
+    )
     p.add_argument("--ha", action="store_true",
                    help="3 etcd members and 3 replicas; kill the leader mid-reconfiguration (issue 14)")
     p.set_defaults(handler=_demo)
@@ -99,6 +109,8 @@ def _wait(condition: Any, timeout: float, stop_at: float) -> bool:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.ha and args.serve:
+        raise ConfigError("<command line>", "--serve", "not with --ha (the HA demo kills its replicas)")
     if args.ha:
         from controller.commands.demo_ha import run_ha_demo
 
@@ -138,14 +150,70 @@ def _demo(args: argparse.Namespace) -> int:
             raise
         loop = threading.Thread(target=daemon.run, name="heliostat-loop", daemon=True)
         loop.start()
+        servers = page = None
+        signals = _Signals() if args.serve else None
         try:
-            return _script(args, fabric, daemon, progress, hotspot, stop_at, started)
+            if signals is not None:
+                servers, page = _serve(daemon, progress)
+            result = _script(args, fabric, daemon, progress, hotspot, stop_at, started)
+            if signals is not None:
+                signals.wait(progress)
+            return result
         finally:
+            if signals is not None:
+                signals.restore()
+            if page is not None:
+                page.stop()
+            if servers is not None:
+                servers.stop()
             daemon.stop()
             loop.join(timeout=30)
             daemon.close()
             stop_clock.set()
             clock.join(timeout=5)
+
+
+def _serve(daemon: Daemon, progress: Progress) -> tuple[Any, Any]:
+    """The API, metrics and the status page, as ``heliostat run`` serves them; prints the URLs."""
+    from controller.commands.run import start_api_servers, start_status_page
+
+    servers = start_api_servers(daemon)
+    page = start_status_page(daemon, servers)
+    if page is None:
+        progress.say(f"{daemon.config.source}: listen.web is not set: no status page")
+    else:
+        progress.say(f"status page: {page.url}")
+    if servers is not None:
+        progress.say(f"metrics: {servers.metrics.url if servers.metrics else 'not served'}; "
+                     f"API: heliostat ctl --address {servers.grpc_address} status")
+    return servers, page
+
+
+class _Signals:
+    """SIGTERM and SIGINT while serving: during the scripted shift they interrupt it (as Ctrl-C
+    does without ``--serve``); after it they end the wait."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.scripted = True
+        self.previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.stop.set()
+        if self.scripted:
+            raise KeyboardInterrupt
+
+    def wait(self, progress: Progress) -> None:
+        """Block until SIGTERM or SIGINT; the fabric and the controller keep running meanwhile."""
+        self.scripted = False
+        progress.say("serving until SIGTERM or Ctrl-C")
+        while not self.stop.wait(0.5):
+            pass
+        progress.say("stopping")
+
+    def restore(self) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
 
 
 def _script(

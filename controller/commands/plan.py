@@ -36,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-spine", action="store_true", help="route over OCS circuits only")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--out", default=None, help="file to write (default stdout)")
+    p.add_argument(
+        "--plot", default=None, metavar="FILE.png",
+        help="PNG of the traffic matrix, the topology and link utilisation",
+    )
     p.set_defaults(handler=_plan)
 
 
@@ -51,6 +55,11 @@ def _check_args(args: argparse.Namespace) -> None:
 
 def _plan(args: argparse.Namespace) -> int:
     _check_args(args)
+    plot = None
+    if args.plot is not None:
+        from controller.ui.plots import check_plot_path
+
+        plot = check_plot_path(args.plot)
     fabric = load_plannable_fabric(args.fabric)
     tm = load_matrix(args.demand, fabric)
     topology = None
@@ -67,6 +76,10 @@ def _plan(args: argparse.Namespace) -> int:
         max_oversubscription=args.max_oversubscription,
     )
     seconds = time.perf_counter() - started
+    if plot is not None:
+        from controller.ui.plots import plot_te
+
+        plot_te(plot, tm, result)
     if args.format == "json":
         data = result.to_json()
         data["solver"]["seconds"] = round(seconds, 3)

@@ -58,6 +58,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _replay(args: argparse.Namespace) -> int:
     if args.start < 0:
         raise ConfigError(ARGS, "--start", f"must be >= 0, got {args.start}")
+    plot = None
+    if args.plot is not None:
+        from controller.ui.plots import check_plot_path
+
+        plot = check_plot_path(args.plot)
     if args.limit is not None and args.limit < 2:
         raise ConfigError(ARGS, "--limit", f"a replay needs at least 2 snapshots, got {args.limit}")
     for flag, value in (("--interval", args.interval), ("--unit-gbps", args.unit_gbps)):
@@ -79,8 +84,8 @@ def _replay(args: argparse.Namespace) -> int:
         progress.close()
     if args.routes_out:
         write_routes(Path(args.routes_out), fabric, result)
-    if args.plot:
-        plot_replay(Path(args.plot), result, title=f"{Path(args.series).name} on {fabric.name}")
+    if plot is not None:
+        plot_replay(plot, result, title=f"{Path(args.series).name} on {fabric.name}")
     if args.format == "json":
         emit_json(replay_json(result), args.out)
     else:

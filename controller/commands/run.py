@@ -6,13 +6,16 @@ import argparse
 import logging
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.config import load_controller_config
 from controller.daemon import Daemon
 from controller.daemon_api import DaemonApi
 from controller.reconfig.executor import PausePoint
 from optimizer.errors import ConfigError
+
+if TYPE_CHECKING:
+    from controller.ui.web import WebServer
 
 log = logging.getLogger("heliostat.run")
 
@@ -54,6 +57,23 @@ def start_api_servers(daemon: Daemon, events: Any = None) -> Any:
     return servers
 
 
+def start_status_page(daemon: Daemon, servers: Any) -> WebServer | None:
+    """Serve the status page at ``listen.web`` (controller/ui/web.py), or None when it is off."""
+    address = daemon.config.listen.web
+    if address is None:
+        return None
+    from controller.ui.web import start_web
+    from southbound.tls import is_loopback
+
+    if not is_loopback(address.host):
+        log.warning("SECURITY: the status page listens on %s without authentication: anyone who can "
+                    "reach it can read the fabric's state (it changes nothing)", address.host)
+    metrics = getattr(servers, "metrics", None)
+    page = start_web(DaemonApi(daemon), address, metrics.url if metrics is not None else None)
+    page.follow_logs(daemon.recorder.log_handler())
+    return page
+
+
 def _run(args: argparse.Namespace) -> int:
     root = logging.getLogger()
     if root.level > logging.INFO and not getattr(args, "quiet", False):  # a daemon logs INFO unless -q
@@ -69,15 +89,20 @@ def _run(args: argparse.Namespace) -> int:
     daemon = Daemon(config, pause=pause, listener=events.publish)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: daemon.stop())
-    servers = None
+    servers = page = None
     try:
         daemon.start()
         servers = start_api_servers(daemon, events)
         role = f" as replica {config.ha.name}" if config.ha is not None else ""
         print(f"heliostat: controlling {daemon.fabric.name}{role} ({config.source})", file=sys.stderr,
               flush=True)
+        page = start_status_page(daemon, servers)
+        if page is not None:
+            print(f"heliostat: status page {page.url}", file=sys.stderr, flush=True)
         daemon.run()
     finally:
+        if page is not None:
+            page.stop()
         if servers is not None:
             servers.stop()
         daemon.close()

@@ -71,6 +71,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--out", default=None, help="file to write (default stdout)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
+    p.add_argument(
+        "--plot", default=None, metavar="FILE.png",
+        help="PNG of the traffic matrix, the topology before and after, and link utilisation",
+    )
     p.set_defaults(handler=_toe)
 
 
@@ -91,6 +95,11 @@ def _check_args(args: argparse.Namespace) -> None:
 
 def _toe(args: argparse.Namespace) -> int:
     _check_args(args)
+    plot = None
+    if args.plot is not None:
+        from controller.ui.plots import check_plot_path
+
+        plot = check_plot_path(args.plot)
     fabric = load_plannable_fabric(args.fabric)
     matrices = [load_matrix(path, fabric) for path in args.demand]
     current = None
@@ -105,6 +114,10 @@ def _toe(args: argparse.Namespace) -> int:
             fabric, matrices, current, knobs, threshold=args.threshold, table_size=args.table_size
         )
     seconds = time.perf_counter() - started
+    if plot is not None:
+        from controller.ui.plots import plot_toe
+
+        plot_toe(plot, matrices, plan)
     if args.format == "json":
         data = plan.to_json()
         timing = {"seconds": round(seconds, 3), "time_limit": args.time_limit}

@@ -45,6 +45,7 @@ from controller.reconfig.journal_lock import JournalLock
 from controller.reconfig.reviewed import ReviewedPlans
 from controller.sensing.estimation import RateEstimator, TrafficEstimation
 from controller.status import StatusBoard
+from controller.ui.recorder import Recorder
 from optimizer.config import load_plannable_fabric
 from optimizer.errors import HeliostatError
 from optimizer.policy import ReconfigurePolicy
@@ -92,6 +93,7 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
         self.reviewed = ReviewedPlans()  # dry runs' plans (the dry-run worker adds, the loop applies)
         self.fabric = load_plannable_fabric(config.fabric)
         self.board = StatusBoard(self.fabric.name)
+        self.recorder = Recorder()  # recent events, MLU and demand, devices last seen (the status page)
         self.settings = dec.Settings(
             toe_check_interval=config.intervals.toe_check_interval,
             policy=ReconfigurePolicy(

@@ -35,6 +35,7 @@ from controller.reconfig.toe_run import Proposal, ToePlanner
 from controller.sensing.estimation import RateEstimator, TrafficEstimation
 from controller.status import StatusBoard
 from controller.te_loop.te_push import TePusher, TeRun
+from controller.ui.recorder import Recorder
 from optimizer.errors import HeliostatError
 from optimizer.fabric import Fabric, SpineSwitch
 from optimizer.spine import SpineLink
@@ -85,6 +86,7 @@ class DaemonParts:
     wake: threading.Event
     fabric: Fabric
     board: StatusBoard
+    recorder: Recorder
     settings: dec.Settings
     state: dec.ControlState
     live: frozenset[Circuit]  # installed and both links up: what TE uses
@@ -131,6 +133,7 @@ class DaemonParts:
         def _step_event(self, intent: int, stage: int, step: str, event: str) -> None: ...
 
     def _emit(self, kind: str, **details: object) -> None:
+        self.recorder.event(self.clock(), kind, details)
         if self.listener is not None:
             try:
                 self.listener(kind, details)

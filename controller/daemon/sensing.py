@@ -94,6 +94,8 @@ class Sensing(DaemonParts):
             circuits_installed=len(self.installed),
             circuits_up=len(self.live),
         )
+        demand = None if self.matrix is None else self.matrix.total()
+        self.recorder.polled(now, poll, self.board.snapshot(), demand)
         return te_due
 
     def _estimate(self, poll: PollResult, rates: dict[tuple[str, int], float], now: float) -> bool:

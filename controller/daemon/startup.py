@@ -194,6 +194,7 @@ class StartUp(Leadership):
         for block in self.fabric.blocks:
             for dst in self.fabric.block_names:
                 self.estimation.rates.set_ceiling((block.name, dst), block.uplinks * block.speed_gbps * 1.05)
+        self.recorder.seed_demand((t, m.total()) for t, m in history)
         if history:
             self.matrix = history[-1][1]
             self.recent.extend(m for _, m in history[-self.config.te.window :])

@@ -168,31 +168,30 @@ def _groups(state: RoutingState) -> list[dict[str, Any]]:
 
 
 def plot_replay(path: Path, result: ReplayResult, title: str | None = None) -> None:
-    """MLU / optimal over time and its CDF, with the reconfigurations marked (a PNG)."""
-    import matplotlib
+    """MLU / optimal over time and its CDF, with the reconfigurations marked (a PNG, in the
+    style of :mod:`controller.ui.plots`)."""
+    from controller.ui.plots import ALERT, MAIN, MUTED, pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     judged = [s for s in result.snapshots if s.ratio is not None]
     times = np.array([s.time for s in judged])
     ratios = np.array([s.ratio for s in judged])
     fig, (ax_time, ax_cdf) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [2.2, 1]})
-    ax_time.plot(times, ratios, lw=0.7, color="#1f77b4", label="MLU / optimal")
+    ax_time.plot(times, ratios, lw=0.7, color=MAIN, label="MLU / optimal")
     for s in result.snapshots:
         if s.reconfiguring:
-            ax_time.axvline(s.time, color="#d62728", alpha=0.15, lw=1)
+            ax_time.axvline(s.time, color=ALERT, alpha=0.15, lw=1)
     if any(s.reconfiguring for s in result.snapshots):
-        ax_time.plot([], [], color="#d62728", alpha=0.5, label="reconfiguring")
-    ax_time.axhline(1.0, color="grey", lw=0.6, ls="--")
+        ax_time.plot([], [], color=ALERT, alpha=0.5, label="reconfiguring")
+    ax_time.axhline(1.0, color=MUTED, lw=0.6, ls="--")
     ax_time.set_xlabel("time (s)")
     ax_time.set_ylabel("MLU / optimal")
     ax_time.legend(loc="upper right")
     if ratios.size:
         ordered = np.sort(ratios)
-        ax_cdf.plot(ordered, np.arange(1, len(ordered) + 1) / len(ordered), color="#1f77b4")
+        ax_cdf.plot(ordered, np.arange(1, len(ordered) + 1) / len(ordered), color=MAIN)
         for q in (50, 90, 99):
-            ax_cdf.axvline(np.percentile(ratios, q), color="grey", lw=0.5, ls=":")
+            ax_cdf.axvline(np.percentile(ratios, q), color=MUTED, lw=0.5, ls=":")
     ax_cdf.set_xlabel("MLU / optimal")
     ax_cdf.set_ylabel("CDF")
     ax_cdf.set_ylim(0, 1)
@@ -202,6 +201,4 @@ def plot_replay(path: Path, result: ReplayResult, title: str | None = None) -> N
         (title or f"replay on {result.fabric}")
         + (f": mean {mean:.3f}, p99 {summary['p99']:.3f}" if mean is not None else "")
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)

@@ -1,0 +1,57 @@
+"""``heliostat demo --serve``: the page during and after the scripted shift, until SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from tests.support import ROOT
+from tests.support.daemon_support import stop_process, wait_for
+
+
+def _read(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read()
+
+
+@pytest.mark.slow
+def test_demo_serve_prints_the_urls_and_keeps_serving_until_sigterm() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller.cli", "demo", "--serve"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    try:
+        wait_for(lambda: any("serving until SIGTERM" in line for line in lines) or proc.poll() is not None,
+                 150, interval=0.2, what="the demo's summary")
+        out = "".join(lines)
+        assert proc.poll() is None, out
+        assert "outcome: OK" in out
+        page = re.search(r"status page: (http://127\.0\.0\.1:\d+/)", out)
+        metrics = re.search(r"metrics: (http://127\.0\.0\.1:\d+/metrics)", out)
+        assert page and metrics, out
+        assert b"<canvas" in _read(page.group(1))
+        history = json.loads(_read(page.group(1) + "api/reconfigurations"))["recent"]
+        assert history[0]["state"] == "done" and history[0]["stages"] >= 1
+        assert b"# TYPE heliostat_" in _read(metrics.group(1))
+        time.sleep(1.5)  # still serving a while after the script ended
+        status = json.loads(_read(page.group(1) + "api/status"))
+        assert status["fabric"] == "demo-8" and status["phase"] == "idle"
+    finally:
+        code = stop_process(proc, signal.SIGTERM, timeout=30)
+        reader.join(timeout=5)
+    assert code == 0, "".join(lines)[-3000:]
+    assert "stopping" in "".join(lines)
