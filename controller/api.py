@@ -26,6 +26,10 @@ class Phase(StrEnum):
     STOPPING = "stopping"
 
 
+#: The most reconfigurations one history request may ask for.
+MAX_HISTORY_LIMIT = 1000
+
+
 class ApiErrorCode(StrEnum):
     INVALID_ARGUMENT = "invalid_argument"  # bad request: unknown device, bad value
     NOT_FOUND = "not_found"  # nothing to return (e.g. no plan yet)
@@ -131,6 +135,10 @@ class ControllerApi(Protocol):
         """The last ToE plan (raises ApiError NOT_FOUND if there is none yet)."""
         ...
 
+    def reconfiguration(self, intent_id: int) -> dict[str, Any]:
+        """One reconfiguration with its plan's stages and its journaled steps, in the field
+        names of ``heliostat.controller.v1.Reconfiguration`` (stages and steps numbered from 1;
+        None for what is unset). ApiError NOT_FOUND for an unknown id."""
     # -- what the status page shows besides (controller/ui/facts.py) ------------------------
 
     def fabric_summary(self) -> dict[str, Any]:

@@ -43,6 +43,10 @@ The accepted form (every section but the three paths is optional; times in secon
         operators: [ctl-admin]         # with client_ca, required: certificate names (CN or DNS
         readers: [grafana]             #   SAN) that may act / only read; others are refused
       metrics: 127.0.0.1:9108          # Prometheus HTTP endpoint
+      metrics_tls:                     # optional: serve the metrics over HTTPS
+        cert: certs/metrics.pem
+        key: certs/metrics-key.pem
+        client_ca: certs/ca.pem        # optional: scrapers must present a certificate it signed
       web: 127.0.0.1:8080              # optional: the read-only status page and its JSON (/api/...)
     ha:                                # optional: replicas elected on etcd (controller/ha/config.py)
       etcd: ["127.0.0.1:2379"]
@@ -61,6 +65,12 @@ from pathlib import Path
 from typing import Any
 
 from controller.ha.config import HaConfig, parse_ha
+from controller.northbound.listen import (
+    DEFAULT_METRICS,
+    DEFAULT_NORTHBOUND,
+    ListenAddress,
+    parse_listen_address,
+)
 from controller.sensing.estimation import EstimationSettings
 from optimizer import limits, schema
 from optimizer.config import parse_yaml
@@ -117,20 +127,12 @@ class StepTimeouts:
 
 
 @dataclass(frozen=True)
-class ListenAddress:
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
-
-
-@dataclass(frozen=True)
 class Listen:
-    northbound: ListenAddress = field(default_factory=lambda: ListenAddress("127.0.0.1", 50051))
-    metrics: ListenAddress = field(default_factory=lambda: ListenAddress("127.0.0.1", 9108))
+    northbound: ListenAddress = DEFAULT_NORTHBOUND
+    metrics: ListenAddress = DEFAULT_METRICS
     northbound_tls: ServerTlsConfig | None = None  # None: the API is served in plaintext
     northbound_roles: ClientRoles | None = None  # with mutual TLS: who may act, who may only read
+    metrics_tls: ServerTlsConfig | None = None  # None: the metrics are served over plain HTTP
     web: ListenAddress | None = None  # the status page (controller/ui/web.py); None: not served
 
 
@@ -320,6 +322,7 @@ def _listen(section: dict[str, Any], source: str, base: Path) -> Listen:
         metrics=_address(section.get("metrics"), d.metrics, source, "listen.metrics"),
         northbound_tls=tls,
         northbound_roles=roles,
+        metrics_tls=_metrics_tls(section.get("metrics_tls"), source, base),
         web=_optional_address(section.get("web"), source, "listen.web"),
     )
 
@@ -366,6 +369,29 @@ def _server_tls(
     return tls, roles
 
 
+def _metrics_tls(value: object, source: str, base: Path) -> ServerTlsConfig | None:
+    """The metrics endpoint's TLS files (no roles: a scraper only reads)."""
+    if value is None:
+        return None
+    key = "listen.metrics_tls"
+    section = schema.mapping(value, source, key)
+    schema.check_keys(section, source, key, tuple(_SERVER_TLS_FILES), required=("cert", "key"))
+    files = {name: _tls_file(section, name, kind, source, key, base)
+             for name, kind in _SERVER_TLS_FILES.items() if section.get(name) is not None}
+    return ServerTlsConfig(files["cert"], files["key"], files.get("client_ca"))
+
+
+def _tls_file(section: Any, name: str, kind: str, source: str, key: str, base: Path) -> Path:
+    """A TLS file of ``section``, checked now to be a readable PEM file of its kind."""
+    child = schema.join(key, name)
+    path = _path(section[name], source, child, base)
+    try:
+        read_pem(path, kind)
+    except TlsConfigError as exc:
+        raise ConfigError(source, child, str(exc)) from exc
+    return path
+
+
 def _names(value: object, source: str, key: str) -> frozenset[str]:
     items = schema.sequence(value, source, key)
     return frozenset(schema.string(v, source, schema.join(key, i)) for i, v in enumerate(items))
@@ -383,20 +409,3 @@ def _optional_address(value: object, source: str, key: str) -> ListenAddress | N
         return None
     return parse_listen_address(schema.string(value, source, key), source, key)
 
-
-def parse_listen_address(text: str, source: str = "<listen>", key: str = "address") -> ListenAddress:
-    """``host:port`` or ``[v6-host]:port``; port 0 asks the system for a free one."""
-    if text.startswith("["):
-        host, sep, rest = text[1:].partition("]")
-        if not sep or not rest.startswith(":"):
-            raise ConfigError(source, key, f"expected [host]:port, got {text!r}")
-        port_text = rest[1:]
-    else:
-        host, sep, port_text = text.rpartition(":")
-        if not sep or ":" in host:
-            raise ConfigError(source, key, f"expected host:port (IPv6 as [host]:port), got {text!r}")
-    if not host:
-        raise ConfigError(source, key, f"the host is empty in {text!r}")
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ConfigError(source, key, f"the port must be a number from 0 to 65535, got {port_text!r}")
-    return ListenAddress(host, int(port_text))

@@ -25,7 +25,7 @@ from controller.api import (
 from controller.daemon.leadership import NotLeading
 from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, SetToePaused, ToeTrigger
 from controller.drain_guard import check_drain
-from controller.reconfig.journal import JournalError
+from controller.reconfig.journal import IntentRecord, JournalError, StepRecord
 from controller.reconfig.reviewed import PlanNotFound
 from controller.ui.facts import devices_json, fabric_json, reconfiguration_json
 from optimizer.errors import HeliostatError
@@ -52,6 +52,46 @@ def _matrix_json(matrix: TrafficMatrix | None) -> dict[str, dict[str, float]] | 
     return {
         src: {dst: round(float(matrix.gbps[i, j]), 6) for j, dst in enumerate(matrix.blocks) if i != j}
         for i, src in enumerate(matrix.blocks)
+    }
+
+
+def reconfiguration_view(intent: IntentRecord, steps: list[StepRecord]) -> dict[str, Any]:
+    """One reconfiguration as ``ControllerApi.reconfiguration`` returns it: the plan's stages
+    (what each removes and adds, its MLU checks) and every step the executor journaled."""
+    plan = intent.plan if isinstance(intent.plan, dict) else {}
+
+    def number(value: Any) -> float | None:
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    stages = []
+    for i, stage in enumerate(plan.get("stages") or ()):
+        if not isinstance(stage, dict):
+            continue
+        domain = stage.get("domain")
+        stages.append({
+            "number": int(stage.get("index", i)) + 1,
+            "domain": domain if isinstance(domain, int) and not isinstance(domain, bool) else None,
+            "circuits_removed": len(stage.get("remove") or ()),
+            "circuits_added": len(stage.get("add") or ()),
+            "mlu_start": number(stage.get("mlu_start")),
+            "mlu_drained": number(stage.get("mlu_drained")),
+            "mlu_after": number(stage.get("mlu_after")),
+        })
+    return {
+        "id": intent.id,
+        "state": intent.state.value,
+        "trigger": intent.trigger,
+        "reason": intent.reason,
+        "created": intent.created,
+        "finished": intent.finished,
+        "current_mlu": number(plan.get("current_mlu")),
+        "planned_mlu": number(plan.get("planned_mlu")),
+        "stages": stages,
+        "steps": [
+            {"stage": step.stage + 1, "name": step.name, "state": step.state.value, "error": step.error,
+             "started": step.started, "finished": step.finished}
+            for step in steps
+        ],
     }
 
 
@@ -187,6 +227,16 @@ class DaemonApi(ControllerApi):
                 }
             )
         return out
+
+    def reconfiguration(self, intent_id: int) -> dict[str, Any]:
+        journal = self.daemon.journal
+        if journal is None:
+            raise ApiError(ApiErrorCode.UNAVAILABLE, "the controller is starting")
+        try:
+            intent = journal.intent(intent_id)
+        except JournalError as exc:
+            raise ApiError(ApiErrorCode.NOT_FOUND, f"no reconfiguration {intent_id}") from exc
+        return reconfiguration_view(intent, journal.steps(intent_id))
 
     def trigger_toe(self, dry_run: bool = False, plan_id: str | None = None) -> ToeRequestResult:
         self._ready()

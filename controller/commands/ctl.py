@@ -7,6 +7,8 @@ the default 127.0.0.1:50051. Every action prints a table, or JSON with ``--forma
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,22 +16,26 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from controller.api import ApiError, ApiErrorCode, MaintenanceKind
+from controller.api import MAX_HISTORY_LIMIT, ApiError, ApiErrorCode, MaintenanceKind
 from controller.commands import ctl_tables
 from controller.commands.output import emit, emit_json
-from controller.config import Listen, ListenAddress, load_controller_config, parse_listen_address
 from controller.northbound.client import (
     DEFAULT_DEADLINE_S,
     DEFAULT_DRY_RUN_DEADLINE_S,
-    ONE_ATTEMPT,
     ControllerClient,
 )
 from controller.northbound.convert import status_to_json
-from controller.northbound.server import MAX_HISTORY_LIMIT
+from controller.northbound.events import KIND_NAMES as EVENT_KINDS
+from controller.northbound.listen import DEFAULT_NORTHBOUND, ListenAddress, parse_listen_address
 from optimizer.errors import ConfigError
+from southbound.rpc import RetryPolicy
 from southbound.tls import TlsConfig, TlsConfigError
 
 ARGS = "<command line>"
+#: Reads retry UNAVAILABLE for about a second and a half (five attempts), so a daemon that is
+#: starting or restarting answers instead of the first refused connection failing the command.
+CTL_READ_RETRY = RetryPolicy(max_attempts=5, initial_backoff_s=0.1, max_backoff_s=0.5)
+
 #: Seconds between two looks at a reconfiguration ``ctl toe --wait`` waits for.
 WAIT_POLL_S = 1.0
 CtlHandler = Callable[[ControllerClient, argparse.Namespace], int]
@@ -105,6 +111,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                 help="drain even if the predicted MLU afterwards exceeds the stage limit",
             )
     action("plan", "the last topology-engineering plan", _plan)
+    r = action("reconfig", "one reconfiguration: its stages and the executor's steps", _reconfig)
+    r.add_argument("id", type=int, help="reconfiguration id (from `ctl history`)")
+    w = action("watch", "follow the controller's events (TE runs, ToE, steps, devices) until Ctrl-C", _watch)
+    w.add_argument("--kind", action="append", choices=list(EVENT_KINDS), default=[],
+                   help="only these kinds (repeat it; default: all)")
+    w.add_argument("--count", type=int, default=None, metavar="N", help="stop after N events")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -112,13 +124,17 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(ARGS, "--timeout", f"must be positive, got {args.timeout}")
     address = dial_address(args)
     tls = tls_config(args)
+    if not getattr(args, "verbose", 0):
+        # The retries' "giving up" warning repeats what the error message says: only with -v.
+        logging.getLogger("southbound.rpc").setLevel(logging.ERROR)
     try:
-        # One attempt per call: an operator at a prompt wants a quick, clear failure.
+        # Reads retry briefly (a daemon that is restarting answers within half a second);
+        # actions are sent once (ControllerClient never retries them).
         client = ControllerClient(
             address,
             deadline_s=args.timeout or DEFAULT_DEADLINE_S,
             dry_run_deadline_s=args.timeout or DEFAULT_DRY_RUN_DEADLINE_S,
-            read_retry=ONE_ATTEMPT,
+            read_retry=CTL_READ_RETRY,
             tls=tls,
         )
     except TlsConfigError as exc:
@@ -151,9 +167,11 @@ def dial_address(args: argparse.Namespace) -> str:
     if args.address is not None:
         listen = parse_listen_address(args.address, ARGS, "--address")
     elif args.config is not None:
+        from controller.config import load_controller_config  # the optimiser too: only when asked
+
         listen = load_controller_config(args.config).listen.northbound
     else:
-        listen = Listen().northbound
+        listen = DEFAULT_NORTHBOUND
     host = _WILDCARD_HOSTS.get(listen.host, listen.host)
     return str(ListenAddress(host, listen.port))
 
@@ -326,3 +344,35 @@ def _maintenance(client: ControllerClient, args: argparse.Namespace) -> int:
 def _plan(client: ControllerClient, args: argparse.Namespace) -> int:
     plan = client.last_plan()
     return _show(args, plan, lambda: ctl_tables.plan_text(plan))
+
+
+def _reconfig(client: ControllerClient, args: argparse.Namespace) -> int:
+    if args.id < 1:
+        raise ConfigError(ARGS, "id", f"a reconfiguration id (`ctl history` lists them) is at least 1, "
+                          f"got {args.id}")
+    entry = client.reconfiguration(args.id)
+    return _show(args, entry, lambda: ctl_tables.reconfiguration_text(entry))
+
+
+def _watch(client: ControllerClient, args: argparse.Namespace) -> int:
+    """Print each event as it comes (a line, or a JSON object a line); when the controller
+    ends the stream (its length bound) watch again, until --count events or Ctrl-C."""
+    import sys
+
+    from google.protobuf.json_format import MessageToDict
+
+    if args.count is not None and args.count < 1:
+        raise ConfigError(ARGS, "--count", f"must be at least 1, got {args.count}")
+    kinds = [EVENT_KINDS[k] for k in args.kind]
+    seen = 0
+    while True:
+        for event in client.watch_events(kinds):
+            data = MessageToDict(event, preserving_proto_field_name=True)
+            data["sequence"] = int(data.get("sequence", 0))
+            data["time"] = event.time.seconds + event.time.nanos / 1e9  # Unix seconds, as all ctl JSON
+            line = json.dumps(data) if args.format == "json" else ctl_tables.event_line(data)
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+            seen += 1
+            if args.count is not None and seen >= args.count:
+                return 0

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.api import StatusSnapshot
-from controller.northbound.client import StatusReport
+
+if TYPE_CHECKING:
+    from controller.northbound.client import StatusReport
 
 MAX_ROWS = 20  # rows shown of a list inside a plan or history entry
 MAX_CELL = 40  # characters shown of a nested value in a table cell
@@ -214,14 +216,131 @@ def _gbps(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+#: ``ctl history`` and ``ctl reconfig`` fit a terminal this wide (the reason is cut to fit).
+MAX_WIDTH = 100
+
+
+def _short_time(seconds: Any) -> str:
+    return time.strftime("%m-%d %H:%M:%S", time.gmtime(seconds)) if isinstance(seconds, int | float) else "-"
+
+
+def _duration(start: Any, end: Any) -> str:
+    if not isinstance(start, int | float) or not isinstance(end, int | float):
+        return "-"
+    return age_text(max(0.0, end - start))
+
+
+def _mlu_change(before: Any, after: Any) -> str:
+    if not isinstance(before, int | float) and not isinstance(after, int | float):
+        return "-"
+    return f"{value_text(before)}->{value_text(after)}"
+
+
+def _fit(lines: list[str], width: int = MAX_WIDTH) -> list[str]:
+    return [line if len(line) <= width else line[: width - 3] + "..." for line in lines]
+
+
 def history_text(entries: Sequence[Mapping[str, Any]]) -> str:
+    """One line per reconfiguration, newest first, within MAX_WIDTH columns (UTC times;
+    ``ctl reconfig ID`` shows one in full, ``--format json`` everything)."""
     if not entries:
         return "no reconfigurations yet\n"
-    return "\n".join(records_table(entries, max_rows=None)) + "\n"
+    rows = []
+    for e in entries:
+        removed, added = e.get("circuits_removed"), e.get("circuits_added")
+        circuits = "-" if removed is None and added is None else f"-{removed or 0}/+{added or 0}"
+        rows.append([
+            str(e.get("id", "-")), str(e.get("state", "-")), str(e.get("trigger") or "-"),
+            _short_time(e.get("created")), _duration(e.get("created"), e.get("finished")),
+            value_text(e.get("stages")), circuits, _mlu_change(e.get("current_mlu"), e.get("planned_mlu")),
+            str(e.get("reason") or "-"),
+        ])
+    head = ["id", "state", "trigger", "started (UTC)", "took", "stages", "circuits", "mlu", "reason"]
+    return "\n".join(_fit(table(head, rows))) + "\n"
+
+
+def _stage_lines(stages: Sequence[Mapping[str, Any]], numbered_from_zero: bool) -> list[str]:
+    lines = []
+    for i, s in enumerate(stages, start=1):
+        index = s.get("index")
+        number = s.get("number", index + 1 if numbered_from_zero and isinstance(index, int) else i)
+        removed = s.get("circuits_removed", len(s.get("remove") or ()))
+        added = s.get("circuits_added", len(s.get("add") or ()))
+        domain = s.get("domain")
+        where = f"domain {domain}" if domain is not None else "all domains"
+        lines.append(
+            f"  {number:>3}. {where}: -{removed} +{added} circuits, MLU {_mlu4(s.get('mlu_start'))} -> "
+            f"drained {_mlu4(s.get('mlu_drained'))} -> {_mlu4(s.get('mlu_after'))}"
+        )
+    return lines
+
+
+def _mlu4(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, int | float) else "-"
 
 
 def plan_text(plan: Mapping[str, Any]) -> str:
-    return "\n".join(document(plan)) + "\n"
+    """A ToE plan as ``heliostat toe`` prints one: the figures, then one line per stage."""
+    stages = [s for s in plan.get("stages") or () if isinstance(s, Mapping)]
+    links = (plan.get("topology") or {}).get("links") or ()
+    head = f"plan {plan['plan_id']}" if plan.get("plan_id") else "plan"
+    planned_at = plan.get("planned_at")
+    when = f", planned {utc_text(planned_at)}" if isinstance(planned_at, int | float) else ""
+    lines = [f"{head} for fabric {plan.get('fabric', '-')} ({plan.get('trigger', '-')}{when})", ""]
+    rows = [
+        ("reason", str(plan.get("reason") or "-")),
+        ("MLU of the predicted demand",
+         f"{_mlu4(plan.get('current_mlu'))} -> {_mlu4(plan.get('planned_mlu'))}"),
+        ("circuits removed/added",
+         f"{plan.get('circuits_removed', '-')} / {plan.get('circuits_added', '-')}"),
+        ("block pairs joined", str(len(links))),
+    ]
+    verdict = plan.get("verdict")
+    if isinstance(verdict, Mapping):
+        gain = f" (gain {verdict['gain']:.1%})" if isinstance(verdict.get("gain"), int | float) else ""
+        rows.append(("verdict", f"{'apply' if verdict.get('apply') else 'not applied'}{gain}: "
+                                f"{verdict.get('reason', '-')}"))
+    if plan.get("complete") is False:
+        rows.append(("complete", f"no: {plan.get('blocked') or 'a step towards the target'}"))
+    width = max(len(k) for k, _ in rows)
+    lines += [f"  {k:<{width}}  {v}" for k, v in rows]
+    limit = plan.get("threshold")
+    lines += ["", f"stages (drained MLU limit: max({value_text(limit)}, MLU at the stage's start)):"]
+    lines += _stage_lines(stages, numbered_from_zero=True) or ["  none: the circuits do not change"]
+    return "\n".join(lines) + "\n"
+
+
+def reconfiguration_text(r: Mapping[str, Any]) -> str:
+    """One reconfiguration: its figures, its stages, and the steps the executor journaled."""
+    took = _duration(r.get("created"), r.get("finished"))
+    lines = [
+        f"reconfiguration {r.get('id')}: {r.get('state')} ({r.get('trigger')})",
+        f"  started   {utc_text(r['created']) if isinstance(r.get('created'), int | float) else '-'}",
+        f"  finished  {utc_text(r['finished']) if isinstance(r.get('finished'), int | float) else '-'}"
+        + ("" if took == "-" else f" (took {took})"),
+        f"  MLU       {_mlu4(r.get('current_mlu'))} -> planned {_mlu4(r.get('planned_mlu'))}",
+    ]
+    if r.get("reason"):
+        lines.append(f"  reason    {r['reason']}")
+    stages = r.get("stages") or []
+    lines += ["", f"stages ({len(stages)}):", *(_stage_lines(stages, False) or ["  none"])]
+    steps = r.get("steps") or []
+    rows = [
+        [str(s.get("stage")), str(s.get("name")), str(s.get("state")), _short_time(s.get("started")),
+         _duration(s.get("started"), s.get("finished")), str(s.get("error") or "")]
+        for s in steps
+    ]
+    lines += ["", f"steps ({len(steps)}):"]
+    head = ["stage", "step", "state", "started (UTC)", "took", "error"]
+    lines += _fit(table(head, rows, "  ")) if rows else ["  none journaled yet"]
+    return "\n".join(lines) + "\n"
+
+
+def event_line(event: Mapping[str, Any]) -> str:
+    """One ``ctl watch`` line: UTC time, kind, the controller's message."""
+    kind = str(event.get("kind", "")).removeprefix("EVENT_KIND_").lower()
+    when = time.strftime("%H:%M:%S", time.gmtime(event["time"])) if "time" in event else "--:--:--"
+    return f"{when} {kind:<15} {event.get('message', '')}"
 
 
 # -- helpers ---------------------------------------------------------------------------------

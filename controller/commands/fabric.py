@@ -7,6 +7,7 @@ import sys
 
 from controller.commands.output import emit, emit_json
 from optimizer.config import dump_fabric_yaml, generate_fabric, load_fabric
+from optimizer.fabric import Fabric
 from optimizer.topology import circuits_to_json, mesh_gaps, mesh_topology, uniform_mesh
 
 
@@ -41,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     c = fsub.add_parser("check", help="validate a fabric file and print a summary")
     c.add_argument("fabric")
+    c.add_argument("--format", choices=("json", "table"), default="table")
     c.set_defaults(handler=_check)
 
 
@@ -86,28 +88,46 @@ def _mesh(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     fab = load_fabric(args.fabric)
-    print(
-        f"{args.fabric}: fabric {fab.name!r} is valid: {fab.n_blocks} blocks, {len(fab.ocs)} OCSes "
-        f"in {len(fab.domains)} domains, {len(fab.wiring)} cabled ports, {len(fab.spine)} spine switches"
-    )
     gaps = mesh_gaps(fab)
-    if gaps:
-        short = sorted(
-            {b.name for pair in gaps for b in map(fab.block, pair) if b.uplinks < fab.n_blocks - 1},
-            key=fab.block_index,
-        )
-        names = "every block" if len(short) == fab.n_blocks else ", ".join(short[:8]) + (
-            " ..." if len(short) > 8 else ""
-        )
-        why = (
-            f"fewer uplinks than the {fab.n_blocks - 1} other blocks ({names})"
-            if short
-            else "the ports do not allow it"
-        )
-        example = ", ".join(f"{a}-{b}" for a, b in gaps[:5]) + (" ..." if len(gaps) > 5 else "")
+    warnings = [_mesh_gaps_warning(args.fabric, fab, gaps)] if gaps else []
+    if args.format == "json":
+        emit_json({
+            "valid": True,
+            "file": args.fabric,
+            "name": fab.name,
+            "blocks": fab.n_blocks,
+            "ocs": len(fab.ocs),
+            "domains": len(fab.domains),
+            "cabled_ports": len(fab.wiring),
+            "spine_switches": len(fab.spine),
+            "mesh_gaps": [list(pair) for pair in gaps],
+            "warnings": warnings,
+        }, None)
+    else:
         print(
-            f"warning: {args.fabric}: the uniform mesh cannot join {len(gaps)} block pairs ({example}): "
-            f"{why}; their traffic needs a transit block or the spine",
-            file=sys.stderr,
+            f"{args.fabric}: fabric {fab.name!r} is valid: {fab.n_blocks} blocks, {len(fab.ocs)} OCSes "
+            f"in {len(fab.domains)} domains, {len(fab.wiring)} cabled ports, {len(fab.spine)} spine switches"
         )
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _mesh_gaps_warning(path: str, fab: Fabric, gaps: list[tuple[str, str]]) -> str:
+    short = sorted(
+        {b.name for pair in gaps for b in map(fab.block, pair) if b.uplinks < fab.n_blocks - 1},
+        key=fab.block_index,
+    )
+    names = "every block" if len(short) == fab.n_blocks else ", ".join(short[:8]) + (
+        " ..." if len(short) > 8 else ""
+    )
+    why = (
+        f"fewer uplinks than the {fab.n_blocks - 1} other blocks ({names})"
+        if short
+        else "the ports do not allow it"
+    )
+    example = ", ".join(f"{a}-{b}" for a, b in gaps[:5]) + (" ..." if len(gaps) > 5 else "")
+    return (
+        f"{path}: the uniform mesh cannot join {len(gaps)} block pairs ({example}): "
+        f"{why}; their traffic needs a transit block or the spine"
+    )

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_run)
 
 
-def start_api_servers(daemon: Daemon) -> Any:
+def start_api_servers(daemon: Daemon, events: Any = None) -> Any:
     """Serve the northbound API and metrics if the northbound package is installed."""
     try:
         from controller.northbound import start_northbound
@@ -44,6 +44,8 @@ def start_api_servers(daemon: Daemon) -> Any:
         fabric=daemon.fabric,
         tls=listen.northbound_tls,
         roles=listen.northbound_roles,
+        events=events,
+        metrics_tls=listen.metrics_tls,
     )
     log.info(
         "northbound API on %s (%s), metrics on %s",
@@ -74,20 +76,23 @@ def start_status_page(daemon: Daemon, servers: Any) -> WebServer | None:
 
 def _run(args: argparse.Namespace) -> int:
     root = logging.getLogger()
-    if root.level > logging.INFO:
+    if root.level > logging.INFO and not getattr(args, "quiet", False):  # a daemon logs INFO unless -q
         root.setLevel(logging.INFO)
     config = load_controller_config(args.config)
     try:
         pause = PausePoint.parse(args.pause_at) if args.pause_at else None
     except ValueError as exc:
         raise ConfigError("<command line>", "--pause-at", str(exc)) from exc
-    daemon = Daemon(config, pause=pause)
+    from controller.northbound.events import EventHub
+
+    events = EventHub()  # WatchEvents (`heliostat ctl watch`) follows what the loop emits
+    daemon = Daemon(config, pause=pause, listener=events.publish)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: daemon.stop())
     servers = page = None
     try:
         daemon.start()
-        servers = start_api_servers(daemon)
+        servers = start_api_servers(daemon, events)
         role = f" as replica {config.ha.name}" if config.ha is not None else ""
         print(f"heliostat: controlling {daemon.fabric.name}{role} ({config.source})", file=sys.stderr,
               flush=True)

@@ -86,6 +86,7 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
         self.listener = listener
         self.pause = pause
         self.metrics = metrics or ControllerMetrics()
+        self.metrics.te_interval.set(config.intervals.te_interval)
         self.stop_event = threading.Event()
         self.wake = threading.Event()
         self.requests: queue.SimpleQueue[dec.Request | DryRun | ApplyReviewed] = queue.SimpleQueue()
@@ -227,9 +228,10 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
             toe_paused=self.state.toe_paused,
             maintenance=tuple(str(m) for m in sorted(self.state.maintenance)),
         )
-        for kind in ("block", "ocs"):
+        for kind in ("block", "ocs", "spine"):
             drained = sum(1 for m in self.state.maintenance if m.kind.value == kind)
             self.metrics.maintenance.labels(kind).set(drained)
+        self.metrics.fabric.update(maintenance=tuple((m.kind.value, m.name) for m in self.state.maintenance))
         for dry_run in dry_runs:
             if isinstance(dry_run, ApplyReviewed):
                 self._apply_reviewed(dry_run, now)

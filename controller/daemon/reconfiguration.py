@@ -26,10 +26,28 @@ from controller.reconfig.toe_run import Proposal
 from controller.sensing.observe import (
     blocks_out,
 )
-from optimizer.errors import HeliostatError
+from optimizer.errors import HeliostatError, InfeasibleError, SolverError, SolverTimeLimit
 from optimizer.topology import Circuit
 
 log = logging.getLogger(__name__)
+
+
+NO_TRAFFIC = "no traffic measured yet"
+
+
+def toe_failure_reason(error: HeliostatError) -> str:
+    """The ``reason`` label of ``heliostat_toe_failures_total`` for a failed ToE run."""
+    if isinstance(error, JournalError):
+        return "journal"
+    if isinstance(error, SolverTimeLimit):
+        return "time_limit"
+    if isinstance(error, InfeasibleError):
+        return "infeasible"
+    if isinstance(error, SolverError):
+        return "solver"
+    if isinstance(error, DaemonError) and NO_TRAFFIC in str(error):
+        return "no_traffic"
+    return "error"
 
 
 class Reconfiguration(DaemonParts):
@@ -48,6 +66,7 @@ class Reconfiguration(DaemonParts):
             proposal = self._propose(trigger, now)
         except HeliostatError as exc:
             log.warning("ToE (%s) failed: %s", trigger, exc)
+            self.metrics.toe_failed(toe_failure_reason(exc))
             self.state = dec.toe_checked(self.state, now, f"ToE failed: {exc}")
             self.board.update(phase="idle", last_error=f"ToE failed: {exc}", last_toe_time=now)
             if isinstance(exc, JournalError):  # cleared once the journal is writable again
@@ -76,6 +95,7 @@ class Reconfiguration(DaemonParts):
         intent_id = self.executor.begin(plan, trigger, self.installed)
         total = stage_count(plan)
         self.metrics.reconfigurations.labels("started").inc()
+        self.metrics.reconfiguration(0, total, None)
         self.state = dec.reconfiguration_started(self.state, now, intent_id, total)
         self.board.update(phase="reconfiguring", reconfiguration_id=intent_id, stages_total=total, stage=0)
         return intent_id
@@ -83,18 +103,18 @@ class Reconfiguration(DaemonParts):
     def _propose(self, trigger: str, now: float) -> Proposal:
         prediction = self.estimation.predictor.prediction or self.matrix
         if prediction is None:
-            raise DaemonError("no traffic measured yet")
+            raise DaemonError(NO_TRAFFIC)
         started = time.monotonic()
         maintenance = self.state.maintenance
         ocs_out = [m.name for m in maintenance if m.kind is dec.MaintenanceTarget.OCS]
         view = planning_view(
             self.fabric, self.installed, ocs_out, blocks_out(maintenance), self.spine_service()
         )
+        self.metrics.toe_runs.labels(trigger).inc()  # an attempt, counted whatever comes of it
         proposal = self.planner.propose(
             trigger, prediction, self.installed, now, self.state.last_reconfig_at, self.settings.policy,
             view=view,
         )
-        self.metrics.toe_runs.labels(trigger).inc()
         self.metrics.toe_solve_seconds.observe(time.monotonic() - started)
         proposal.plan["planned_at"] = now
         if trigger == "dry_run" and proposal.plan.get("stages"):
@@ -146,7 +166,7 @@ class Reconfiguration(DaemonParts):
         record = self._journal().current_topology()
         before = frozenset(record.circuits) if record is not None else self.installed
         self.board.update(phase="reconfiguring", reconfiguration_id=action.intent_id, stage=action.stage)
-        self.metrics.reconfig_stage.set(action.stage)
+        self.metrics.reconfiguration(action.stage, self.board.get("stages_total"), None)
         recovery = self._journal().recovery_point()
         resuming = recovery is not None and any(s.stage == action.stage for s in recovery.steps)
         if not resuming and self._stop_for_maintenance(action, before, now):
@@ -200,7 +220,7 @@ class Reconfiguration(DaemonParts):
             self.state, now, outcome.intent_id, outcome.stage, outcome.ok, outcome.circuits, outcome.reason,
             te_ran=outcome.te is not None,
         )
-        self.metrics.reconfig_stage.set(-1)
+        self.metrics.reconfiguration(None, None, None)
         result = "done" if outcome.ok else "rolled_back"
         self.metrics.reconfigurations.labels(result).inc()
         self.board.update(
@@ -214,9 +234,13 @@ class Reconfiguration(DaemonParts):
         self._emit("reconfiguration", intent=outcome.intent_id, outcome=result, reason=outcome.reason)
 
     def _step_event(self, intent: int, stage: int, step: str, event: str) -> None:
+        total = self.board.get("stages_total")
         if step in ("stage", "rollback"):
+            self.metrics.reconfiguration(stage, total, "rollback" if step == "rollback" and event == "started"
+                                         else None)
             self.board.update(step=None)
             self._emit(step, intent=intent, stage=stage, event=event)
             return
+        self.metrics.reconfiguration(stage, total, step)
         self.board.update(step=step, phase="reconfiguring")
         self._emit("step", intent=intent, stage=stage, step=step, event=event)

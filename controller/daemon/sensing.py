@@ -10,6 +10,7 @@ import time
 from typing import cast
 
 from controller import decision as dec
+from controller.daemon.fabric_metrics import poll_figures
 from controller.daemon.parts import (
     PREDICTION_KEY,
     QUARANTINE_KEY,
@@ -24,6 +25,7 @@ from controller.device_view import (
     ports_without,
 )
 from controller.drivers import DevicesMismatch, FabricDrivers
+from controller.metrics import GBPS_TO_BYTES_PER_SECOND
 from controller.sensing.inferred_matrix import infer_matrix
 from controller.sensing.observe import (
     egress_samples,
@@ -53,9 +55,15 @@ class Sensing(DaemonParts):
         poll = drivers.poll()
         for error in sorted(poll.errors.values()):
             log.warning("poll: %s", error)
-        self.metrics.counter_polls.labels("ok").inc(len(poll.counters))
-        self.metrics.counter_polls.labels("failed").inc(len(poll.errors))
+        self.metrics.device_polls.labels("ok").inc(len(poll.counters))
+        self.metrics.device_polls.labels("failed").inc(len(poll.errors))
+        self.metrics.last_poll.set(now)
         self.metrics.devices_unreachable.set(len(poll.unreachable))
+        was_unreachable = frozenset(self.board.get("unreachable"))
+        for name in sorted(poll.unreachable - was_unreachable):
+            self._emit("device_down", device=name, error=poll.errors[name])
+        for name in sorted(was_unreachable - poll.unreachable):
+            self._emit("device_up", device=name)
         self._follow_devices_file(poll.unreachable)
         self.installed = live_circuits(poll.ocs, self.installed, poll.unreachable)
         self.installed |= frozenset().union(*(r.switching for r in poll.ocs.values()))
@@ -75,6 +83,9 @@ class Sensing(DaemonParts):
             measured = max(measured or 0.0, *spine_util.values())
         if measured is not None:
             self.metrics.measured_mlu.set(measured)
+        self.metrics.fabric.update(
+            **poll_figures(self.fabric, poll, self.installed, self._usable(self.live), rates)
+        )
         self.board.update(
             measured_mlu=measured,
             poll_s=time.monotonic() - started,
@@ -121,7 +132,7 @@ class Sensing(DaemonParts):
             self._journal_softly(
                 "the prediction", lambda: journal.put_matrix_state(PREDICTION_KEY, prediction.prediction)
             )
-        self.metrics.demand_gbps.set(matrix.total())
+        self.metrics.demand.set(matrix.total() * GBPS_TO_BYTES_PER_SECOND)
         return te_due
 
     def _follow_devices_file(self, unreachable: frozenset[str]) -> None:

@@ -97,6 +97,10 @@ class TeStep(DaemonParts):
         if elapsed is not None:
             self.metrics.te_cycle_seconds.observe(elapsed)
         self.metrics.mlu.set(run.result.mlu)
+        self.metrics.last_te_run.set(now)
+        self.metrics.fabric.update(
+            link_planned_utilization={(u.src, u.dst): u.utilisation for u in run.result.links}
+        )
         self.metrics.overloaded.set(1 if run.result.mlu > 1.0 else 0)
         if run.result.mlu > 1.0:
             self.metrics.overloaded_runs.inc()

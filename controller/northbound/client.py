@@ -8,7 +8,7 @@ Errors come back as the controller raised them (:class:`~controller.api.ApiError
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -126,6 +126,36 @@ class ControllerClient(ClosesOnExit):
         reply = self._call(self._reads, self._stub.GetLastPlan, pb.GetLastPlanRequest())
         return convert.load_json(reply.plan_json, "plan")
 
+    def reconfiguration(self, intent_id: int) -> dict[str, Any]:
+        request = pb.GetReconfigurationRequest(id=intent_id)
+        reply = self._call(self._reads, self._stub.GetReconfiguration, request)
+        return convert.reconfiguration_from_pb(reply.reconfiguration)
+
+    def watch_events(self, kinds: Sequence[int] = ()) -> Iterator[pb.Event]:
+        """The controller's events as they happen, until it ends the stream (it stops, or the
+        stream reached its length bound: call again to go on). No deadline; a failure to
+        connect retries as reads do."""
+        request = pb.WatchEventsRequest(kinds=list(kinds))
+        stream = self._call(self._reads, lambda r, timeout: self._open_stream(r), request)
+        try:
+            yield from stream
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.CANCELLED:
+                return
+            raise self._error(SouthboundError(f"controller {self.address}", exc.details() or "", exc.code()),
+                              self.deadline_s, exc) from exc
+        finally:
+            stream.cancel()
+
+    def _open_stream(self, request: pb.WatchEventsRequest) -> Any:
+        """Start the stream and wait for its headers, so that an unreachable controller fails
+        here (where the read retry policy applies), not at the first event."""
+        stream = self._stub.WatchEvents(request)
+        stream.initial_metadata()
+        if not stream.is_active() and stream.code() not in (None, grpc.StatusCode.OK):
+            raise stream  # a grpc.RpcError: UNAVAILABLE, PERMISSION_DENIED...
+        return stream
+
     # -- health ------------------------------------------------------------------------------
 
     def is_serving(self) -> bool:
@@ -148,8 +178,10 @@ class ControllerClient(ClosesOnExit):
         except SouthboundError as exc:
             raise self._error(exc, deadline) from exc
 
-    def _error(self, exc: SouthboundError, deadline_s: float) -> Exception:
-        cause = exc.__cause__
+    def _error(
+        self, exc: SouthboundError, deadline_s: float, cause: BaseException | None = None
+    ) -> Exception:
+        cause = cause or exc.__cause__
         if not isinstance(cause, grpc.RpcError):
             return ControllerUnreachable(f"controller at {self.address}: {exc.message}")
         code = cause.code()

@@ -8,8 +8,11 @@ not have the documented shape raises :class:`ConversionError` naming what is wro
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from controller.api import MaintenanceKind, Phase, StatusSnapshot
 from controller.northbound.errors import ConversionError
@@ -97,7 +100,16 @@ def phase_from_pb(number: int) -> Phase:
         raise ConversionError(f"phase: unknown value {number}") from None
 
 
+#: StatusSnapshot.details keys with a typed field in pb.StatusDetails (lists, then scalars).
+_DETAIL_LISTS = ("unreachable", "ocs_down", "degraded")
+_DETAIL_SCALARS = ("mlu_quantized", "circuits_installed", "circuits_up", "poll_seconds",
+                   "unexplained_drains", "journal_error", "health")
+
+
 def status_to_pb(status: StatusSnapshot) -> pb.Status:
+    """The typed fields; details without a typed field go to the deprecated details_json."""
+    details = dict(status.details)
+    typed = {k: details.pop(k) for k in (*_DETAIL_LISTS, *_DETAIL_SCALARS) if k in details}
     try:
         message = pb.Status(
             phase=phase_to_pb(status.phase),
@@ -106,22 +118,45 @@ def status_to_pb(status: StatusSnapshot) -> pb.Status:
             te_runs=status.te_runs,
             toe_runs=status.toe_runs,
             maintenance=list(status.maintenance),
-            details_json=dump_json(dict(status.details), "status.details"),
+            details_json=dump_json(details, "status.details") if details else "",
         )
         for name in _OPTIONAL_STATUS_FIELDS:
             value = getattr(status, name)
             if value is not None:
                 setattr(message, name, value)
+        for name, field in (("last_te_time", "last_te_at"), ("last_toe_time", "last_toe_at")):
+            if getattr(status, name) is not None:
+                timestamp_to_pb(getattr(status, name), getattr(message, field))
+        if typed:
+            message.details.SetInParent()
+            for name, value in typed.items():
+                if name in _DETAIL_LISTS:
+                    getattr(message.details, name).extend(str(v) for v in value or ())
+                elif value is not None:
+                    setattr(message.details, name, value)
     except (TypeError, ValueError) as exc:
         raise ConversionError(f"status: {exc}") from exc
     return message
+
+
+def _details_from_pb(message: pb.Status) -> dict[str, Any]:
+    details: dict[str, Any] = {}
+    if message.HasField("details"):
+        typed = message.details
+        for name in _DETAIL_SCALARS:
+            details[name] = getattr(typed, name) if typed.HasField(name) else None
+        for name in _DETAIL_LISTS:
+            details[name] = list(getattr(typed, name))
+    if message.details_json:
+        details.update(load_json(message.details_json, "status.details"))
+    return details
 
 
 def status_from_pb(message: pb.Status) -> StatusSnapshot:
     optional = {
         name: getattr(message, name) if message.HasField(name) else None for name in _OPTIONAL_STATUS_FIELDS
     }
-    details = load_json(message.details_json, "status.details") if message.details_json else {}
+    details = _details_from_pb(message)
     return StatusSnapshot(
         phase=phase_from_pb(message.phase),
         fabric=message.fabric,
@@ -266,3 +301,82 @@ def _field(data: Any, key: str, what: str, kind: Any, kind_name: str) -> Any:
     if not isinstance(value, kind):
         raise ConversionError(f"{what}.{key}: expected a {kind_name}, got {type(value).__name__}")
     return value
+
+
+# -- one reconfiguration (GetReconfiguration) -------------------------------------------------
+
+_STAGE_FIELDS = ("number", "domain", "circuits_removed", "circuits_added", "mlu_start", "mlu_drained",
+                 "mlu_after")
+
+
+def timestamp_to_pb(seconds: float, target: Timestamp) -> None:
+    """Unix seconds into a Timestamp, the fraction kept to the nanosecond (seconds * 1e9
+    as one float would lose the last digits of a 2020s time)."""
+    whole = math.floor(seconds)
+    nanos = round((seconds - whole) * 1e9)
+    target.seconds, target.nanos = (whole + 1, 0) if nanos >= 1_000_000_000 else (whole, nanos)
+
+
+def timestamp_from_pb(message: Any, name: str) -> float | None:
+    """Unix seconds of the Timestamp field ``name`` of ``message``, None when unset."""
+    if not message.HasField(name):
+        return None
+    stamp = getattr(message, name)
+    return stamp.seconds + stamp.nanos / 1e9
+
+
+def reconfiguration_to_pb(data: Mapping[str, Any]) -> pb.Reconfiguration:
+    """``ControllerApi.reconfiguration``'s dict (the message's field names, times in Unix
+    seconds, None for unset)."""
+    what = "reconfiguration"
+    try:
+        message = pb.Reconfiguration(
+            id=int(_field(data, "id", what, int, "integer")),
+            state=str(_field(data, "state", what, str, "string")),
+            trigger=str(data.get("trigger") or ""),
+        )
+        for name in ("reason", "current_mlu", "planned_mlu"):
+            if data.get(name) is not None:
+                setattr(message, name, data[name])
+        for name in ("created", "finished"):
+            if data.get(name) is not None:
+                timestamp_to_pb(data[name], getattr(message, name))
+        for stage in data.get("stages") or ():
+            message.stages.add(**{k: stage[k] for k in _STAGE_FIELDS if stage.get(k) is not None})
+        for step in data.get("steps") or ():
+            added = message.steps.add(stage=step["stage"], name=step["name"], state=step["state"])
+            if step.get("error") is not None:
+                added.error = step["error"]
+            for name in ("started", "finished"):
+                if step.get(name) is not None:
+                    timestamp_to_pb(step[name], getattr(added, name))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConversionError(f"{what}: {type(exc).__name__}: {exc}") from exc
+    return message
+
+
+def reconfiguration_from_pb(message: pb.Reconfiguration) -> dict[str, Any]:
+    def optional(holder: Any, name: str) -> Any:
+        return getattr(holder, name) if holder.HasField(name) else None
+
+    return {
+        "id": message.id,
+        "state": message.state,
+        "trigger": message.trigger,
+        "reason": optional(message, "reason"),
+        "created": timestamp_from_pb(message, "created"),
+        "finished": timestamp_from_pb(message, "finished"),
+        "current_mlu": optional(message, "current_mlu"),
+        "planned_mlu": optional(message, "planned_mlu"),
+        "stages": [
+            {"number": s.number, "domain": optional(s, "domain"), "circuits_removed": s.circuits_removed,
+             "circuits_added": s.circuits_added, "mlu_start": optional(s, "mlu_start"),
+             "mlu_drained": optional(s, "mlu_drained"), "mlu_after": optional(s, "mlu_after")}
+            for s in message.stages
+        ],
+        "steps": [
+            {"stage": s.stage, "name": s.name, "state": s.state, "error": optional(s, "error"),
+             "started": timestamp_from_pb(s, "started"), "finished": timestamp_from_pb(s, "finished")}
+            for s in message.steps
+        ],
+    }

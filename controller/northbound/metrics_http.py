@@ -1,62 +1,40 @@
 """The Prometheus metrics endpoint: the daemon's registry over HTTP (``GET /metrics``).
 
-prometheus_client's WSGI app on a threading ``wsgiref`` server of our own, so that it binds
-exactly the configured address (IPv4 or IPv6) and stops within a tenth of a second.
+prometheus_client's own server (``start_http_server``: a threading WSGI server that picks the
+address family of the host, IPv4 or IPv6, and serves TLS, with client certificates if asked),
+not one of ours. This module only binds it to the configured address, reports the bound port
+and stops it.
 """
 
 from __future__ import annotations
 
 import logging
-import socket
 import threading
-from socketserver import ThreadingMixIn
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client import CollectorRegistry, start_http_server
 
-from controller.config import ListenAddress
 from controller.northbound.errors import NorthboundError
+from controller.northbound.listen import ListenAddress
+from southbound.tls import ServerTlsConfig
 
 log = logging.getLogger(__name__)
-
-_POLL_INTERVAL_S = 0.05  # how quickly stop() is noticed
-
-
-class _ThreadingServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class _ThreadingServer6(_ThreadingServer):
-    address_family = socket.AF_INET6
-
-
-def _server_class(host: str) -> type[_ThreadingServer]:
-    """The server class for the address family ``host`` resolves to."""
-    family = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-    return _ThreadingServer6 if family == socket.AF_INET6 else _ThreadingServer
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        log.debug("metrics %s: " + format, self.client_address[0], *args)
 
 
 class MetricsHttpServer:
     """A running metrics endpoint; ``address`` has the bound port (also when 0 was asked)."""
 
-    def __init__(self, httpd: WSGIServer, host: str) -> None:
+    def __init__(self, httpd: WSGIServer, thread: threading.Thread, host: str, tls: bool) -> None:
         self._httpd = httpd
+        self._thread = thread
         self.address = ListenAddress(host, int(httpd.server_port))
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, args=(_POLL_INTERVAL_S,), name="metrics-http", daemon=True
-        )
-        self._thread.start()
+        self.scheme = "https" if tls else "http"
         self._stopped = False
         self._lock = threading.Lock()
 
     @property
     def url(self) -> str:
-        return f"http://{self.address}/metrics"
+        return f"{self.scheme}://{self.address}/metrics"
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop serving and close the socket; calling it again does nothing."""
@@ -70,18 +48,22 @@ class MetricsHttpServer:
         log.debug("metrics endpoint %s stopped", self.address)
 
 
-def start_metrics_http(registry: CollectorRegistry, address: ListenAddress) -> MetricsHttpServer:
-    """Serve ``registry`` at ``address`` (port 0 picks a free port) in a background thread."""
+def start_metrics_http(
+    registry: CollectorRegistry, address: ListenAddress, tls: ServerTlsConfig | None = None
+) -> MetricsHttpServer:
+    """Serve ``registry`` at ``address`` (port 0 picks a free port) in a background thread;
+    over HTTPS with ``tls`` (and only to scrapers with a certificate ``tls.client_ca`` signed,
+    when it is set)."""
+    options: dict[str, object] = {}
+    if tls is not None:
+        options = {"certfile": str(tls.cert), "keyfile": str(tls.key)}
+        if tls.client_ca is not None:
+            options |= {"client_cafile": str(tls.client_ca), "client_auth_required": True}
     try:
-        httpd = make_server(
-            address.host,
-            address.port,
-            make_wsgi_app(registry),
-            _server_class(address.host),
-            handler_class=_QuietHandler,
-        )
-    except OSError as exc:
-        raise NorthboundError(f"cannot serve metrics on {address}: {exc.strerror or exc}") from exc
-    server = MetricsHttpServer(httpd, address.host)
+        httpd, thread = start_http_server(address.port, address.host, registry, **options)
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        why = getattr(exc, "strerror", None) or exc
+        raise NorthboundError(f"cannot serve metrics on {address}: {why}") from exc
+    server = MetricsHttpServer(httpd, thread, address.host, tls is not None)
     log.info("metrics endpoint on %s", server.url)
     return server

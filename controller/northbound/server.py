@@ -15,20 +15,22 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Self, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
-from controller.api import ApiError, ApiErrorCode, ControllerApi, MaintenanceKind
+from controller.api import MAX_HISTORY_LIMIT, ApiError, ApiErrorCode, ControllerApi, MaintenanceKind
 from controller.config import ListenAddress, parse_listen_address
 from controller.metrics import ControllerMetrics
 from controller.northbound import convert
 from controller.northbound.errors import API_ERROR_METADATA_KEY, STATUS_OF_API_ERROR, NorthboundError
+from controller.northbound.events import EventHub, WatchersExhausted
 from controller.northbound.metrics_http import MetricsHttpServer, start_metrics_http
 from optimizer.fabric import Fabric
 from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
@@ -39,9 +41,16 @@ log = logging.getLogger(__name__)
 
 SERVICE_NAME = convert.SERVICE_NAME
 DEFAULT_HISTORY_LIMIT = 20
-MAX_HISTORY_LIMIT = 1000
 #: RPCs a reader may call; every other one needs an operator.
-READ_RPCS = frozenset({"GetStatus", "GetTopology", "GetMatrices", "ListReconfigurations", "GetLastPlan"})
+READ_RPCS = frozenset({
+    "GetStatus", "GetTopology", "GetMatrices", "ListReconfigurations", "GetLastPlan", "GetReconfiguration",
+    "WatchEvents",
+})
+#: A WatchEvents stream ends after this long (the client calls again); it bounds how long one
+#: watcher holds a worker thread.
+MAX_WATCH_S = 600.0
+#: How often a stream checks whether its client went away or the server stops.
+_WATCH_POLL_S = 0.25
 
 T = TypeVar("T")
 
@@ -56,11 +65,13 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
         metrics_address: str = "",
         fabric: Fabric | None = None,
         roles: ClientRoles | None = None,
+        events: EventHub | None = None,
     ) -> None:
         self._api = api
         self._metrics_address = metrics_address
         self._fabric = fabric
         self._roles = roles
+        self._events = events
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -104,6 +115,42 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
             return pb.GetLastPlanResponse(plan_json=convert.dump_json(self._api.last_plan(), "plan"))
 
         return self._serve(context, "GetLastPlan", handle)
+
+    def GetReconfiguration(
+        self, request: pb.GetReconfigurationRequest, context: grpc.ServicerContext
+    ) -> pb.GetReconfigurationResponse:
+        def handle() -> pb.GetReconfigurationResponse:
+            if request.id < 1:
+                raise _invalid("id", "a reconfiguration id (from ListReconfigurations) is at least 1")
+            entry = self._api.reconfiguration(request.id)
+            return pb.GetReconfigurationResponse(reconfiguration=convert.reconfiguration_to_pb(entry))
+
+        return self._serve(context, "GetReconfiguration", handle)
+
+    def WatchEvents(
+        self, request: pb.WatchEventsRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.Event]:
+        self._authorise(context, "WatchEvents")
+        events = self._events
+        if events is None:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "this controller does not stream its events")
+            return  # abort raises; this ends the generator if it ever did not
+        try:
+            subscription = events.subscribe(request.kinds)
+        except WatchersExhausted as exc:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+            return
+        deadline = time.monotonic() + MAX_WATCH_S
+        try:
+            while context.is_active() and time.monotonic() < deadline:
+                try:
+                    event = subscription.next(_WATCH_POLL_S)
+                except StopIteration:
+                    return
+                if event is not None:
+                    yield event
+        finally:
+            subscription.close()
 
     # -- actions -----------------------------------------------------------------------------
 
@@ -225,6 +272,7 @@ class NorthboundServers:
     grpc_address: ListenAddress
     health: health.HealthServicer
     metrics: MetricsHttpServer | None = None
+    events: EventHub | None = None
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -250,6 +298,8 @@ class NorthboundServers:
                 return
             self._stopped = True
         self.health.enter_graceful_shutdown()
+        if self.events is not None:
+            self.events.close()  # watchers' streams end now, not at the grace period's end
         self.grpc_server.stop(grace_s).wait()
         if self.metrics is not None:
             self.metrics.stop()
@@ -272,6 +322,8 @@ def start_northbound(
     tls: ServerTlsConfig | None = None,
     roles: ClientRoles | None = None,
     max_workers: int = 8,
+    events: EventHub | None = None,
+    metrics_tls: ServerTlsConfig | None = None,
 ) -> NorthboundServers:
     """Serve ``api`` over gRPC at ``listen_address`` and, when ``metrics`` and
     ``metrics_address`` are given, its registry over HTTP. Port 0 picks a free port; the
@@ -287,9 +339,11 @@ def start_northbound(
     grpc_target = _address(listen_address, "listen.northbound")
     metrics_server = None
     if metrics is not None and metrics_address is not None:
-        metrics_server = start_metrics_http(metrics.registry, _address(metrics_address, "listen.metrics"))
+        metrics_server = start_metrics_http(
+            metrics.registry, _address(metrics_address, "listen.metrics"), metrics_tls
+        )
     try:
-        return _start_grpc(api, grpc_target, metrics_server, fabric, tls, roles, max_workers)
+        return _start_grpc(api, grpc_target, metrics_server, fabric, tls, roles, max_workers, events)
     except BaseException:
         if metrics_server is not None:
             metrics_server.stop()
@@ -304,6 +358,7 @@ def _start_grpc(
     tls: ServerTlsConfig | None,
     roles: ClientRoles | None,
     max_workers: int,
+    events: EventHub | None = None,
 ) -> NorthboundServers:
     warn_if_exposed("the northbound API (pause, drain, ToE)", target.host, tls)
     server = grpc.server(
@@ -311,13 +366,13 @@ def _start_grpc(
         options=[("grpc.so_reuseport", 0), *convert.MESSAGE_SIZE_OPTIONS],
     )
     metrics_text = str(metrics_server.address) if metrics_server else ""
-    servicer = ControllerServicer(api, metrics_text, fabric, roles)
+    servicer = ControllerServicer(api, metrics_text, fabric, roles, events)
     pb_grpc.add_ControllerServiceServicer_to_server(servicer, server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for service in ("", SERVICE_NAME):
         health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
-    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    enable_reflection(server, (SERVICE_NAME, health.SERVICE_NAME))
     try:
         if tls is None:
             port = server.add_insecure_port(str(target))
@@ -330,7 +385,26 @@ def _start_grpc(
     server.start()
     bound = ListenAddress(target.host, port)
     log.info("northbound API on %s", bound)
-    return NorthboundServers(server, bound, health_servicer, metrics_server)
+    return NorthboundServers(server, bound, health_servicer, metrics_server, events)
+
+
+#: Server reflection v1 (grpcurl and current clients ask it first); grpcio-reflection ships
+#: only v1alpha, whose messages v1 repeats field for field under another package name.
+REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
+
+
+def enable_reflection(server: grpc.Server, services: tuple[str, ...]) -> None:
+    """Serve reflection v1alpha and v1 (one servicer behind both names)."""
+    servicer = reflection.ReflectionServicer((*services, reflection.SERVICE_NAME, REFLECTION_V1))
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
+    v1 = grpc.method_handlers_generic_handler(REFLECTION_V1, {
+        "ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(
+            servicer.ServerReflectionInfo,
+            request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+            response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+        )
+    })
+    server.add_generic_rpc_handlers((v1,))
 
 
 def _address(value: ListenAddress | str, key: str) -> ListenAddress:

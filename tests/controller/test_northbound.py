@@ -364,6 +364,26 @@ def test_reflection_lists_and_describes_the_service(served: Served) -> None:
     assert any(b"heliostat/controller/v1/controller.proto" in f for f in files)
 
 
+def test_reflection_v1_beside_v1alpha(served: Served) -> None:
+    """grpc.reflection.v1 (what current clients ask first) answers like v1alpha: same messages."""
+    with grpc.insecure_channel(str(served[1].grpc_address)) as channel:
+        call = channel.stream_stream(
+            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+            request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+            response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+        )
+        requests = [
+            reflection_pb2.ServerReflectionRequest(list_services=""),
+            reflection_pb2.ServerReflectionRequest(file_containing_symbol="heliostat.controller.v1.Event"),
+        ]
+        listed, described = list(call(iter(requests), timeout=5))
+    names = {s.name for s in listed.list_services_response.service}
+    assert {"heliostat.controller.v1.ControllerService", "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection"} <= names
+    files = described.file_descriptor_response.file_descriptor_proto
+    assert any(b"WatchEvents" in f for f in files)
+
+
 # -- metrics ----------------------------------------------------------------------------------
 
 
@@ -377,16 +397,19 @@ def test_metrics_endpoint_serves_the_registry_live() -> None:
     with serving() as (_api, servers, metrics):
         url = f"http://{servers.metrics_address}/metrics"
         text = _get(url)
-        for name in ("heliostat_te_runs_total", "heliostat_mlu", "heliostat_toe_runs_total"):
+        for name in ("heliostat_te_runs_total", "heliostat_mlu_ratio", "heliostat_toe_runs_total"):
             assert f"# TYPE {name.removesuffix('_total')}" in text
-        assert "heliostat_reconfig_stage -1.0" in text
+        assert "heliostat_reconfig_stage 0.0" in text and "heliostat_reconfig_stages 0.0" in text
+        assert 'heliostat_reconfig_step{heliostat_reconfig_step="none"} 1.0' in text
+        assert "_created" not in text and "process_cpu_seconds_total" in text
+        assert 'heliostat_build_info{python_version="' in text
         assert 'heliostat_te_solve_seconds_bucket{le="0.5"}' in text
         metrics.te_runs.inc(3)
         metrics.mlu.set(0.625)
         metrics.te_solve_seconds.observe(0.2)
         text = _get(url)
         assert "heliostat_te_runs_total 3.0" in text
-        assert "heliostat_mlu 0.625" in text
+        assert "heliostat_mlu_ratio 0.625" in text
         assert "heliostat_te_solve_seconds_count 1.0" in text
         servers.stop()
         with pytest.raises(urllib.error.URLError):
@@ -472,7 +495,10 @@ def test_regen_compiles_the_controller_proto_beside_the_southbound_ones() -> Non
         "ResumeToe",
         "SetMaintenance",
         "GetLastPlan",
+        "GetReconfiguration",
+        "WatchEvents",
     }
+    assert service.methods_by_name["WatchEvents"].server_streaming
 
 
 def _ipv6_loopback() -> bool:
@@ -491,7 +517,7 @@ def test_ipv6_listen_addresses() -> None:
         assert str(servers.grpc_address).startswith("[::1]:")
         with client_for(servers) as client:
             assert client.status_report().metrics_address == str(servers.metrics_address)
-        assert "heliostat_mlu" in _get(f"http://{servers.metrics_address}/metrics")
+        assert "heliostat_mlu_ratio" in _get(f"http://{servers.metrics_address}/metrics")
     finally:
         servers.stop(grace_s=0)
 

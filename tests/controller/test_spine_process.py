@@ -56,7 +56,7 @@ def test_heliostat_run_shows_spine_links_and_spine_utilisation(tmp_path: Path) -
             url = f"http://{metrics}/metrics"
             samples = wait_for(
                 lambda: (s := spine_samples(url)) and any(
-                    v > 0 for k, v in s.items() if k.startswith("heliostat_spine_utilization")
+                    v > 0 for k, v in s.items() if k.startswith("heliostat_spine_utilization_ratio")
                 ) and s,
                 30,
                 what="spine utilisation in the metrics",

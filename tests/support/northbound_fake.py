@@ -67,8 +67,35 @@ PLAN = {
     ],
 }
 
+#: Shaped like DaemonApi.reconfiguration: reconfiguration 7 rolled back in its second stage.
+RECONFIGURATION = {
+    "id": 7, "state": "rolled_back", "trigger": "auto", "reason": "stage 2: qualify failed: b4 port 7 dark",
+    "created": 1_790_000_000.0, "finished": 1_790_000_090.5, "current_mlu": 0.91, "planned_mlu": 0.52,
+    "stages": [
+        {"number": 1, "domain": 0, "circuits_removed": 1, "circuits_added": 1, "mlu_start": 0.91,
+         "mlu_drained": 0.7, "mlu_after": 0.6},
+        {"number": 2, "domain": 1, "circuits_removed": 0, "circuits_added": 1, "mlu_start": 0.6,
+         "mlu_drained": 0.6, "mlu_after": 0.52},
+    ],
+    "steps": [
+        {"stage": 1, "name": name, "state": "done", "error": None, "started": 1_790_000_001.0 + i,
+         "finished": 1_790_000_001.5 + i}
+        for i, name in enumerate(("drain", "verify_drain", "apply_ocs", "qualify", "undrain"))
+    ] + [
+        {"stage": 2, "name": "apply_ocs", "state": "done", "error": None, "started": 1_790_000_060.0,
+         "finished": 1_790_000_061.0},
+        {"stage": 2, "name": "qualify", "state": "failed", "error": "b4 port 7 dark",
+         "started": 1_790_000_061.0, "finished": 1_790_000_090.0},
+    ],
+}
+
+#: Shaped like DaemonApi.history: the newest in flight, then finished ones.
 HISTORY = [
-    {"id": 7 - i, "state": "done" if i else "running", "started_at": 1_790_000_000.0 - 3600 * i, "stages": 2}
+    {"id": 7 - i, "state": "done" if i else "in_progress", "trigger": "auto",
+     "reason": None if i else "predicted MLU improves by 43% " + "and more " * 12,
+     "created": 1_790_000_000.0 - 3600 * i, "finished": None if i == 0 else 1_790_000_090.0 - 3600 * i,
+     "stages": 2, "circuits_removed": 1, "circuits_added": 2, "current_mlu": 0.91, "planned_mlu": 0.52,
+     "plan_id": None}
     for i in range(5)
 ]
 
@@ -186,6 +213,12 @@ class FakeControllerApi:
             if not drained and entry in self.maintenance:
                 self.maintenance.remove(entry)
         return f"{'drain' if drained else 'undrain'} of {kind.value} {name} queued"
+
+    def reconfiguration(self, intent_id: int) -> dict[str, Any]:
+        self._enter("reconfiguration", intent_id)
+        if intent_id != RECONFIGURATION["id"]:
+            raise ApiError(ApiErrorCode.NOT_FOUND, f"no reconfiguration {intent_id}")
+        return RECONFIGURATION
 
     def last_plan(self) -> dict[str, Any]:
         self._enter("last_plan")

@@ -1,3 +1,6 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -23,6 +26,17 @@ class MaintenanceKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MAINTENANCE_KIND_BLOCK: _ClassVar[MaintenanceKind]
     MAINTENANCE_KIND_OCS: _ClassVar[MaintenanceKind]
     MAINTENANCE_KIND_SPINE: _ClassVar[MaintenanceKind]
+
+class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EVENT_KIND_UNSPECIFIED: _ClassVar[EventKind]
+    EVENT_KIND_TE_RUN: _ClassVar[EventKind]
+    EVENT_KIND_TOE: _ClassVar[EventKind]
+    EVENT_KIND_STEP: _ClassVar[EventKind]
+    EVENT_KIND_RECONFIGURATION: _ClassVar[EventKind]
+    EVENT_KIND_DEVICE: _ClassVar[EventKind]
+    EVENT_KIND_LEADER: _ClassVar[EventKind]
+    EVENT_KIND_FABRIC: _ClassVar[EventKind]
 PHASE_UNSPECIFIED: Phase
 PHASE_STARTING: Phase
 PHASE_IDLE: Phase
@@ -34,13 +48,21 @@ MAINTENANCE_KIND_UNSPECIFIED: MaintenanceKind
 MAINTENANCE_KIND_BLOCK: MaintenanceKind
 MAINTENANCE_KIND_OCS: MaintenanceKind
 MAINTENANCE_KIND_SPINE: MaintenanceKind
+EVENT_KIND_UNSPECIFIED: EventKind
+EVENT_KIND_TE_RUN: EventKind
+EVENT_KIND_TOE: EventKind
+EVENT_KIND_STEP: EventKind
+EVENT_KIND_RECONFIGURATION: EventKind
+EVENT_KIND_DEVICE: EventKind
+EVENT_KIND_LEADER: EventKind
+EVENT_KIND_FABRIC: EventKind
 
 class GetStatusRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("phase", "fabric", "toe_paused", "te_runs", "toe_runs", "last_te_time", "last_toe_time", "mlu", "measured_mlu", "predicted_mlu", "reconfiguration_id", "stage", "stages_total", "step", "last_error", "maintenance", "details_json")
+    __slots__ = ("phase", "fabric", "toe_paused", "te_runs", "toe_runs", "last_te_time", "last_toe_time", "mlu", "measured_mlu", "predicted_mlu", "reconfiguration_id", "stage", "stages_total", "step", "last_error", "maintenance", "details_json", "details", "last_te_at", "last_toe_at")
     PHASE_FIELD_NUMBER: _ClassVar[int]
     FABRIC_FIELD_NUMBER: _ClassVar[int]
     TOE_PAUSED_FIELD_NUMBER: _ClassVar[int]
@@ -58,6 +80,9 @@ class Status(_message.Message):
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
     MAINTENANCE_FIELD_NUMBER: _ClassVar[int]
     DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    LAST_TE_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_TOE_AT_FIELD_NUMBER: _ClassVar[int]
     phase: Phase
     fabric: str
     toe_paused: bool
@@ -75,7 +100,34 @@ class Status(_message.Message):
     last_error: str
     maintenance: _containers.RepeatedScalarFieldContainer[str]
     details_json: str
-    def __init__(self, phase: _Optional[_Union[Phase, str]] = ..., fabric: _Optional[str] = ..., toe_paused: _Optional[bool] = ..., te_runs: _Optional[int] = ..., toe_runs: _Optional[int] = ..., last_te_time: _Optional[float] = ..., last_toe_time: _Optional[float] = ..., mlu: _Optional[float] = ..., measured_mlu: _Optional[float] = ..., predicted_mlu: _Optional[float] = ..., reconfiguration_id: _Optional[int] = ..., stage: _Optional[int] = ..., stages_total: _Optional[int] = ..., step: _Optional[str] = ..., last_error: _Optional[str] = ..., maintenance: _Optional[_Iterable[str]] = ..., details_json: _Optional[str] = ...) -> None: ...
+    details: StatusDetails
+    last_te_at: _timestamp_pb2.Timestamp
+    last_toe_at: _timestamp_pb2.Timestamp
+    def __init__(self, phase: _Optional[_Union[Phase, str]] = ..., fabric: _Optional[str] = ..., toe_paused: _Optional[bool] = ..., te_runs: _Optional[int] = ..., toe_runs: _Optional[int] = ..., last_te_time: _Optional[float] = ..., last_toe_time: _Optional[float] = ..., mlu: _Optional[float] = ..., measured_mlu: _Optional[float] = ..., predicted_mlu: _Optional[float] = ..., reconfiguration_id: _Optional[int] = ..., stage: _Optional[int] = ..., stages_total: _Optional[int] = ..., step: _Optional[str] = ..., last_error: _Optional[str] = ..., maintenance: _Optional[_Iterable[str]] = ..., details_json: _Optional[str] = ..., details: _Optional[_Union[StatusDetails, _Mapping]] = ..., last_te_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_toe_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class StatusDetails(_message.Message):
+    __slots__ = ("mlu_quantized", "unreachable", "ocs_down", "circuits_installed", "circuits_up", "poll_seconds", "unexplained_drains", "journal_error", "health", "degraded")
+    MLU_QUANTIZED_FIELD_NUMBER: _ClassVar[int]
+    UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
+    OCS_DOWN_FIELD_NUMBER: _ClassVar[int]
+    CIRCUITS_INSTALLED_FIELD_NUMBER: _ClassVar[int]
+    CIRCUITS_UP_FIELD_NUMBER: _ClassVar[int]
+    POLL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    UNEXPLAINED_DRAINS_FIELD_NUMBER: _ClassVar[int]
+    JOURNAL_ERROR_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_FIELD_NUMBER: _ClassVar[int]
+    DEGRADED_FIELD_NUMBER: _ClassVar[int]
+    mlu_quantized: float
+    unreachable: _containers.RepeatedScalarFieldContainer[str]
+    ocs_down: _containers.RepeatedScalarFieldContainer[str]
+    circuits_installed: int
+    circuits_up: int
+    poll_seconds: float
+    unexplained_drains: int
+    journal_error: str
+    health: str
+    degraded: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, mlu_quantized: _Optional[float] = ..., unreachable: _Optional[_Iterable[str]] = ..., ocs_down: _Optional[_Iterable[str]] = ..., circuits_installed: _Optional[int] = ..., circuits_up: _Optional[int] = ..., poll_seconds: _Optional[float] = ..., unexplained_drains: _Optional[int] = ..., journal_error: _Optional[str] = ..., health: _Optional[str] = ..., degraded: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetStatusResponse(_message.Message):
     __slots__ = ("status", "metrics_address")
@@ -248,3 +300,177 @@ class GetLastPlanResponse(_message.Message):
     PLAN_JSON_FIELD_NUMBER: _ClassVar[int]
     plan_json: str
     def __init__(self, plan_json: _Optional[str] = ...) -> None: ...
+
+class GetReconfigurationRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...
+
+class ReconfigurationStage(_message.Message):
+    __slots__ = ("number", "domain", "circuits_removed", "circuits_added", "mlu_start", "mlu_drained", "mlu_after")
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    CIRCUITS_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    CIRCUITS_ADDED_FIELD_NUMBER: _ClassVar[int]
+    MLU_START_FIELD_NUMBER: _ClassVar[int]
+    MLU_DRAINED_FIELD_NUMBER: _ClassVar[int]
+    MLU_AFTER_FIELD_NUMBER: _ClassVar[int]
+    number: int
+    domain: int
+    circuits_removed: int
+    circuits_added: int
+    mlu_start: float
+    mlu_drained: float
+    mlu_after: float
+    def __init__(self, number: _Optional[int] = ..., domain: _Optional[int] = ..., circuits_removed: _Optional[int] = ..., circuits_added: _Optional[int] = ..., mlu_start: _Optional[float] = ..., mlu_drained: _Optional[float] = ..., mlu_after: _Optional[float] = ...) -> None: ...
+
+class ReconfigurationStep(_message.Message):
+    __slots__ = ("stage", "name", "state", "error", "started", "finished")
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_FIELD_NUMBER: _ClassVar[int]
+    stage: int
+    name: str
+    state: str
+    error: str
+    started: _timestamp_pb2.Timestamp
+    finished: _timestamp_pb2.Timestamp
+    def __init__(self, stage: _Optional[int] = ..., name: _Optional[str] = ..., state: _Optional[str] = ..., error: _Optional[str] = ..., started: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Reconfiguration(_message.Message):
+    __slots__ = ("id", "state", "trigger", "reason", "created", "finished", "current_mlu", "planned_mlu", "stages", "steps")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_MLU_FIELD_NUMBER: _ClassVar[int]
+    PLANNED_MLU_FIELD_NUMBER: _ClassVar[int]
+    STAGES_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    state: str
+    trigger: str
+    reason: str
+    created: _timestamp_pb2.Timestamp
+    finished: _timestamp_pb2.Timestamp
+    current_mlu: float
+    planned_mlu: float
+    stages: _containers.RepeatedCompositeFieldContainer[ReconfigurationStage]
+    steps: _containers.RepeatedCompositeFieldContainer[ReconfigurationStep]
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[str] = ..., trigger: _Optional[str] = ..., reason: _Optional[str] = ..., created: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., current_mlu: _Optional[float] = ..., planned_mlu: _Optional[float] = ..., stages: _Optional[_Iterable[_Union[ReconfigurationStage, _Mapping]]] = ..., steps: _Optional[_Iterable[_Union[ReconfigurationStep, _Mapping]]] = ...) -> None: ...
+
+class GetReconfigurationResponse(_message.Message):
+    __slots__ = ("reconfiguration",)
+    RECONFIGURATION_FIELD_NUMBER: _ClassVar[int]
+    reconfiguration: Reconfiguration
+    def __init__(self, reconfiguration: _Optional[_Union[Reconfiguration, _Mapping]] = ...) -> None: ...
+
+class WatchEventsRequest(_message.Message):
+    __slots__ = ("kinds",)
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    kinds: _containers.RepeatedScalarFieldContainer[EventKind]
+    def __init__(self, kinds: _Optional[_Iterable[_Union[EventKind, str]]] = ...) -> None: ...
+
+class TeRunEvent(_message.Message):
+    __slots__ = ("reason", "mlu", "mlu_quantized", "demand_gbps", "circuits", "seconds")
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MLU_FIELD_NUMBER: _ClassVar[int]
+    MLU_QUANTIZED_FIELD_NUMBER: _ClassVar[int]
+    DEMAND_GBPS_FIELD_NUMBER: _ClassVar[int]
+    CIRCUITS_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    mlu: float
+    mlu_quantized: float
+    demand_gbps: float
+    circuits: int
+    seconds: float
+    def __init__(self, reason: _Optional[str] = ..., mlu: _Optional[float] = ..., mlu_quantized: _Optional[float] = ..., demand_gbps: _Optional[float] = ..., circuits: _Optional[int] = ..., seconds: _Optional[float] = ...) -> None: ...
+
+class ToeEvent(_message.Message):
+    __slots__ = ("trigger", "apply", "reason", "current_mlu", "planned_mlu", "stages", "circuits_changed")
+    TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    APPLY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_MLU_FIELD_NUMBER: _ClassVar[int]
+    PLANNED_MLU_FIELD_NUMBER: _ClassVar[int]
+    STAGES_FIELD_NUMBER: _ClassVar[int]
+    CIRCUITS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    trigger: str
+    apply: bool
+    reason: str
+    current_mlu: float
+    planned_mlu: float
+    stages: int
+    circuits_changed: int
+    def __init__(self, trigger: _Optional[str] = ..., apply: _Optional[bool] = ..., reason: _Optional[str] = ..., current_mlu: _Optional[float] = ..., planned_mlu: _Optional[float] = ..., stages: _Optional[int] = ..., circuits_changed: _Optional[int] = ...) -> None: ...
+
+class StepEvent(_message.Message):
+    __slots__ = ("reconfiguration_id", "stage", "step", "state")
+    RECONFIGURATION_ID_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    reconfiguration_id: int
+    stage: int
+    step: str
+    state: str
+    def __init__(self, reconfiguration_id: _Optional[int] = ..., stage: _Optional[int] = ..., step: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...
+
+class ReconfigurationEvent(_message.Message):
+    __slots__ = ("reconfiguration_id", "outcome", "reason")
+    RECONFIGURATION_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    reconfiguration_id: int
+    outcome: str
+    reason: str
+    def __init__(self, reconfiguration_id: _Optional[int] = ..., outcome: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DeviceEvent(_message.Message):
+    __slots__ = ("device", "up", "error")
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    UP_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    device: str
+    up: bool
+    error: str
+    def __init__(self, device: _Optional[str] = ..., up: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
+
+class LeaderEvent(_message.Message):
+    __slots__ = ("leader", "previous")
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    leader: str
+    previous: str
+    def __init__(self, leader: _Optional[str] = ..., previous: _Optional[str] = ...) -> None: ...
+
+class Event(_message.Message):
+    __slots__ = ("sequence", "time", "kind", "message", "te_run", "toe", "step", "reconfiguration", "device", "leader")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    TE_RUN_FIELD_NUMBER: _ClassVar[int]
+    TOE_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    RECONFIGURATION_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    time: _timestamp_pb2.Timestamp
+    kind: EventKind
+    message: str
+    te_run: TeRunEvent
+    toe: ToeEvent
+    step: StepEvent
+    reconfiguration: ReconfigurationEvent
+    device: DeviceEvent
+    leader: LeaderEvent
+    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[EventKind, str]] = ..., message: _Optional[str] = ..., te_run: _Optional[_Union[TeRunEvent, _Mapping]] = ..., toe: _Optional[_Union[ToeEvent, _Mapping]] = ..., step: _Optional[_Union[StepEvent, _Mapping]] = ..., reconfiguration: _Optional[_Union[ReconfigurationEvent, _Mapping]] = ..., device: _Optional[_Union[DeviceEvent, _Mapping]] = ..., leader: _Optional[_Union[LeaderEvent, _Mapping]] = ...) -> None: ...

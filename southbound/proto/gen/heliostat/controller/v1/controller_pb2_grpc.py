@@ -79,6 +79,16 @@ class ControllerServiceStub:
                 request_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetLastPlanRequest.SerializeToString,
                 response_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetLastPlanResponse.FromString,
                 _registered_method=True)
+        self.GetReconfiguration = channel.unary_unary(
+                '/heliostat.controller.v1.ControllerService/GetReconfiguration',
+                request_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetReconfigurationRequest.SerializeToString,
+                response_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetReconfigurationResponse.FromString,
+                _registered_method=True)
+        self.WatchEvents = channel.unary_stream(
+                '/heliostat.controller.v1.ControllerService/WatchEvents',
+                request_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.WatchEventsRequest.SerializeToString,
+                response_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.Event.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -146,6 +156,23 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetReconfiguration(self, request, context):
+        """One reconfiguration: its plan's stages and the executor steps journaled for it
+        (NOT_FOUND for an unknown id).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchEvents(self, request, context):
+        """Follow what the controller does as it happens: TE runs, ToE decisions, stage steps,
+        reconfigurations ending, devices going down and coming back, maintenance. The stream
+        ends when the controller stops (or after a bound on its length); call again to go on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -193,6 +220,16 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.GetLastPlan,
                     request_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetLastPlanRequest.FromString,
                     response_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetLastPlanResponse.SerializeToString,
+            ),
+            'GetReconfiguration': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReconfiguration,
+                    request_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetReconfigurationRequest.FromString,
+                    response_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetReconfigurationResponse.SerializeToString,
+            ),
+            'WatchEvents': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchEvents,
+                    request_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.WatchEventsRequest.FromString,
+                    response_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.Event.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -438,6 +475,60 @@ class ControllerService:
             '/heliostat.controller.v1.ControllerService/GetLastPlan',
             heliostat_dot_controller_dot_v1_dot_controller__pb2.GetLastPlanRequest.SerializeToString,
             heliostat_dot_controller_dot_v1_dot_controller__pb2.GetLastPlanResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetReconfiguration(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/heliostat.controller.v1.ControllerService/GetReconfiguration',
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.GetReconfigurationRequest.SerializeToString,
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.GetReconfigurationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/heliostat.controller.v1.ControllerService/WatchEvents',
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.WatchEventsRequest.SerializeToString,
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.Event.FromString,
             options,
             channel_credentials,
             insecure,
