@@ -42,8 +42,8 @@ from controller.reconfig.journal import (
     DeviceGeneration,
     IntentRecord,
     IntentState,
+    JournalBase,
     JournalError,
-    RecoveryPoint,
     StepName,
     StepRecord,
     StepState,
@@ -67,7 +67,7 @@ class Guard:
     lease: int
 
 
-class EtcdJournal:
+class EtcdJournal(JournalBase):
     """A journal in etcd. Thread-safe; use as a context manager or call :meth:`close`."""
 
     def __init__(
@@ -127,9 +127,6 @@ class EtcdJournal:
 
     def __enter__(self) -> EtcdJournal:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- transactions ----------------------------------------------------------------------
 
@@ -192,12 +189,6 @@ class EtcdJournal:
 
     def _key(self, kind: str, name: str) -> bytes:
         return self._root + f"{kind}/{name}".encode() if name else self._root + kind.encode()
-
-    def _json(self, value: Any, what: str) -> str:
-        try:
-            return json.dumps(value, sort_keys=True, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise JournalError(self.path, f"{what} is not JSON-serialisable: {exc}") from exc
 
     # -- intents ---------------------------------------------------------------------------
 
@@ -297,17 +288,6 @@ class EtcdJournal:
         self._save_intent(IntentRecord(intent.id, intent.created, now, intent.finished, intent.state,
                                        intent.trigger, intent.reason, intent.plan))
 
-    def complete_step(self, step_id: int, result: Any = None) -> StepRecord:
-        """Mark a step done, after it was taken."""
-        return self._finish_step(step_id, StepState.DONE, result=result)
-
-    def fail_step(self, step_id: int, error: str, result: Any = None) -> StepRecord:
-        return self._finish_step(step_id, StepState.FAILED, result=result, error=error)
-
-    def roll_back_step(self, step_id: int, reason: str | None = None) -> StepRecord:
-        """Mark a step undone (its effect was reverted during a stage rollback)."""
-        return self._finish_step(step_id, StepState.ROLLED_BACK, error=reason)
-
     def _finish_step(
         self, step_id: int, state: StepState, result: Any = None, error: str | None = None
     ) -> StepRecord:
@@ -343,14 +323,6 @@ class EtcdJournal:
     def last_step(self, intent_id: int) -> StepRecord | None:
         steps = self.steps(intent_id)
         return steps[-1] if steps else None
-
-    def recovery_point(self) -> RecoveryPoint | None:
-        """The in-flight intent and its steps, or None if nothing is in flight."""
-        with self._lock:
-            intent = self.in_flight_intent()
-            if intent is None:
-                return None
-            return RecoveryPoint(intent, tuple(self.steps(intent.id)))
 
     # -- device generations ----------------------------------------------------------------
 

@@ -159,7 +159,58 @@ class TopologyRecord:
     intent_id: int | None
 
 
-class Journal:
+class JournalBase:
+    """What both journal backends (this SQLite one and :class:`controller.ha.etcd_journal.
+    EtcdJournal`) do alike, over the primitives each provides: ``path`` (what errors name),
+    ``_lock``, ``close``, ``in_flight_intent``, ``steps`` and ``_finish_step``."""
+
+    path: Any
+    _lock: threading.RLock
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def in_flight_intent(self) -> IntentRecord | None:
+        raise NotImplementedError
+
+    def steps(self, intent_id: int) -> list[StepRecord]:
+        raise NotImplementedError
+
+    def _finish_step(
+        self, step_id: int, state: StepState, result: Any = None, error: str | None = None
+    ) -> StepRecord:
+        raise NotImplementedError
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _json(self, value: Any, what: str) -> str:
+        try:
+            return json.dumps(value, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise JournalError(self.path, f"{what} is not JSON-serialisable: {exc}") from exc
+
+    def complete_step(self, step_id: int, result: Any = None) -> StepRecord:
+        """Mark a step done, after it was taken."""
+        return self._finish_step(step_id, StepState.DONE, result=result)
+
+    def fail_step(self, step_id: int, error: str, result: Any = None) -> StepRecord:
+        return self._finish_step(step_id, StepState.FAILED, result=result, error=error)
+
+    def roll_back_step(self, step_id: int, reason: str | None = None) -> StepRecord:
+        """Mark a step undone (its effect was reverted during a stage rollback)."""
+        return self._finish_step(step_id, StepState.ROLLED_BACK, error=reason)
+
+    def recovery_point(self) -> RecoveryPoint | None:
+        """The in-flight intent and its steps, or None if nothing is in flight."""
+        with self._lock:
+            intent = self.in_flight_intent()
+            if intent is None:
+                return None
+            return RecoveryPoint(intent, tuple(self.steps(intent.id)))
+
+
+class Journal(JournalBase):
     """One open journal file. Thread-safe; use as a context manager or call :meth:`close`."""
 
     def __init__(self, path: str | Path, clock: Clock = time.time, check: bool = True) -> None:
@@ -253,9 +304,6 @@ class Journal:
     def __enter__(self) -> Journal:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- transactions ----------------------------------------------------------------------
 
     @contextmanager
@@ -305,12 +353,6 @@ class Journal:
                 yield self._conn
             except sqlite3.Error as exc:
                 raise JournalError(self.path, f"read failed: {exc}") from exc
-
-    def _json(self, value: Any, what: str) -> str:
-        try:
-            return json.dumps(value, sort_keys=True, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise JournalError(self.path, f"{what} is not JSON-serialisable: {exc}") from exc
 
     # -- intents ---------------------------------------------------------------------------
 
@@ -404,17 +446,6 @@ class Journal:
             step_id = int(cur.lastrowid or 0)
         return self.step(step_id)
 
-    def complete_step(self, step_id: int, result: Any = None) -> StepRecord:
-        """Mark a step done, after it was taken."""
-        return self._finish_step(step_id, StepState.DONE, result=result)
-
-    def fail_step(self, step_id: int, error: str, result: Any = None) -> StepRecord:
-        return self._finish_step(step_id, StepState.FAILED, result=result, error=error)
-
-    def roll_back_step(self, step_id: int, reason: str | None = None) -> StepRecord:
-        """Mark a step undone (its effect was reverted during a stage rollback)."""
-        return self._finish_step(step_id, StepState.ROLLED_BACK, error=reason)
-
     def _finish_step(
         self, step_id: int, state: StepState, result: Any = None, error: str | None = None
     ) -> StepRecord:
@@ -459,14 +490,6 @@ class Journal:
                 (intent_id,),
             ).fetchone()
         return None if row is None else _step_record(row)
-
-    def recovery_point(self) -> RecoveryPoint | None:
-        """The in-flight intent and its steps, or None if nothing is in flight."""
-        with self._lock:
-            intent = self.in_flight_intent()
-            if intent is None:
-                return None
-            return RecoveryPoint(intent, tuple(self.steps(intent.id)))
 
     # -- device generations ----------------------------------------------------------------
 
