@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.machine import machine_summary
-from controller.commands.demo_ha import REPLICAS, Replicas  # the demo's replica processes
+from controller.commands.demo.ha import REPLICAS, Replicas  # the demo's replica processes
 from controller.ha import etcd_kv as kv
 from controller.ha.etcd_journal import EtcdJournal, Guard
 from controller.ha.etcd_kv import EtcdKV

@@ -14,7 +14,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from emulation.limits import SERVER_OPTIONS, StreamGate, stream_capacity
+from emulation.admission.limits import SERVER_OPTIONS, StreamGate, stream_capacity
 from emulation.ocs_device import OcsDevice
 from emulation.servicers import OcsServicer, PacketSwitchServicer
 from emulation.spine_device import SpineDevice

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from emulation.admission.idempotency import ReplayCache, request_digest
 from emulation.clock import EmulatedClock
 from emulation.errors import ApplyAborted, GenerationMismatch, MalformedRequest, NoPower, ReplyLost
-from emulation.idempotency import ReplayCache, request_digest
 from southbound.types import CrossConnect, OcsEvent
 
 log = logging.getLogger(__name__)

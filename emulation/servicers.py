@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 
 import grpc
 
+from emulation.admission.fencing import EpochFence, StaleEpoch
+from emulation.admission.limits import MAX_STREAM_S, StreamGate, check_count, stream_capacity
 from emulation.errors import DeviceRefusal, MalformedRequest
-from emulation.fencing import EpochFence, StaleEpoch
-from emulation.limits import MAX_STREAM_S, StreamGate, check_count, stream_capacity
 from emulation.ocs_device import OcsDevice
 from emulation.switch_device import BlockSwitch
 from southbound.errors import EPOCH_METADATA_KEY, GENERATION_METADATA_KEY

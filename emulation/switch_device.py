@@ -17,10 +17,10 @@ from typing import Protocol
 
 import numpy as np
 
+from emulation.admission.idempotency import ReplayCache, request_digest
 from emulation.clock import EmulatedClock
 from emulation.counters import CounterArray
 from emulation.errors import GenerationMismatch, MalformedRequest
-from emulation.idempotency import ReplayCache, request_digest
 
 log = logging.getLogger(__name__)
 

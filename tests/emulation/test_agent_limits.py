@@ -9,7 +9,7 @@ import time
 import grpc
 import pytest
 
-from emulation.limits import MAX_REQUEST_BYTES, STREAMS_PER_CLIENT, StreamGate, stream_capacity
+from emulation.admission.limits import MAX_REQUEST_BYTES, STREAMS_PER_CLIENT, StreamGate, stream_capacity
 from southbound.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2
 from tests.support.southbound_fixtures import served_ocs, served_switch
 

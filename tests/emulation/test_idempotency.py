@@ -7,9 +7,9 @@ from __future__ import annotations
 import grpc
 import pytest
 
+from emulation.admission.idempotency import ReplayCache, request_digest
+from emulation.admission.limits import MAX_REQUEST_ID_CHARS
 from emulation.errors import MalformedRequest
-from emulation.idempotency import ReplayCache, request_digest
-from emulation.limits import MAX_REQUEST_ID_CHARS
 from southbound.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
 from tests.support.southbound_fixtures import served_ocs, served_switch
 

@@ -31,7 +31,7 @@ from emulation.service import run as run_fabric
 from optimizer.errors import ConfigError, HeliostatError
 from optimizer.traffic import hotspot_matrix, uniform_matrix
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_CONFIG = ROOT / "configs" / "controller-demo.yaml"
 
 
@@ -112,7 +112,7 @@ def _demo(args: argparse.Namespace) -> int:
     if args.ha and args.serve:
         raise ConfigError("<command line>", "--serve", "not with --ha (the HA demo kills its replicas)")
     if args.ha:
-        from controller.commands.demo_ha import run_ha_demo
+        from controller.commands.demo.ha import run_ha_demo
 
         return run_ha_demo(args)
     if args.verbose == 0:  # the progress lines say what the warnings would

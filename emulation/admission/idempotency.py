@@ -2,7 +2,7 @@
 again without being applied twice — and only a replay: the cache keeps a digest of each
 request's content, and a request that reuses an id for a different body is refused
 (issue 16: it used to be answered ``replayed: true`` with nothing applied). Request ids are
-at most :data:`~emulation.limits.MAX_REQUEST_ID_CHARS` characters, so the cache's 4,096
+at most :data:`~emulation.admission.limits.MAX_REQUEST_ID_CHARS` characters, so the cache's 4,096
 entries stay small."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import json
 from collections import OrderedDict
 from typing import Generic, TypeVar
 
+from emulation.admission.limits import MAX_REQUEST_ID_CHARS
 from emulation.errors import MalformedRequest
-from emulation.limits import MAX_REQUEST_ID_CHARS
 
 T = TypeVar("T")
 

@@ -1,0 +1,7 @@
+"""``heliostat demo``: the scripted demand shift on an emulated fabric
+(:mod:`~controller.commands.demo.scripted`), and with ``--ha`` three replicas on etcd whose
+leader is killed mid-reconfiguration (:mod:`~controller.commands.demo.ha`)."""
+
+from controller.commands.demo.scripted import register
+
+__all__ = ["register"]
