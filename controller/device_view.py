@@ -9,7 +9,7 @@ them from the devices; everything else only reads them, so it can be tested with
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -120,3 +120,21 @@ class FabricPort(Protocol):
     ) -> int: ...
 
     def close(self) -> None: ...
+
+
+PortEnd = tuple[str, int]  # (device, port)
+
+
+def ends_see_each_other(
+    seen: Mapping[PortEnd, SwitchPort], read: Container[str], ends: tuple[PortEnd, PortEnd]
+) -> bool:
+    """Whether a link's two ends are up and see each other (as LLDP reports): each end on a
+    device that was read must be up with the other end as its peer; an end on a device that
+    was not read (unreachable) does not take the link out."""
+    for here, there in (ends, ends[::-1]):
+        if here[0] not in read:
+            continue
+        port = seen.get(here)
+        if port is None or not port.oper_up or (port.peer_block, port.peer_port) != there:
+            return False
+    return True

@@ -23,7 +23,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from controller.decision import Maintenance, MaintenanceTarget
-from controller.device_view import OcsReading, PortsByBlock, circuit_ends, merge_ports, ports_of_circuits
+from controller.device_view import (
+    OcsReading,
+    PortsByBlock,
+    circuit_ends,
+    ends_see_each_other,
+    merge_ports,
+    ports_of_circuits,
+)
 from controller.sensing.estimation import CounterSample
 from controller.sensing.spine import spine_ports_of
 from optimizer.fabric import Fabric
@@ -47,19 +54,7 @@ def links_up(
     A block whose ports were not read (unreachable) does not take its circuits out.
     """
     seen = {(b, p.port): p for b, plist in ports.items() for p in plist}
-    up = set()
-    for c in circuits:
-        ends = circuit_ends(fabric, c)
-        ok = True
-        for here, there in (ends, ends[::-1]):
-            if here[0] not in ports:
-                continue
-            port = seen.get(here)
-            if port is None or not port.oper_up or (port.peer_block, port.peer_port) != there:
-                ok = False
-        if ok:
-            up.add(c)
-    return frozenset(up)
+    return frozenset(c for c in circuits if ends_see_each_other(seen, ports, circuit_ends(fabric, c)))
 
 
 def egress_samples(counters: Mapping[str, SwitchCounters]) -> list[tuple[tuple[str, str], CounterSample]]:

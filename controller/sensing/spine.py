@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from controller.device_view import PortsByBlock, merge_ports
+from controller.device_view import PortsByBlock, ends_see_each_other, merge_ports
 from controller.sensing.estimation import CounterSample
 from optimizer.fabric import Fabric, SpineSwitch
 from optimizer.spine import SpineLink, spine_capacity_gbps, spine_links
@@ -27,19 +27,10 @@ def spine_links_up(
     seen = {(b, p.port): p for b, plist in ports.items() for p in plist}
     seen.update({(s, p.port): p for s, plist in spine_ports.items() for p in plist})
     read = set(ports) | set(spine_ports)
-    up = set()
-    for link in spine_links(fabric):
-        ends = ((link.block, link.block_port), (link.spine, link.spine_port))
-        ok = True
-        for here, there in (ends, ends[::-1]):
-            if here[0] not in read:
-                continue
-            port = seen.get(here)
-            if port is None or not port.oper_up or (port.peer_block, port.peer_port) != there:
-                ok = False
-        if ok:
-            up.add(link)
-    return frozenset(up)
+    return frozenset(
+        link for link in spine_links(fabric)
+        if ends_see_each_other(seen, read, ((link.block, link.block_port), (link.spine, link.spine_port)))
+    )
 
 
 def without_drained(links: Iterable[SpineLink], drained: Mapping[str, Iterable[int]]) -> frozenset[SpineLink]:
