@@ -136,9 +136,11 @@ class _Guide:
         for _ in range(rounds):
             assignments = np.zeros_like(orig)
             value = 0.0
+            # every OCS's positive weights at once: no block joined to itself
+            positive = np.maximum(orig + self.prices, 0.0)
+            positive[:, self.loops] = 0.0
             for i in range(len(orig)):
-                assignments[i], v = self._assignment(orig[i] + self.prices)
-                value += v
+                value += _assign(positive[i], assignments[i])
             bound = value - float((self.prices[upper] * residual[upper]).sum())
             if averaged is None:
                 averaged = assignments
@@ -162,14 +164,15 @@ class _Guide:
             return np.zeros_like(orig)
         return averaged
 
-    def _assignment(self, weight: np.ndarray) -> tuple[np.ndarray, float]:
-        """The best partial assignment north -> south with positive weights."""
-        positive = np.maximum(np.where(self.loops, -1.0, weight), 0.0)
-        rows, cols = linear_sum_assignment(positive, maximize=True)
-        used = positive[rows, cols] > 1e-12
-        out = np.zeros((self.m, self.m))
-        out[rows[used], cols[used]] = 1.0
-        return out, float(positive[rows, cols].sum())
+
+def _assign(positive: np.ndarray, out: np.ndarray) -> float:
+    """The best partial assignment north -> south with the ``positive`` weights: its arcs of
+    positive weight set to 1 in ``out`` (zeros), and its weight."""
+    rows, cols = linear_sum_assignment(positive, maximize=True)
+    chosen = positive[rows, cols]
+    used = chosen > 1e-12
+    out[rows[used], cols[used]] = 1.0
+    return float(chosen.sum())
 
 
 def _perfect_matching(weight: np.ndarray, residual: np.ndarray) -> np.ndarray:
