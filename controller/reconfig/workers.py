@@ -3,10 +3,11 @@
 
 The pure core maps the failure domains of a big fabric side by side when it is given a
 ``map``-like (:data:`optimizer.mapping.ParallelMap`) and does no process management itself;
-``heliostat toe``, the daemon's ToE step and the benchmarks make the pool here. Workers start
-from a ``forkserver`` (a fresh interpreter that forks them; never a fork of the daemon, whose
-gRPC threads a plain fork would copy mid-flight), with the mapping already imported, and are
-started when the pool is made so that the first plan does not wait for them.
+``heliostat toe``, the daemon's ToE step and the benchmarks make the pool here. Workers are
+*spawned* (fresh interpreters; never a fork of the daemon, whose gRPC threads a plain fork would
+copy mid-flight), so they are this process's children (their peak memory shows in
+``resource.RUSAGE_CHILDREN`` once the pool is shut down), and are started, the mapping imported,
+when the pool is made, so that the first plan does not wait for them.
 """
 
 from __future__ import annotations
@@ -21,9 +22,6 @@ from contextlib import contextmanager
 from optimizer.mapping import ParallelMap
 
 log = logging.getLogger(__name__)
-
-#: Imported in the forkserver before it forks the workers.
-PRELOAD = ["optimizer.mapping"]
 
 
 def default_workers() -> int:
@@ -44,10 +42,10 @@ def domain_pool(workers: int | None = None) -> Iterator[ParallelMap | None]:
     if workers < 2:
         yield None
         return
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(PRELOAD)
+    context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        # start every worker now: each task submitted while none is idle starts one
+        # start every worker now (each task submitted while none is idle starts one); unpickling
+        # the task imports this module, and with it the mapping
         list(pool.map(_pid, range(workers)))
         log.debug("mapping pool: %d worker processes", workers)
         yield pool.map
