@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 
-from optimizer.mapping import ParallelMap
+from optimizer.fabric import Fabric
+from optimizer.mapping import PARALLEL_WORK, ParallelMap
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +35,19 @@ def default_workers() -> int:
     return max(1, min(cores, 4))
 
 
+def pays_off(fabric: Fabric) -> bool:
+    """Whether the fabric is big enough for the mapping to use a pool (see
+    :data:`optimizer.mapping.PARALLEL_WORK`): on small ones starting it costs more than it saves."""
+    return len(fabric.ocs) * fabric.n_blocks >= PARALLEL_WORK and len(fabric.domains) > 1
+
+
 @contextmanager
-def domain_pool(workers: int | None = None) -> Iterator[ParallelMap | None]:
+def domain_pool(workers: int | None = None, fabric: Fabric | None = None) -> Iterator[ParallelMap | None]:
     """A pool of ``workers`` processes (default :func:`default_workers`) for the duration of the
-    block, as its ``map``; None (map one domain after the other) with fewer than 2 workers."""
+    block, as its ``map``; None (map one domain after the other) with fewer than 2 workers, or
+    for a ``fabric`` too small to pay off (:func:`pays_off`)."""
     workers = default_workers() if workers is None else workers
-    if workers < 2:
+    if workers < 2 or (fabric is not None and not pays_off(fabric)):
         yield None
         return
     context = multiprocessing.get_context("spawn")

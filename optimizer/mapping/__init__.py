@@ -22,6 +22,7 @@ changes from today's circuits), :mod:`~optimizer.mapping.dive` (the LP-guided di
 
 from optimizer.mapping.domains import pair_domain_limit
 from optimizer.mapping.mapper import (
+    PARALLEL_WORK,
     MappingResult,
     ParallelMap,
     change_lower_bound,
@@ -32,6 +33,7 @@ from optimizer.mapping.mapper import (
 from optimizer.mapping.ports import OcsPorts, PortModel, build_port_model
 
 __all__ = [
+    "PARALLEL_WORK",
     "MappingResult",
     "OcsPorts",
     "ParallelMap",
