@@ -307,17 +307,19 @@ def map_topology(
     domains = model.domains()
     layout = domain_layout(model, wanted, rebalance)
     split = split_over_domains(wanted, layout.current_directed, layout.capacity, layout.limit, names)
-    per_ocs = _map_domains(model, domains, split.counts, names, exchange_plan, dive, budget, parallel_map)
+    mapped = _map_domains(model, domains, split.counts, names, exchange_plan, dive, budget, parallel_map)
+    # (side by side, the domains run on the pool while the global repair runs here)
     room = budget is None or budget.remaining() > DIVE_RESERVE * budget.seconds
+    repaired = None
     if room and not _odd_any_ocs(model.ocs, n) and small_change(model.ocs, wanted):
         repaired = _repair_globally(model, domains, wanted, layout, names, exchange_plan)
-        if (
-            repaired is not None
-            and _kept(model.ocs, repaired) > _kept(model.ocs, per_ocs)
-            and _over_limits(model, domains, repaired, layout)
-            <= _over_limits(model, domains, per_ocs, layout)
-        ):
-            per_ocs = repaired
+    per_ocs = mapped()
+    if (
+        repaired is not None
+        and _kept(model.ocs, repaired) > _kept(model.ocs, per_ocs)
+        and _over_limits(model, domains, repaired, layout) <= _over_limits(model, domains, per_ocs, layout)
+    ):
+        per_ocs = repaired
     if cross and any(o.north_budget(b) > 1 for o in model.ocs for b in range(n)):
         # (with one north port per block per OCS, two-OCS moves were not found: see cross.py)
         domain_index = [domains.index(o.domain) for o in model.ocs]
@@ -359,9 +361,10 @@ def _map_domains(
     use_dive: bool = True,
     budget: TimeBudget | None = None,
     parallel_map: ParallelMap | None = None,
-) -> list[np.ndarray]:
+) -> Callable[[], list[np.ndarray]]:
     """Per-OCS directed counts (in ``model.ocs`` order) realising ``split[d]`` in each domain
-    (:func:`_map_domain`): whichever candidate keeps more.
+    (:func:`_map_domain`): whichever candidate keeps more. Returned as a call that gives them:
+    side by side, the domains are running on the pool meanwhile (the caller has other work).
 
     The domains are independent, so with a ``parallel_map`` (e.g. a process pool's ``map``)
     and at least :data:`PARALLEL_WORK` of work they are mapped side by side; each gives the
@@ -380,12 +383,13 @@ def _map_domains(
     ]
     spare = None if budget is None else budget.remaining() - DIVE_RESERVE * budget.seconds
     work = sum(len(job.ocs) for job in jobs) * n
-    done: list[_DomainMapped] = []
+    done: Iterable[_DomainMapped]
     if parallel_map is not None and len(jobs) > 1 and work >= PARALLEL_WORK:
         progress.report("mapping", f"{len(jobs)} failure domains side by side")
         jobs = [replace(job, share=None if spare is None else spare / len(jobs)) for job in jobs]
-        done = list(parallel_map(_map_domain, jobs))
+        done = parallel_map(_map_domain, jobs)  # a pool's map has submitted them all
     else:
+        done = []
         took: dict[str, float] = {}
         for di, job in enumerate(jobs):
             progress.report("mapping", f"failure domain {job.domain} ({di + 1} of {len(jobs)})")
@@ -394,13 +398,17 @@ def _map_domains(
             share = None if spare is None else spare / (len(jobs) - di)
             done.append(_map_domain(replace(job, share=share, took=took)))
             took = done[-1].took
-    counts_by_ocs: dict[str, np.ndarray] = {}
-    for job, mapped in zip(jobs, done, strict=True):
-        for o, c, (north, south) in zip(job.ocs, mapped.per_ocs, mapped.sides, strict=True):
-            counts_by_ocs[o.name] = c
-            # the sides an ``any`` OCS's ports took in the domain's mapping (a worker's copy)
-            o.north, o.south = north, south
-    return [counts_by_ocs[o.name] for o in model.ocs]
+
+    def collect() -> list[np.ndarray]:
+        counts_by_ocs: dict[str, np.ndarray] = {}
+        for job, mapped in zip(jobs, done, strict=True):
+            for o, c, (north, south) in zip(job.ocs, mapped.per_ocs, mapped.sides, strict=True):
+                counts_by_ocs[o.name] = c
+                # the sides an ``any`` OCS's ports took in the domain's mapping (a worker's copy)
+                o.north, o.south = north, south
+        return [counts_by_ocs[o.name] for o in model.ocs]
+
+    return collect
 
 
 @dataclass(frozen=True)
