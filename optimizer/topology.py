@@ -264,7 +264,13 @@ def uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
     taken in turn from each domain, each as a min-cost assignment of north to south ports
     whose cost prefers pairs with the fewest circuits so far and then pairs with the fewest
     in the OCS's domain (:func:`_assigned_mesh`).
+
+    Computed once per fabric object (:meth:`Fabric.derived`).
     """
+    return fabric.derived("uniform_mesh", partial(_uniform_mesh, fabric))
+
+
+def _uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
     candidates: list[tuple[Circuit, ...]] = []
     builders = [_shift_mesh, _shift_mesh_per_domain]
     builders += [partial(_assigned_mesh, seed=seed) for seed in range(_ASSIGNMENT_TRIES)]
