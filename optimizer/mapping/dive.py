@@ -25,8 +25,9 @@ pair taken both ways beyond its count, and if that does not settle, choosing wit
 Eulerian orientation, where one exists by the same theorem).
 
 Polynomial: ``O((GUIDE_ROUNDS + OCSes / chunk x REPRICE_ROUNDS) x OCSes x blocks^3)``.
-At 64 blocks (64 OCSes per domain) it takes about 9 s per domain and tears down 10-20%
-fewer circuits than the repair of :mod:`optimizer.mapping.repair`
+At 64 blocks (64 OCSes per domain) it takes about 2.5 s per domain (32,000 assignment
+problems of 64 x 64, most of its time; measured with one core of two busy with other work)
+and tears down 10-20% fewer circuits than the repair of :mod:`optimizer.mapping.repair`
 (``benchmarks/RESULTS_toe.md``); :func:`optimizer.mapping.mapper.map_topology` keeps whichever
 candidate keeps more.
 """
@@ -52,8 +53,8 @@ _AVERAGING = 0.05  # the volume algorithm's weight of the newest assignment
 _FORBIDDEN = -1e6
 _CONFLICT_TRIES = 100
 #: The dive is skipped on domains bigger than this (OCSes x blocks^3, the assignment work of
-#: one guide round): 4x a 64-block Jupiter domain (64 OCSes x 64 blocks, about 4 s), so a
-#: domain's dive takes about 15 s at most.
+#: one guide round): 4x a 64-block Jupiter domain (64 OCSes x 64 blocks, about 2.5 s), so a
+#: domain's dive takes about 10 s at most.
 MAX_DOMAIN_WORK = 4 * 64 * 64**3
 
 
