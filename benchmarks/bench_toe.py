@@ -69,12 +69,13 @@ def fabric_for(n: int) -> Any:
 
 def run_size(n: int, workers: int | None = None) -> dict[str, Any]:
     """One size, in this process: the two planning steps and their figures, the failure
-    domains mapped by a pool of ``workers`` processes (default: one per core, as ``heliostat
-    toe`` does; 1: none). Peak RSS: this process's, and the largest worker's."""
+    domains mapped by a pool of ``workers`` processes where it pays off (default: one per
+    core, as ``heliostat toe`` does; 1: none). Peak RSS: this process's, and the largest
+    worker's."""
     from controller.reconfig.workers import default_workers, domain_pool
 
     workers = default_workers() if workers is None else workers
-    with domain_pool(workers) as parallel_map:
+    with domain_pool(workers, fabric_for(n)) as parallel_map:
         result = _run_size(n, parallel_map)
     # the workers have been waited for: their peak shows among the children's
     worker_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if parallel_map else 0
@@ -302,8 +303,8 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"Command: `python -m benchmarks.bench_toe{workers_flag}` (each size in a fresh subprocess,",
             "which maps the failure domains side by side on a pool of worker processes, one per core,",
-            "as `heliostat toe` does; peak RSS is the subprocess's + each worker's, the largest",
-            "worker's shown). Each size plans twice: uniform mesh -> skewed gravity matrix A",
+            "as `heliostat toe` does from 16 blocks on; peak RSS is the subprocess's + each worker's,",
+            "the largest worker's shown). Each size plans twice: uniform mesh -> skewed gravity matrix A",
             f"(seed 1, log-normal sigma {SKEW}, busiest block at {LOAD:.0%} load), then A's circuits ->",
             "gravity matrix B (seed 2): a shift. 8-32 blocks are Jupiter-shaped (512 uplinks, 256",
             "OCS x 136 ports, 4 domains); 64 blocks is `configs/fabric-64.yaml`. Time is",

@@ -29,6 +29,13 @@ class CountingMap:
         return self.parallel_map(fn, items)
 
 
+@pytest.fixture(autouse=True)
+def small_work_on_the_pool(monkeypatch):
+    """The 16-block fabric here is below PARALLEL_WORK: the pool is used from 1024 on."""
+    monkeypatch.setattr("optimizer.mapping.mapper.PARALLEL_WORK", 1024)
+    monkeypatch.setattr("controller.reconfig.workers.PARALLEL_WORK", 1024)
+
+
 def test_the_pool_runs_in_other_processes_and_only_where_it_pays_off(fabric8):
     big = jupiter_like(blocks=16, ocs=64, domains=4)
     assert pays_off(big) and not pays_off(fabric8)

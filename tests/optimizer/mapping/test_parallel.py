@@ -11,7 +11,7 @@ import pytest
 
 from optimizer.budget import TimeBudget
 from optimizer.fabric import Block, Ocs, OcsSides, build_fabric
-from optimizer.mapping import PARALLEL_WORK, map_topology
+from optimizer.mapping import map_topology
 from optimizer.topology import Topology, mesh_topology, uniform_mesh
 from tests.support.circuit_checker import check_mapping
 from tests.support.mapping_helpers import as_pairs, gravity_topology, jupiter_like, perturb
@@ -30,6 +30,12 @@ class CountingMap:
         return self.pool.map(fn, items)
 
 
+@pytest.fixture(autouse=True)
+def small_work_on_the_pool(monkeypatch):
+    """The 16-block fabrics here are below PARALLEL_WORK: the pool is used from 1024 on."""
+    monkeypatch.setattr("optimizer.mapping.mapper.PARALLEL_WORK", 1024)
+
+
 @pytest.fixture(scope="module")
 def pool():
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as executor:
@@ -39,7 +45,7 @@ def pool():
 def test_jupiter_domains_side_by_side_give_the_same_circuits(pool):
     """16 blocks, 64 OCSes in 4 domains (dive, repair and recolouring all run per domain)."""
     fabric = jupiter_like(blocks=16, ocs=64, domains=4)
-    assert len(fabric.ocs) * fabric.n_blocks >= PARALLEL_WORK
+    assert len(fabric.ocs) * fabric.n_blocks >= 1024
     mesh = uniform_mesh(fabric)
     for target in (perturb(mesh_topology(fabric), 40, np.random.default_rng(3)),
                    gravity_topology(fabric, np.random.default_rng(5), skew=1.5)):
@@ -81,6 +87,7 @@ def test_any_ocs_sides_chosen_in_a_worker_come_back(pool, monkeypatch):
 
 def test_small_fabrics_stay_in_the_callers_process(pool, fabric8):
     """Below PARALLEL_WORK shipping the domains costs more than it saves: the map is not used."""
+    assert len(fabric8.ocs) * fabric8.n_blocks < 1024
     parallel_map = CountingMap(pool)
     target = perturb(mesh_topology(fabric8), 4, np.random.default_rng(1))
     result = map_topology(fabric8, target, uniform_mesh(fabric8), parallel_map=parallel_map)
