@@ -159,18 +159,9 @@ def hot_case(fabric: Any, mesh_circuits: Any, mesh_solver: Any, kind: str) -> di
 def paired_matrix(fabric: Any, seed: int) -> Any:
     """Blocks paired at random, each pair exchanging both ways, over a light uniform background
     (2%): the mesh needs a transit hop for most of it, a topology joining the pairs does not."""
-    import numpy as np
+    from optimizer.traffic import paired_matrix as paired
 
-    from optimizer.traffic import TrafficMatrix
-
-    n = fabric.n_blocks
-    order = np.random.default_rng(seed).permutation(n)
-    arr = np.full((n, n), 0.02)
-    np.fill_diagonal(arr, 0.0)
-    for k in range(0, n - 1, 2):
-        a, b = order[k], order[k + 1]
-        arr[a, b] = arr[b, a] = 1.0
-    return TrafficMatrix(fabric.block_names, arr)
+    return paired(fabric, seed, load=0.5)
 
 
 def run_child(n: int) -> dict[str, Any]:
