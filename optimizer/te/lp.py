@@ -34,7 +34,7 @@ one took 72k iterations and column generation as a whole several minutes. A mast
 therefore runs under a simplex iteration limit (:data:`SIMPLEX_ITERATIONS_PER_ROW`); when
 it is hit, every candidate path enters and the full path LP is solved once by the interior
 point method with crossover (a vertex optimum, as the simplex would give: 254k columns at 64
-blocks in 10-17 s on this machine). The path pool remembers it, so the next few solves of
+blocks in 10-19 s on this machine, loaded). The path pool remembers it, so the next few solves of
 the same solver go straight to the interior point method
 (:data:`IPM_SOLVES_REMEMBERED`) instead of spending the limit again.
 """
@@ -70,9 +70,11 @@ lower bound: the paths a hot pair needs, found by the first pricing rounds other
 
 MAX_ROUNDS = 200
 
-SIMPLEX_ITERATIONS_PER_ROW = 1.0
+SIMPLEX_ITERATIONS_PER_ROW = 2.5
 """A master solve stops after this many simplex iterations per row of the LP, and the full
-path LP is solved by the interior point method instead (see the module docstring)."""
+path LP is solved by the interior point method instead (see the module docstring). Paired
+matrices at 48 blocks stay on the simplex at 2.5 (2.6 s; 5.5 s by the interior point
+method), at 64 they switch (16-19 s, against minutes); ordinary masters take under 0.7."""
 
 MIN_SIMPLEX_ITERATIONS = 1000
 """The iteration limit is never below this (small LPs are cheap however degenerate)."""
