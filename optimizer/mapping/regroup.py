@@ -282,6 +282,9 @@ def _run_mip(
     size = len(upper)
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
+    # one thread, as every HiGHS in the process: its scheduler is global and refuses to run
+    # once a run has asked for another thread count (the TE and ToE LPs use one)
+    h.setOptionValue("threads", 1)
     h.setOptionValue("mip_max_nodes", GROUP_NODES)
     h.setOptionValue("time_limit", seconds)
     columns = np.arange(size, dtype=np.int32)
