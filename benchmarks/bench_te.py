@@ -29,7 +29,7 @@ from benchmarks.child import run_module
 from benchmarks.machine import machine_summary
 from optimizer.config import generate_fabric
 from optimizer.fabric import Fabric
-from optimizer.traffic import TrafficMatrix, gravity_matrix, hotspot_matrix
+from optimizer.traffic import TrafficMatrix, gravity_matrix, hotspot_matrix, paired_matrix
 
 HERE = Path(__file__).resolve().parent
 SIZES = (8, 16, 32, 64)
@@ -41,6 +41,8 @@ def instance(blocks: int, kind: str) -> tuple[Fabric, TrafficMatrix]:
     fabric = generate_fabric(blocks, 512, 256, 136, domains=4, name=f"bench-{blocks}")
     if kind == "gravity":
         return fabric, gravity_matrix(fabric, seed=1, load=0.5)
+    if kind == "pairs":
+        return fabric, paired_matrix(fabric, seed=1, load=0.9)
     return fabric, hotspot_matrix(fabric, seed=1, load=0.9)
 
 

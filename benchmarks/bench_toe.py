@@ -194,18 +194,9 @@ def hot_case(
 def paired_matrix(fabric: Any, seed: int) -> Any:
     """Blocks paired at random, each pair exchanging both ways, over a light uniform background
     (2%): the mesh needs a transit hop for most of it, a topology joining the pairs does not."""
-    import numpy as np
+    from optimizer.traffic import paired_matrix as paired
 
-    from optimizer.traffic import TrafficMatrix
-
-    n = fabric.n_blocks
-    order = np.random.default_rng(seed).permutation(n)
-    arr = np.full((n, n), 0.02)
-    np.fill_diagonal(arr, 0.0)
-    for k in range(0, n - 1, 2):
-        a, b = order[k], order[k + 1]
-        arr[a, b] = arr[b, a] = 1.0
-    return TrafficMatrix(fabric.block_names, arr)
+    return paired(fabric, seed, load=0.5)
 
 
 def run_child(n: int, workers: int | None) -> dict[str, Any]:
@@ -346,10 +337,13 @@ def main(argv: list[str] | None = None) -> int:
             "",
             hot_table(results),
             "",
-            "The paired matrix is not run at 64 blocks: one TE solve of it on the mesh (`min_mlu`, the",
-            "path LP) did not finish in 3 minutes (measured once, stopped), so neither ToE's",
-            "re-evaluations nor a single staging check would. That is a TE LP question (the path LP",
-            "on a degenerate permutation-like matrix), noted for the TE work.",
+            "The paired matrix is not run at 64 blocks. One TE solve of it on the mesh used to take",
+            "minutes (its path LP masters are massively degenerate: 72k simplex iterations for the",
+            "first one); TE now falls back to the interior point method on every path",
+            "(`optimizer/te/lp.py`, 10-16 s per solve here, see the TE benchmark's pairs rows), but",
+            "staging a ToE plan takes dozens of such checks and a single check cannot be interrupted:",
+            "one try (measured once, with two other jobs running) staged 3 single-circuit stages in",
+            "10 minutes, far beyond the plan's 60 s time limit.",
             "",
             "Targets (issue 13: 64 blocks <= 20 s end to end and <= 4 GB, scale >= 98% of bound,",
             "removed <= 1.35x the wiring bound at 64 blocks, every circuit valid; hot cases lower the",

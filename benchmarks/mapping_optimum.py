@@ -20,7 +20,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from benchmarks.mapping_bound import wiring_lower_bound
 from optimizer.config import generate_fabric
-from optimizer.mapping import build_port_model, map_topology, pair_domain_limit
+from optimizer.mapping import build_port_model, domain_layout, map_topology
 from optimizer.topology import mesh_topology, uniform_mesh
 from tests.support.mapping_helpers import gravity_topology, perturb
 
@@ -50,15 +50,17 @@ def exact_removed(fabric, target, current, time_limit: float = 120.0) -> tuple[i
             rows.append(([k(o, e), x(o, e)], [1.0, -1.0], -np.inf, 0))
             rows.append(([k(o, e)], [], 0, len(ports.current.get(arc, []))))
     wanted = np.asarray(target.counts)
-    domains = sorted({o.domain for o in model.ocs})
+    domains = model.domains()
+    # the product's limits: each domain's share of the ports (equal domains: 1/D of a pair)
+    limit = domain_layout(model, wanted, rebalance=True).limit
     for a in range(n):
         for b in range(a + 1, n):
             both = (arcs.index((a, b)), arcs.index((b, a)))
             count = int(wanted[a, b])
             rows.append(([x(o, e) for o in range(n_ocs) for e in both], [], count, count))
-            for d in domains:
+            for i, d in enumerate(domains):
                 cols = [x(o, e) for o in range(n_ocs) if model.ocs[o].domain == d for e in both]
-                rows.append((cols, [], 0, pair_domain_limit(count, 1, len(domains))))
+                rows.append((cols, [], 0, int(limit[i][a, b])))
     data, ri, ci, lo, hi = [], [], [], [], []
     for r, (cols, vals, low, high) in enumerate(rows):
         for j, c in enumerate(cols):

@@ -243,6 +243,22 @@ def ring_matrix(fabric: Fabric, seed: int, load: float = 0.5, phase: int = 0) ->
     return _scale_to_load(fabric, arr, load)
 
 
+def paired_matrix(fabric: Fabric, seed: int, load: float = 0.5, background: float = 0.02) -> TrafficMatrix:
+    """Blocks paired off at random, each pair exchanging both ways (as data-parallel jobs
+    spanning two blocks do), over a light uniform ``background`` (relative to a pair's
+    traffic): the mesh needs a transit hop for most of it, a topology joining the pairs does
+    not. Its path LP is highly degenerate (see :mod:`optimizer.te.lp`)."""
+    rng = np.random.default_rng(seed)
+    n = fabric.n_blocks
+    order = rng.permutation(n)
+    arr = np.full((n, n), background)
+    np.fill_diagonal(arr, 0.0)
+    for k in range(0, n - 1, 2):
+        a, b = order[k], order[k + 1]
+        arr[a, b] = arr[b, a] = 1.0
+    return _scale_to_load(fabric, arr, load)
+
+
 def permutation_phases(fabric: Fabric, seed: int, phases: int, load: float = 0.5) -> list[TrafficMatrix]:
     """A sequence of ring phases, as a collective steps through its schedule."""
     return [ring_matrix(fabric, seed, load, phase) for phase in range(phases)]

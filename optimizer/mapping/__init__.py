@@ -17,7 +17,8 @@ and :mod:`~optimizer.mapping.flow` (orientation and per-OCS fills),
 :mod:`~optimizer.mapping.flips` (recolouring), :mod:`~optimizer.mapping.repair` (small
 changes from today's circuits), :mod:`~optimizer.mapping.dive` (the LP-guided dive),
 :mod:`~optimizer.mapping.cross` (exchanges across two OCSes) and
-:mod:`~optimizer.mapping.regroup` (small groups of OCSes re-solved exactly, across domains).
+:mod:`~optimizer.mapping.regroup` (a few OCSes and every new circuit re-solved exactly, across
+domains, on sparse fabrics).
 """
 
 from optimizer.mapping.domains import pair_domain_limit

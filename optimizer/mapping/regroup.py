@@ -1,48 +1,67 @@
-"""Exact re-mapping of small groups of OCSes (a large-neighbourhood search).
+"""Exact re-mapping of groups of OCSes (a large-neighbourhood search).
 
 The per-domain mapping fixes each pair's split over the failure domains before it maps a
 single OCS, and on sparse fabrics (fewer circuits per pair than domains, one north and one
 south port per block per OCS) that split is where most of the extra tear-downs come from:
 the exact optimum chooses the split together with the per-OCS matchings
-(``benchmarks/RESULTS_mapping.md``). This pass takes a finished mapping and re-solves a few
-OCSes at a time exactly (a small MIP, HiGHS through :func:`scipy.optimize.milp`): inside a
-group the pairs keep their total number of circuits, every OCS keeps to its ports, each
-domain keeps to its pair limits (or to today's count where that is already over them), and
-the MIP keeps as many of today's circuits as it can. Groups mix domains, so a pair's
-circuits can move from one domain to another, which no per-domain step can do.
+(``benchmarks/RESULTS_mapping.md``). This pass takes a finished mapping and re-solves part of
+it exactly, again and again (a small MIP, HiGHS through ``highspy``): the pairs keep their
+total number of circuits, every OCS keeps to its ports, each domain keeps to its pair limits
+(or to today's count where that is already over them), and the MIP keeps as many of today's
+circuits as it can. A part mixes domains, so a pair's circuits can move from one domain to
+another, which no per-domain step can do.
 
-A group is built around the OCS that loses most of today's circuits, joined by the OCSes
-now holding the pairs it lost (they are what could give them back) and, failing those,
-by OCSes of other domains. Each accepted group strictly keeps more circuits, so the pass
-ends; it also stops after a run of groups that gain nothing, after a set number of groups,
-or when the plan's time budget is spent.
-The MIP's size grows with the circuits of the group, not with the fabric, so a group is
-small at 64 blocks too.
+A part (neighbourhood) is *a group of OCSes and every new circuit*: every circuit of a few
+OCSes (one that loses today's circuits, each in turn, most losses first, and others drawn at
+random with a fixed seed) *and* every circuit, on any OCS, that is not one of today's. Today's
+circuits kept outside the group stay where they are; the new ones may go to any free port of
+any OCS. The exchanges the optimum makes chain through many OCSes (a circuit moved to another
+domain frees a port there, which takes a circuit from a third OCS...), and the new circuits
+are what those chains move: re-solving whole groups of OCSes and nothing else (groups of 6
+around the OCS losing most, this pass's first version) never finds them. The group starts
+with :data:`FREE_GROUP_SIZES` ``[0]`` OCSes and grows to the next size when a run of groups
+gains nothing (a bigger MIP, a wider search): one group per losing OCS at the first size, two
+at the second, and so on. On the sparse
+benchmark instances this took the mapping from 1.30-1.47x the exact optimum to within 1.25x
+(``benchmarks/RESULTS_mapping.md``).
+
+Each MIP starts from the current mapping (HiGHS is given it as a feasible solution), so it
+only has to look for something better. Each accepted re-solve strictly keeps more circuits, so
+the pass ends; it also stops after :data:`MAX_FREE_GROUPS` MIPs, or when a run of the
+largest groups gains nothing: the pass is bounded by work (MIPs, branch-and-bound nodes), not
+by time, so the same input gives the same circuits. The plan's time budget, and :data:`GROUP_SECONDS` per
+MIP, are only a safety net. A MIP's size grows with the circuits it frees, not with the fabric.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import highspy
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from optimizer.budget import TimeBudget
 from optimizer.mapping.ports import OcsPorts
 
 log = logging.getLogger(__name__)
 
-#: OCSes re-solved together.
-GROUP_SIZE = 6
-#: Groups in a row that gain nothing before the pass stops, and groups in all: the pass is
-#: bounded by work, not time, so the same input gives the same circuits.
-STALL_LIMIT = 12
-MAX_GROUPS = 60
-#: Branch-and-bound nodes one group's MIP may explore (and, as a safety, seconds).
+#: OCSes freed beside the new circuits, size after size as runs of groups gain nothing; and
+#: MIPs in all (the pass is bounded by work, not time: the same input, the same circuits).
+FREE_GROUP_SIZES = (2, 3, 4)
+MAX_FREE_GROUPS = 60
+#: The seed of the draws that fill those groups (fixed: the same input, the same groups).
+FREE_GROUP_SEED = 13
+#: Branch-and-bound nodes one MIP may explore, and, as a safety net only, seconds (the
+#: slowest MIPs on the sparse benchmark instances took 2-4 s on a loaded 2-core machine).
 GROUP_NODES = 500
-GROUP_SECONDS = 5.0
+GROUP_SECONDS = 10.0
+
+_INF = highspy.kHighsInf
+_FEASIBLE = 2  # HiGHS's primal_solution_status for a feasible point
+
+#: Proposes the next part to re-solve: the counts that stay, per OCS (None: no more).
+Neighbourhood = Callable[["_Search"], "list[np.ndarray] | None"]
 
 
 def regroup(
@@ -56,37 +75,72 @@ def regroup(
 
     ``per_ocs[o][a, b]`` counts the circuits from block ``a``'s north to ``b``'s south on
     ``ocs_list[o]``, ``domain_index[o]`` is its domain and ``limit[d]`` the pair limits of
-    domain ``d``. The pass stops after :data:`STALL_LIMIT` groups in a row gain nothing,
-    :data:`MAX_GROUPS` groups, or when ``budget`` (the plan's) is spent.
+    domain ``d``. The pass stops after :data:`MAX_FREE_GROUPS` MIPs, when a run of the
+    largest groups gains nothing, or when ``budget`` (the plan's) is spent.
     """
     eligible = [o for o, ocs in enumerate(ocs_list) if not ocs.flexible and ocs.current]
     if len(eligible) < 2:
         return per_ocs
-    per_ocs = [c.copy() for c in per_ocs]
-    allowed = _allowed(per_ocs, domain_index, limit)
-    tried: set[frozenset[int]] = set()
-    stall = gained = groups = 0
-    while stall < STALL_LIMIT and groups < MAX_GROUPS and (budget is None or not budget.expired()):
-        group = _next_group(ocs_list, per_ocs, domain_index, eligible, tried)
-        if group is None:
-            break
-        tried.add(frozenset(group))
-        groups += 1
-        seconds = GROUP_SECONDS if budget is None else min(GROUP_SECONDS, budget.remaining())
-        solved = _solve_group(ocs_list, per_ocs, domain_index, allowed, group, seconds)
-        before = sum(_kept_on(ocs_list[o], per_ocs[o]) for o in group)
-        after = -1 if solved is None else sum(
-            _kept_on(ocs_list[o], c) for o, c in zip(group, solved, strict=True))
-        if solved is None or after <= before:
-            stall += 1
-            continue
-        for o, counts in zip(group, solved, strict=True):
-            per_ocs[o] = counts
-        gained += after - before
-        stall = 0
-        tried.clear()  # the mapping moved: groups tried before may gain now
-    log.debug("regroup: %d groups re-solved, %d more circuits kept", groups, gained)
-    return per_ocs
+    search = _Search(ocs_list, per_ocs, domain_index, limit, eligible, budget)
+    search.run(_group_and_new_circuits, MAX_FREE_GROUPS)
+    log.debug("regroup: %d MIPs, %d more circuits kept", search.mips, search.gained)
+    return search.per_ocs
+
+
+class _Search:
+    """The mapping being improved, and where the neighbourhoods are in their rounds."""
+
+    def __init__(
+        self,
+        ocs_list: Sequence[OcsPorts],
+        per_ocs: Sequence[np.ndarray],
+        domain_index: Sequence[int],
+        limit: np.ndarray,
+        eligible: list[int],
+        budget: TimeBudget | None,
+    ) -> None:
+        self.ocs_list = ocs_list
+        self.per_ocs = [c.copy() for c in per_ocs]
+        self.domain_index = domain_index
+        self.allowed = _allowed(per_ocs, domain_index, limit)
+        self.eligible = eligible
+        self.budget = budget
+        self.rng = np.random.default_rng(FREE_GROUP_SEED)
+        self.size = 0  # index into FREE_GROUP_SIZES
+        self.turn = 0  # the losing OCS that seeds the next free group
+        self.since_gain = 0  # free groups since the last gain
+        self.mips = self.gained = 0
+
+    def losses(self, o: int) -> int:
+        ocs, counts = self.ocs_list[o], self.per_ocs[o]
+        return sum(len(cur) - int(counts[p]) for p, cur in ocs.current.items() if counts[p] < len(cur))
+
+    def kept(self) -> int:
+        return sum(_kept_on(ocs, c) for ocs, c in zip(self.ocs_list, self.per_ocs, strict=True))
+
+    def run(self, neighbourhood: Neighbourhood, max_mips: int) -> None:
+        """Re-solve the parts ``neighbourhood`` proposes, taking each that keeps more circuits."""
+        self.since_gain = mips = 0
+        while mips < max_mips and not self._out_of_time():
+            fixed = neighbourhood(self)
+            if fixed is None:
+                break
+            mips += 1
+            seconds = GROUP_SECONDS if self.budget is None else min(GROUP_SECONDS, self.budget.remaining())
+            solved = _resolve(self.ocs_list, self.per_ocs, fixed, self.domain_index, self.allowed, seconds)
+            before = self.kept()
+            after = -1 if solved is None else sum(
+                _kept_on(ocs, c) for ocs, c in zip(self.ocs_list, solved, strict=True))
+            if solved is None or after <= before:
+                self.since_gain += 1
+                continue
+            self.per_ocs = solved
+            self.gained += after - before
+            self.since_gain = 0
+        self.mips += mips
+
+    def _out_of_time(self) -> bool:
+        return self.budget is not None and self.budget.expired()
 
 
 def _allowed(per_ocs: Sequence[np.ndarray], domain_index: Sequence[int], limit: np.ndarray) -> np.ndarray:
@@ -104,109 +158,156 @@ def _kept_on(ocs: OcsPorts, counts: np.ndarray) -> int:
     return sum(min(int(counts[a, b]), len(cur)) for (a, b), cur in ocs.current.items())
 
 
-def _lost_pairs(ocs: OcsPorts, counts: np.ndarray) -> list[tuple[int, int]]:
-    return [(a, b) for (a, b), cur in ocs.current.items() if counts[a, b] < len(cur)]
+def _kept_counts(ocs: OcsPorts, counts: np.ndarray) -> np.ndarray:
+    """The part of ``counts`` that is today's circuits."""
+    kept = np.zeros_like(counts)
+    for (a, b), cur in ocs.current.items():
+        kept[a, b] = min(int(counts[a, b]), len(cur))
+    return kept
 
 
-def _next_group(
+def _group_and_new_circuits(search: _Search) -> list[np.ndarray] | None:
+    """Today's circuits kept outside a group stay; the group's circuits and every new one are
+    re-solved. The group: a losing OCS (each in turn, most losses first) and others drawn at
+    random; it grows after as many groups in a row as (losing OCSes) x (sizes tried) gain
+    nothing. None when no OCS loses a circuit or a run of the largest groups gains nothing."""
+    eligible = search.eligible
+    losing = sorted((o for o in eligible if search.losses(o) > 0), key=lambda o: (-search.losses(o), o))
+    if not losing:
+        return None
+    if search.since_gain >= len(losing) * (search.size + 1):
+        if search.size + 1 >= len(FREE_GROUP_SIZES):
+            return None
+        search.size += 1
+        search.since_gain = 0
+    size = min(len(eligible), FREE_GROUP_SIZES[search.size])
+    seed = losing[search.turn % len(losing)]
+    search.turn += 1
+    rest = np.array([o for o in eligible if o != seed])
+    group = {seed, *(int(o) for o in search.rng.choice(rest, size - 1, replace=False))}
+    fixed = []
+    for o, (ocs, counts) in enumerate(zip(search.ocs_list, search.per_ocs, strict=True)):
+        if o in group:
+            fixed.append(np.zeros_like(counts))
+        elif ocs.flexible:  # an `any` OCS's virtual sides are settled: it keeps what it has
+            fixed.append(counts)
+        else:
+            fixed.append(_kept_counts(ocs, counts))
+    return fixed
+
+
+def _resolve(
     ocs_list: Sequence[OcsPorts],
     per_ocs: Sequence[np.ndarray],
-    domain_index: Sequence[int],
-    eligible: Sequence[int],
-    tried: set[frozenset[int]],
-) -> list[int] | None:
-    """The untried group around the OCS losing most: it, the OCSes now holding its lost
-    pairs (most of them first), then OCSes of other domains."""
-    losses = sorted(
-        eligible, key=lambda o: (-sum(len(ocs_list[o].current[p]) - int(per_ocs[o][p])
-                                      for p in _lost_pairs(ocs_list[o], per_ocs[o])), o)
-    )
-    size = min(GROUP_SIZE, len(eligible))
-    for seed in losses:
-        if not _lost_pairs(ocs_list[seed], per_ocs[seed]):
-            return None  # every OCS keeps all it can: nothing to gain
-        holders: dict[int, int] = {}
-        for a, b in _lost_pairs(ocs_list[seed], per_ocs[seed]):
-            for o in eligible:
-                if o != seed and per_ocs[o][a, b] + per_ocs[o][b, a] > 0:
-                    holders[o] = holders.get(o, 0) + 1
-        ranked = sorted(holders, key=lambda o: (-holders[o], domain_index[o] == domain_index[seed], o))
-        others = [o for o in eligible if o != seed and o not in holders]
-        others.sort(key=lambda o: (domain_index[o] == domain_index[seed], o))
-        candidates = ranked + others
-        # several groups per seed: slide over its candidates
-        for start in range(0, max(1, len(candidates) - size + 2)):
-            group = [seed, *candidates[start:start + size - 1]]
-            if len(group) == size and frozenset(group) not in tried:
-                return group
-    return None
-
-
-def _solve_group(
-    ocs_list: Sequence[OcsPorts],
-    per_ocs: Sequence[np.ndarray],
+    fixed: Sequence[np.ndarray],
     domain_index: Sequence[int],
     allowed: np.ndarray,
-    group: list[int],
     seconds: float,
 ) -> list[np.ndarray] | None:
-    """The group's directed counts keeping most of today's circuits (None: none found)."""
+    """The mapping keeping most of today's circuits when ``fixed[o]`` (a part of
+    ``per_ocs[o]``) stays on every OCS ``o`` and the rest moves (None: no solution found).
+
+    Columns ``x``: circuits on an OCS along an arc (north end, south end) between free ports
+    of a pair with circuits to place; ``k``: today's circuits among them, the ones kept.
+    """
     if seconds <= 0.05:
         return None
-    totals = sum(per_ocs[o] + per_ocs[o].T for o in group)
+    free = [c - f for c, f in zip(per_ocs, fixed, strict=True)]
+    totals = sum(f + f.T for f in free)
     pairs = [(int(a), int(b)) for a, b in zip(*np.nonzero(np.triu(totals, 1)), strict=True)]
     if not pairs:
         return None
-    arcs = [arc for a, b in pairs for arc in ((a, b), (b, a))]
-    n_arcs = len(arcs)
-    g = len(group)
-    size = 2 * g * n_arcs  # x[i, e] circuits on the group's i-th OCS, k[i, e] today's kept
-
-    def x(i: int, e: int) -> int:
-        return i * n_arcs + e
-
-    def k(i: int, e: int) -> int:
-        return (g + i) * n_arcs + e
-
+    columns: list[tuple[int, int, int]] = []  # (ocs, north block, south block)
+    upper: list[float] = []
+    start: list[float] = []
+    kept_of: list[tuple[int, int]] = []  # (x column, today's circuits it may keep)
+    for o, (ocs, f) in enumerate(zip(ocs_list, fixed, strict=True)):
+        north = [ocs.north_budget(v) - int(f[v].sum()) for v in range(len(f))]
+        south = [ocs.south_budget(v) - int(f[:, v].sum()) for v in range(len(f))]
+        for a, b in pairs:
+            for u, w in ((a, b), (b, a)):
+                room = min(north[u], south[w])
+                if room <= 0:
+                    continue
+                today = len(ocs.current.get((u, w), ())) - min(int(f[u, w]), len(ocs.current.get((u, w), ())))
+                if today > 0:
+                    kept_of.append((len(columns), today))
+                columns.append((o, u, w))
+                upper.append(room)
+                start.append(float(free[o][u, w]))
+    n_x = len(columns)
     rows: list[tuple[list[int], list[float], float, float]] = []
-    upper = np.zeros(size)
-    for i, o in enumerate(group):
-        ocs = ocs_list[o]
-        for v in {a for arc in arcs for a in arc}:
-            rows.append(([x(i, e) for e, (a, _) in enumerate(arcs) if a == v], [], 0, ocs.north_budget(v)))
-            rows.append(([x(i, e) for e, (_, b) in enumerate(arcs) if b == v], [], 0, ocs.south_budget(v)))
-        for e, (a, b) in enumerate(arcs):
-            upper[x(i, e)] = min(ocs.north_budget(a), ocs.south_budget(b))
-            upper[k(i, e)] = len(ocs.current.get((a, b), ()))
-            rows.append(([k(i, e), x(i, e)], [1.0, -1.0], -np.inf, 0))
-    outside = {d: sum((per_ocs[o] + per_ocs[o].T for o in range(len(per_ocs))
-                       if domain_index[o] == d and o not in group), np.zeros_like(totals))
-               for d in {domain_index[o] for o in group}}
-    for p, (a, b) in enumerate(pairs):
-        both = (2 * p, 2 * p + 1)
-        rows.append(([x(i, e) for i in range(g) for e in both], [], totals[a, b], totals[a, b]))
-        for d, held in outside.items():
-            cols = [x(i, e) for i, o in enumerate(group) if domain_index[o] == d for e in both]
-            rows.append((cols, [], 0, float(allowed[d][a, b] - held[a, b])))
-    data, ri, ci, lo, hi = [], [], [], [], []
-    for r, (cols, values, low, high) in enumerate(rows):
-        ri.extend([r] * len(cols))
-        ci.extend(cols)
-        data.extend(values or [1.0] * len(cols))
-        lo.append(low)
-        hi.append(high)
-    matrix = sp.csr_matrix((data, (ri, ci)), shape=(len(rows), size))
-    cost = np.zeros(size)
-    cost[g * n_arcs:] = -1.0
-    result = milp(cost, constraints=LinearConstraint(matrix, lo, hi), integrality=np.ones(size),
-                  bounds=Bounds(0, upper), options={"time_limit": seconds, "node_limit": GROUP_NODES})
-    if result.x is None:
+    north_cols: dict[tuple[int, int], list[int]] = {}
+    south_cols: dict[tuple[int, int], list[int]] = {}
+    pair_cols: dict[tuple[int, int], list[int]] = {}
+    domain_cols: dict[tuple[int, int, int], list[int]] = {}
+    for c, (o, u, w) in enumerate(columns):
+        north_cols.setdefault((o, u), []).append(c)
+        south_cols.setdefault((o, w), []).append(c)
+        pair = (min(u, w), max(u, w))
+        pair_cols.setdefault(pair, []).append(c)
+        domain_cols.setdefault((domain_index[o], *pair), []).append(c)
+    for (o, u), cols in north_cols.items():
+        rows.append((cols, [], -_INF, ocs_list[o].north_budget(u) - int(fixed[o][u].sum())))
+    for (o, w), cols in south_cols.items():
+        rows.append((cols, [], -_INF, ocs_list[o].south_budget(w) - int(fixed[o][:, w].sum())))
+    for j, (c, _) in enumerate(kept_of):
+        rows.append(([n_x + j, c], [1.0, -1.0], -_INF, 0))
+    for a, b in pairs:
+        rows.append((pair_cols.get((a, b), []), [], totals[a, b], totals[a, b]))
+    held: dict[int, np.ndarray] = {}
+    for o, f in enumerate(fixed):
+        held[domain_index[o]] = held.get(domain_index[o], 0) + f + f.T
+    for (d, a, b), cols in domain_cols.items():
+        rows.append((cols, [], -_INF, float(allowed[d][a, b] - held[d][a, b])))
+    bounds = np.array(upper + [float(t) for _, t in kept_of])
+    first = np.array(start + [min(start[c], t) for c, t in kept_of])
+    values = _run_mip(bounds, n_x, rows, first, seconds)
+    if values is None:
         return None
-    values = np.rint(result.x).astype(np.int64)
-    solved = []
-    for i in range(g):
-        counts = np.zeros_like(per_ocs[group[i]])
-        for e, (a, b) in enumerate(arcs):
-            counts[a, b] = values[x(i, e)]
-        solved.append(counts)
+    solved = [f.copy() for f in fixed]
+    for c, (o, u, w) in enumerate(columns):
+        solved[o][u, w] += values[c]
     return solved
+
+
+def _run_mip(
+    upper: np.ndarray,
+    first_kept: int,
+    rows: list[tuple[list[int], list[float], float, float]],
+    start: np.ndarray,
+    seconds: float,
+) -> np.ndarray | None:
+    """Maximise the sum of the columns from ``first_kept`` on, over integers in [0, upper],
+    under ``rows`` (columns, coefficients or [] for ones, lower, upper), from ``start``."""
+    size = len(upper)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    # one thread, as every HiGHS in the process: its scheduler is global and refuses to run
+    # once a run has asked for another thread count (the TE and ToE LPs use one)
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("mip_max_nodes", GROUP_NODES)
+    h.setOptionValue("time_limit", seconds)
+    columns = np.arange(size, dtype=np.int32)
+    cost = np.zeros(size)
+    cost[first_kept:] = -1.0
+    h.addVars(size, np.zeros(size), upper)
+    h.changeColsCost(size, columns, cost)
+    h.changeColsIntegrality(size, columns, np.full(size, highspy.HighsVarType.kInteger))
+    starts, index, value, lower, higher = [], [], [], [], []
+    for cols, coefficients, low, high in rows:
+        starts.append(len(index))
+        index.extend(cols)
+        value.extend(coefficients or [1.0] * len(cols))
+        lower.append(low)
+        higher.append(high)
+    h.addRows(len(rows), np.array(lower, dtype=float), np.array(higher, dtype=float), len(index),
+              np.array(starts, dtype=np.int32), np.array(index, dtype=np.int32), np.array(value, dtype=float))
+    solution = highspy.HighsSolution()
+    solution.col_value = list(start)
+    solution.value_valid = True
+    h.setSolution(solution)
+    h.run()
+    if h.getInfo().primal_solution_status != _FEASIBLE:
+        return None
+    return np.rint(np.asarray(h.getSolution().col_value)).astype(np.int64)

@@ -182,6 +182,10 @@ def plan_target(
     first_failure: InfeasibleError | None = None
     planned: tuple[ToePlan, MappingResult, float] | None = None
     for max_change in steps:
+        if first_failure is not None and budget.expired():
+            # a smaller plan now would be the LP's first answer (today's topology) unstaged
+            log.info("ToE: the time limit is spent; no smaller change is planned")
+            break
         step_knobs = replace(knobs, max_change=max_change)
         try:
             toe, mapping = _plan_and_map(fabric, matrices, circuits, step_knobs, evaluate, mapper, budget)
@@ -216,8 +220,11 @@ def plan_target(
             log.info("ToE: %s, MLU %.4f -> %.4f", why, swaps.start_mlu, swaps.final_mlu)
             remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
             return TargetPlan(toe, mapping, replace(swaps, blocked=why, remaining=remaining), max_change)
-        first_failure.args = (f"{first_failure.args[0]}; and no single swap of two circuits is both safe "
-                              "and lowers the MLU",)
+        if budget.expired():
+            why = "and the plan's time limit ran out before a safe swap of two circuits was found"
+        else:
+            why = "and no single swap of two circuits is both safe and lowers the MLU"
+        first_failure.args = (f"{first_failure.args[0]}; {why}",)
     raise first_failure
 
 

@@ -234,3 +234,37 @@ def test_a_fabric_without_circuits_is_infeasible_or_idle_not_a_crash() -> None:
     assert min_mlu(fabric, empty, TrafficMatrix.zeros(fabric.block_names)) == 0.0
     with pytest.raises(InfeasibleError, match="b1->b2"):
         min_mlu(fabric, empty, matrix(fabric, {("b1", "b2"): 10.0}))
+
+
+def test_a_degenerate_master_falls_back_to_the_interior_point_method(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With an iteration limit of one, every master stops early: the full path LP is solved by
+    # the interior point method (with crossover), to the same optimum as the plain path LP.
+    fab = generate_fabric(16, 128, 32, 136, 4)
+    tm = hotspot_matrix(fab, seed=3, load=0.9)
+    expected = reference_mlu(fab, tm)
+    monkeypatch.setattr(te_lp, "MIN_SIMPLEX_ITERATIONS", 1)
+    monkeypatch.setattr(te_lp, "SIMPLEX_ITERATIONS_PER_ROW", 0.0)
+    solver = TeSolver(fab)
+    result = solver.solve(None, tm)
+    assert result.mlu == pytest.approx(expected, rel=1e-5)
+    assert result.lp_optimal and result.lp_rounds == 1
+    assert "interior point" in result.method
+    assert result.lp_columns == 240 * 15  # every candidate path entered
+    assert result.mlu_quantized <= result.mlu * 1.1  # a vertex split the weights can follow
+    # The pool remembers: the next solves go straight to the interior point method, then
+    # the simplex is tried again (and, here, stops early again).
+    assert solver._pool is not None and solver._pool.ipm_solves == te_lp.IPM_SOLVES_REMEMBERED
+    for left in range(te_lp.IPM_SOLVES_REMEMBERED - 1, -1, -1):
+        assert solver.min_mlu(None, tm.scaled(1.01)) == pytest.approx(1.01 * expected, rel=1e-5)
+        assert solver._pool.ipm_solves == left
+    solver.min_mlu(None, tm)
+    assert solver._pool.ipm_solves == te_lp.IPM_SOLVES_REMEMBERED
+
+
+def test_an_ordinary_master_stays_on_the_simplex() -> None:
+    fab = generate_fabric(16, 128, 32, 136, 4)
+    result = TeSolver(fab).solve(None, hotspot_matrix(fab, seed=3, load=0.9))
+    assert result.method == "min_mlu"
+    assert result.lp_columns < 0.5 * 240 * 15

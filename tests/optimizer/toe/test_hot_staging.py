@@ -3,11 +3,14 @@ and a plan is proposed whenever a single safe swap lowers the MLU."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from optimizer.errors import InfeasibleError
 from optimizer.fabric import Block, Ocs, SpineSwitch, build_fabric
 from optimizer.staging import StagingBlocked
 from optimizer.te import TeSolver
@@ -141,3 +144,29 @@ def test_swaps_are_listed_once_per_pair_change(fabric8) -> None:
         after = Topology.from_circuits(fabric8, (mesh - set(removed)) | set(added))
         diff = np.asarray(after.counts) - np.asarray(before.counts)
         assert int(np.abs(diff).sum()) in (4, 8)  # two pairs lose one each, two gain one each
+
+
+def test_a_plan_out_of_time_is_an_error_not_an_empty_plan(hybrid8, monkeypatch) -> None:
+    """When staging spends the plan's time limit without a safe improving stage, no smaller
+    plan is made from a spent budget (its LP would answer today's topology, an empty plan
+    that looked complete): planning refuses and says the time ran out."""
+    from optimizer.toe import reconfigure
+
+    now = [0.0]
+    real_stage_changes = reconfigure.stage_changes
+    staged: list[int] = []
+
+    def stage_after_the_limit(*args, **kwargs):  # type: ignore[no-untyped-def]
+        now[0] = 1e9  # the mapping took the whole time limit
+        staged.append(len(args[2]))
+        return real_stage_changes(*args, **kwargs)
+
+    monkeypatch.setattr(reconfigure, "stage_changes", stage_after_the_limit)
+    solver = TeSolver(hybrid8)
+    tm = gravity_matrix(hybrid8, 0, 0.5, skew=1.5)
+    tm = tm.scaled(0.9 / solver.min_mlu(mesh_topology(hybrid8), tm))
+    with pytest.raises(InfeasibleError) as info:
+        plan_target(hybrid8, [tm], uniform_mesh(hybrid8), ToeKnobs(time_limit=60), te_evaluator(solver),
+                    threshold=THRESHOLD, margin=1.02, clock=lambda: now[0])
+    assert re.search(r"time limit (\(60 s\) )?ran out", str(info.value))
+    assert len(staged) == 1  # the smaller change limits were not planned on a spent budget
