@@ -55,6 +55,8 @@ NOTES = [
     "  in turn, before this change 21.5 / 21.7 s, now serial 16.3 / 16.9 s, on 2 workers 14.7 /",
     "  18.8 s (the load came back). The table above ran at 19:13-19:19 (load average 1.3-2.1);",
     "  a run of all sizes at 18:59-19:07 with the load at 2.5-2.8 took 29.8 / 24.2 s at 64 blocks.",
+    "  On the merged code at 19:23-19:25 (load average 1.2-1.3), both steps, in turn: before",
+    "  this change 22.9 / 23.7 s, now serial 17.5 / 18.1 s, on 2 workers 9.8 / 10.8 s.",
     "  The circuits are compared by digest with the code before this change on 8, 16, 32 and 64",
     "  blocks, both steps, serial and on 2 workers: identical (removed 1454 / 1508 at 64).",
     "- Known slow case: at 64 blocks, planning for a ring matrix and a gravity matrix together took",
