@@ -281,7 +281,7 @@ def _run_mip(
     """Maximise the sum of the columns from ``first_kept`` on, over integers in [0, upper],
     under ``rows`` (columns, coefficients or [] for ones, lower, upper), from ``start``."""
     size = len(upper)
-    h = highspy.Highs()
+    h = highspy._Highs()  # the private class: the public one prints a banner to stdout
     h.setOptionValue("output_flag", False)
     # one thread, as every HiGHS in the process: its scheduler is global and refuses to run
     # once a run has asked for another thread count (the TE and ToE LPs use one)

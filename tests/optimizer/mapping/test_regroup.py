@@ -134,3 +134,16 @@ def test_a_spent_budget_leaves_the_mapping_as_it_is() -> None:
     now[0] = 2.0
     after = regroup(model.ocs, per_ocs, domain_index, limit, budget)
     assert all(np.array_equal(a, b) for a, b in zip(after, per_ocs, strict=True))
+
+
+def test_regrouping_writes_nothing_to_stdout(capfd: pytest.CaptureFixture[str]) -> None:
+    """`heliostat toe --json` prints its plan on stdout: the MIPs must not print a banner there
+    (the public highspy.Highs class does, once per process)."""
+    fabric = jupiter_like(blocks=8, ocs=8)
+    mesh = uniform_mesh(fabric)
+    target = perturb(mesh_topology(fabric), 4, np.random.default_rng(1))
+    capfd.readouterr()
+    regrouped = map_topology(fabric, target, mesh, rebalance=True)
+    assert regrouped.removed < map_topology(fabric, target, mesh, rebalance=True, regroup_ocs=False).removed
+    out, _ = capfd.readouterr()
+    assert out == ""
