@@ -7,9 +7,10 @@ YAML) or :func:`build_fabric` (from Python values); both validate and raise
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from optimizer import limits
 from optimizer.errors import ConfigError
@@ -118,6 +119,7 @@ class Fabric:
     _ocs_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
     _ports: Mapping[tuple[str, int], WiredPort] = field(init=False, repr=False, compare=False)
     _ports_by_ocs: Mapping[str, tuple[WiredPort, ...]] = field(init=False, repr=False, compare=False)
+    _derived: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_block_index", {b.name: i for i, b in enumerate(self.blocks)})
@@ -127,6 +129,15 @@ class Fabric:
         for w in self.wiring:
             by_ocs.setdefault(w.ocs, []).append(w)
         object.__setattr__(self, "_ports_by_ocs", {o: tuple(ports) for o, ports in by_ocs.items()})
+        object.__setattr__(self, "_derived", {})
+
+    def derived(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, a value that depends on the fabric alone, computed once per fabric
+        object (it never changes; e.g. the uniform mesh, which a 64-block plan needs several
+        times at ~0.3 s each). The value must be immutable."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
 
     # -- blocks -------------------------------------------------------------------------
     @property

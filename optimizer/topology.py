@@ -56,9 +56,12 @@ class Topology:
     @classmethod
     def from_circuits(cls, fabric: Fabric, circuits: Iterable[Circuit]) -> Topology:
         pairs: Counter[tuple[str, str]] = Counter()
+        wired = fabric.wired_port  # Circuit.blocks inlined: a plan reads ~20 x 8k circuits at 64 blocks
         for c in circuits:
-            a, b = c.blocks(fabric)
-            pairs[(a, b)] += 1
+            pa, pb = wired(c.ocs, c.a), wired(c.ocs, c.b)
+            if pa is None or pb is None:
+                raise ValueError(f"circuit {c} uses an uncabled port")
+            pairs[(pa.block, pb.block)] += 1
         return cls.from_links(fabric.block_names, ((a, b, n) for (a, b), n in pairs.items()))
 
     def count(self, a: str, b: str) -> int:
@@ -261,7 +264,13 @@ def uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
     taken in turn from each domain, each as a min-cost assignment of north to south ports
     whose cost prefers pairs with the fewest circuits so far and then pairs with the fewest
     in the OCS's domain (:func:`_assigned_mesh`).
+
+    Computed once per fabric object (:meth:`Fabric.derived`).
     """
+    return fabric.derived("uniform_mesh", partial(_uniform_mesh, fabric))
+
+
+def _uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
     candidates: list[tuple[Circuit, ...]] = []
     builders = [_shift_mesh, _shift_mesh_per_domain]
     builders += [partial(_assigned_mesh, seed=seed) for seed in range(_ASSIGNMENT_TRIES)]

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from controller.commands.output import emit, emit_json, read_json
+from controller.reconfig.workers import domain_pool
 from optimizer.budget import check_time_limit
 from optimizer.config import load_plannable_fabric
 from optimizer.errors import ConfigError
@@ -68,6 +69,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="time budget of the topology LP; when it runs out the plan is cut short and says so "
         f"(default {DEFAULT_TIME_LIMIT:g})",
     )
+    p.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help="processes mapping the failure domains side by side on big fabrics (default: one per core, "
+        "at most 4; 1: none); the circuits are the same either way",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--out", default=None, help="file to write (default stdout)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
@@ -91,6 +97,8 @@ def _check_args(args: argparse.Namespace) -> None:
         problem = f"must be from 1 to {MAX_TABLE_SIZE:,}, got {args.table_size}"
         raise ConfigError(ARGS, "--table-size", problem)
     check_time_limit(args.time_limit, ARGS, "--time-limit")
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(ARGS, "--workers", f"must be a whole number >= 1, got {args.workers}")
 
 
 def _toe(args: argparse.Namespace) -> int:
@@ -109,9 +117,13 @@ def _toe(args: argparse.Namespace) -> int:
         max_change=args.max_change, mesh_weight=args.mesh_weight, hedge=args.hedge, time_limit=args.time_limit
     )
     started = time.perf_counter()
-    with progress_line(sys.stderr, enabled=not args.quiet and sys.stderr.isatty()):
+    with (
+        progress_line(sys.stderr, enabled=not args.quiet and sys.stderr.isatty()),
+        domain_pool(args.workers, fabric) as parallel_map,
+    ):
         plan = plan_reconfiguration(
-            fabric, matrices, current, knobs, threshold=args.threshold, table_size=args.table_size
+            fabric, matrices, current, knobs, threshold=args.threshold, table_size=args.table_size,
+            parallel_map=parallel_map,
         )
     seconds = time.perf_counter() - started
     if plot is not None:

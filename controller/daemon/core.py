@@ -14,6 +14,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from contextlib import ExitStack
 
 from controller import decision as dec
 from controller.config import ControllerConfig
@@ -48,6 +49,7 @@ from controller.status import StatusBoard
 from controller.ui.recorder import Recorder
 from optimizer.config import load_plannable_fabric
 from optimizer.errors import HeliostatError
+from optimizer.mapping import ParallelMap
 from optimizer.policy import ReconfigurePolicy
 from optimizer.spine import SpineLink, spine_links
 from optimizer.topology import Circuit
@@ -122,6 +124,8 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
         self._cycle_error: str | None = None  # last_error set by a failed cycle or journal write
         self.drivers: FabricPort | None = None
         self.devices_watch: DevicesFileWatch | None = None  # None: devices given, not from a file
+        self.mapping_pool = ExitStack()  # the planner's worker processes, if any (close() ends them)
+        self.parallel_map: ParallelMap | None = None
         self.dry_runs = DryRunner(lambda: self._propose("dry_run", self.clock()))
         # HA (controller/daemon/leadership.py): the elector with ha:, None alone
         self.elector = None
@@ -193,6 +197,7 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
         if self.elector is not None:
             self.elector.stop()  # resign: a standby takes over at once
         self.dry_runs.close()
+        self.mapping_pool.close()
         if self.drivers is not None:
             self.drivers.close()
         if self.journal is not None:

@@ -7,6 +7,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,7 @@ from controller.te_loop.te_push import TePusher, TeRun
 from controller.ui.recorder import Recorder
 from optimizer.errors import HeliostatError
 from optimizer.fabric import Fabric, SpineSwitch
+from optimizer.mapping import ParallelMap
 from optimizer.spine import SpineLink
 from optimizer.topology import Circuit
 from optimizer.traffic import TrafficMatrix
@@ -110,6 +112,8 @@ class DaemonParts:
     dry_runs: DryRunner
     te: TePusher
     planner: ToePlanner
+    mapping_pool: ExitStack  # the worker processes the planner maps failure domains on (big fabrics)
+    parallel_map: ParallelMap | None  # their map (None: one domain after the other)
     executor: StageExecutor
     _given_devices: FabricPort | None
     _wait: Callable[[float], bool] | None

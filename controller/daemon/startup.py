@@ -26,6 +26,7 @@ from controller.reconfig.executor import (
 )
 from controller.reconfig.journal import Journal, RecoveryPoint
 from controller.reconfig.toe_run import ToePlanner
+from controller.reconfig.workers import domain_pool, pays_off
 from controller.sensing.estimation import PeakPredictor, TrafficEstimation
 from controller.sensing.observe import (
     links_up,
@@ -86,8 +87,11 @@ class StartUp(Leadership):
         # as staging does, so that measured loads stay under the threshold itself.
         mix_floor = self.config.thresholds.stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
         self.te = TePusher(self.fabric, self.drivers, mix_floor=mix_floor, policy=self.config.te)
+        if self.parallel_map is None and pays_off(self.fabric):  # started once; close() ends it
+            self.parallel_map = self.mapping_pool.enter_context(domain_pool(fabric=self.fabric))
         self.planner = ToePlanner(
-            self.fabric, self.config.thresholds.stage_mlu, time_limit=self.config.timeouts.toe_solve
+            self.fabric, self.config.thresholds.stage_mlu, time_limit=self.config.timeouts.toe_solve,
+            parallel_map=self.parallel_map,
         )
         self.executor = StageExecutor(
             self.fabric,

@@ -24,6 +24,7 @@ from controller.reconfig.in_service import PlanningView
 from controller.reconfig.stage_plan import reconfiguration_plan
 from optimizer.budget import Clock
 from optimizer.fabric import Fabric
+from optimizer.mapping import ParallelMap
 from optimizer.policy import Decision, ReconfigurePolicy
 from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION, min_mlu
 from optimizer.toe import DEFAULT_TIME_LIMIT, ToeKnobs, plan_target
@@ -52,7 +53,9 @@ class ToePlanner:
     so that the weights actually pushed stay under ``stage_mlu``: messages name ``stage_mlu``
     and say so. ``time_limit`` is the budget in seconds for one proposal, counted on
     ``clock``: it covers the whole plan (every change limit tried, the mapping's re-plans and
-    the stages' search); a plan that finds it spent keeps today's topology."""
+    the stages' search); a plan that finds it spent keeps today's topology. ``parallel_map``
+    (a process pool's ``map``, the caller's) maps the failure domains side by side on big
+    fabrics: the same circuits, sooner."""
 
     def __init__(
         self,
@@ -60,8 +63,10 @@ class ToePlanner:
         stage_mlu: float,
         time_limit: float = DEFAULT_TIME_LIMIT,
         clock: Clock = time.monotonic,
+        parallel_map: ParallelMap | None = None,
     ) -> None:
         self.fabric = fabric
+        self.parallel_map = parallel_map
         self.stage_mlu = stage_mlu
         self.time_limit = time_limit
         self.clock = clock
@@ -103,7 +108,7 @@ class ToePlanner:
         knobs = ToeKnobs(time_limit=self.time_limit)
         target_plan = plan_target(
             fabric, [prediction], changing, knobs, self.evaluate, clock=self.clock,
-            threshold=self.stage_mlu, margin=self.wcmp_margin,
+            threshold=self.stage_mlu, margin=self.wcmp_margin, parallel_map=self.parallel_map,
         )
         toe, staging = target_plan.toe, target_plan.staging
         if staging is None:  # pragma: no cover - a threshold was given

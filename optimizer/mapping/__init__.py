@@ -2,7 +2,8 @@
 
 The face of the package (other packages import from here only):
 
-- :func:`map_topology` and :class:`MappingResult` (:mod:`optimizer.mapping.mapper`);
+- :func:`map_topology` and :class:`MappingResult` (:mod:`optimizer.mapping.mapper`), and
+  ``ParallelMap``, the ``map``-like a caller may give it to map the failure domains side by side;
 - :func:`change_lower_bound` (the pair-level bound on removed circuits),
   :func:`pair_domain_limit`, :func:`domain_layout`, :func:`domain_balance_violations`;
 - :func:`build_port_model` and :class:`OcsPorts` (:mod:`optimizer.mapping.ports`), the
@@ -22,7 +23,9 @@ domains, on sparse fabrics).
 
 from optimizer.mapping.domains import pair_domain_limit
 from optimizer.mapping.mapper import (
+    PARALLEL_WORK,
     MappingResult,
+    ParallelMap,
     change_lower_bound,
     domain_balance_violations,
     domain_layout,
@@ -31,8 +34,10 @@ from optimizer.mapping.mapper import (
 from optimizer.mapping.ports import OcsPorts, PortModel, build_port_model
 
 __all__ = [
+    "PARALLEL_WORK",
     "MappingResult",
     "OcsPorts",
+    "ParallelMap",
     "PortModel",
     "build_port_model",
     "change_lower_bound",

@@ -33,7 +33,10 @@ The algorithm is polynomial (no ILP over ports):
    early; the candidate keeping more of today's circuits is used. On Jupiter-shaped
    domains (one north and one south port per block per OCS, every port in use) an
    LP-guided dive (:mod:`optimizer.mapping.dive`) is one more candidate per domain: it
-   tears down 10-25% fewer circuits than the others on changes of any size;
+   tears down 10-25% fewer circuits than the others on changes of any size. The domains
+   are independent: given a ``parallel_map`` (a process pool's ``map``, the caller's), big
+   fabrics have them mapped side by side, with the same result (at 64 blocks the domains
+   are most of a plan's time: about 3 s each on this machine's cores);
 3. give kept circuits their old ports and new circuits free ports.
 
 Changed circuits against the lower bound: see ``benchmarks/RESULTS_mapping.md`` (with one
@@ -54,9 +57,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -89,11 +93,21 @@ REGROUP_DENSITY = 2.0
 #: domain by domain (at 64 blocks the domain limits stop it early, and finishing costs more
 #: than the per-domain mapping it competes with).
 GLOBAL_REPAIR_FINISH = 0.5
+#: OCSes x blocks from which the failure domains are mapped side by side when the caller
+#: gives a ``parallel_map``: below it, shipping the domains to workers costs about what it
+#: saves (8 Jupiter-shaped blocks, 2048: 6% slower on 2 cores; 16 blocks, 4096: the same).
+PARALLEL_WORK = 4096
+
+#: ``map``-like: applies a function to every item and returns the results in order (a process
+#: pool's ``map``, e.g. ``concurrent.futures.ProcessPoolExecutor.map``; the function and the
+#: items are picklable). The caller owns the pool: the mapping does no process management.
+ParallelMap = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
 
 __all__ = [
     "BalanceViolation",
     "DomainLayout",
     "MappingResult",
+    "ParallelMap",
     "change_lower_bound",
     "domain_balance_violations",
     "domain_layout",
@@ -260,6 +274,7 @@ def map_topology(
     budget: TimeBudget | None = None,
     cross: bool = True,
     regroup_ocs: bool = True,
+    parallel_map: ParallelMap | None = None,
 ) -> MappingResult:
     """Circuits realising ``target`` on ``fabric``, keeping as many of ``current`` as possible.
 
@@ -275,6 +290,9 @@ def map_topology(
     :mod:`optimizer.mapping.recolour` and ``dive=False`` the LP-guided dive of
     :mod:`optimizer.mapping.dive`: together several times faster at 64 blocks, with more
     circuits changed (see ``benchmarks/RESULTS_mapping.md``).
+
+    ``parallel_map`` (a process pool's ``map``, owned by the caller) maps the failure domains
+    side by side on big fabrics; the circuits are the same with it or without.
 
     Raises :class:`~optimizer.errors.ConfigError` when the topology is over other blocks
     than the fabric or a current circuit is invalid, and
@@ -293,17 +311,19 @@ def map_topology(
     domains = model.domains()
     layout = domain_layout(model, wanted, rebalance)
     split = split_over_domains(wanted, layout.current_directed, layout.capacity, layout.limit, names)
-    per_ocs = _map_domains(model, domains, split.counts, names, exchange_plan, dive, budget)
+    mapped = _map_domains(model, domains, split.counts, names, exchange_plan, dive, budget, parallel_map)
+    # (side by side, the domains run on the pool while the global repair runs here)
     room = budget is None or budget.remaining() > DIVE_RESERVE * budget.seconds
+    repaired = None
     if room and not _odd_any_ocs(model.ocs, n) and small_change(model.ocs, wanted):
         repaired = _repair_globally(model, domains, wanted, layout, names, exchange_plan)
-        if (
-            repaired is not None
-            and _kept(model.ocs, repaired) > _kept(model.ocs, per_ocs)
-            and _over_limits(model, domains, repaired, layout)
-            <= _over_limits(model, domains, per_ocs, layout)
-        ):
-            per_ocs = repaired
+    per_ocs = mapped()
+    if (
+        repaired is not None
+        and _kept(model.ocs, repaired) > _kept(model.ocs, per_ocs)
+        and _over_limits(model, domains, repaired, layout) <= _over_limits(model, domains, per_ocs, layout)
+    ):
+        per_ocs = repaired
     if cross and any(o.north_budget(b) > 1 for o in model.ocs for b in range(n)):
         # (with one north port per block per OCS, two-OCS moves were not found: see cross.py)
         domain_index = [domains.index(o.domain) for o in model.ocs]
@@ -344,83 +364,146 @@ def _map_domains(
     exchange_plan: bool,
     use_dive: bool = True,
     budget: TimeBudget | None = None,
-) -> list[np.ndarray]:
-    """Per-OCS directed counts (in ``model.ocs`` order) realising ``split[d]`` in each domain:
-    the recolouring (a few seeds on small domains), for small changes the domain repaired
-    from today's circuits, and on Jupiter-shaped domains the LP-guided dive (``use_dive``):
-    whichever keeps more.
+    parallel_map: ParallelMap | None = None,
+) -> Callable[[], list[np.ndarray]]:
+    """Per-OCS directed counts (in ``model.ocs`` order) realising ``split[d]`` in each domain
+    (:func:`_map_domain`): whichever candidate keeps more. Returned as a call that gives them:
+    side by side, the domains are running on the pool meanwhile (the caller has other work).
 
-    With a ``budget`` (the plan's time limit), each domain gets an equal share of what is left
-    of it (less :data:`DIVE_RESERVE` of the budget for the steps after the mapping); the
-    recolouring always runs, then the dive and the repair (in that order: the dive keeps more)
-    each if the time it took on the previous domain still fits in the share.
+    The domains are independent, so with a ``parallel_map`` (e.g. a process pool's ``map``)
+    and at least :data:`PARALLEL_WORK` of work they are mapped side by side; each gives the
+    same answer wherever it runs. With a ``budget`` (the plan's time limit), each domain gets
+    a share of what is left of it (less :data:`DIVE_RESERVE` of the budget for the steps
+    after the mapping): one by one, an equal share of what is left at its start, and the
+    time each optional candidate took on the previous domain decides whether it still fits;
+    side by side, every domain gets an equal share of what is left before the first starts
+    (as much as or more than one by one, however the domains are spread over the workers)
+    and counts its own time from when it starts.
     """
     n = len(names)
-    counts_by_ocs: dict[str, np.ndarray] = {}
-    took: dict[str, float] = {}  # seconds each optional candidate took on the last domain
-    for di, d in enumerate(domains):
-        domain_started = time.perf_counter()
-        share = None if budget is None else (
-            (budget.remaining() - DIVE_RESERVE * budget.seconds) / (len(domains) - di)
-        )
+    jobs = [
+        _DomainJob(d, [o for o in model.ocs if o.domain == d], split[di], names, exchange_plan, use_dive)
+        for di, d in enumerate(domains)
+    ]
+    spare = None if budget is None else budget.remaining() - DIVE_RESERVE * budget.seconds
+    work = sum(len(job.ocs) for job in jobs) * n
+    done: Iterable[_DomainMapped]
+    if parallel_map is not None and len(jobs) > 1 and work >= PARALLEL_WORK:
+        progress.report("mapping", f"{len(jobs)} failure domains side by side")
+        jobs = [replace(job, share=None if spare is None else spare / len(jobs)) for job in jobs]
+        done = parallel_map(_map_domain, jobs)  # a pool's map has submitted them all
+    else:
+        done = []
+        took: dict[str, float] = {}
+        for di, job in enumerate(jobs):
+            progress.report("mapping", f"failure domain {job.domain} ({di + 1} of {len(jobs)})")
+            if budget is not None:
+                spare = budget.remaining() - DIVE_RESERVE * budget.seconds
+            share = None if spare is None else spare / (len(jobs) - di)
+            done.append(_map_domain(replace(job, share=share, took=took)))
+            took = done[-1].took
 
-        def fits(
-            candidate: str,
-            extra: float = 0.0,
-            share: float | None = share,
-            started: float = domain_started,
-            d: int = d,
-        ) -> bool:
-            if share is None:
-                return True
-            spent = time.perf_counter() - started
-            if spent + took.get(candidate, 0.0) + extra <= share:
-                return True
-            log.info("failure domain %s: no %s (the plan's time limit: %.1f s of this domain's %.1f s "
-                     "share spent, it took %.1f s)", d, candidate, spent, share, took.get(candidate, 0.0))
-            return False
+    def collect() -> list[np.ndarray]:
+        counts_by_ocs: dict[str, np.ndarray] = {}
+        for job, mapped in zip(jobs, done, strict=True):
+            for o, c, (north, south) in zip(job.ocs, mapped.per_ocs, mapped.sides, strict=True):
+                counts_by_ocs[o.name] = c
+                # the sides an ``any`` OCS's ports took in the domain's mapping (a worker's copy)
+                o.north, o.south = north, south
+        return [counts_by_ocs[o.name] for o in model.ocs]
 
-        ocs_list = [o for o in model.ocs if o.domain == d]
-        where = f"failure domain {d}"
-        progress.report("mapping", f"{where} ({di + 1} of {len(domains)})")
-        try:
-            if _odd_any_ocs(ocs_list, n):
-                directed = _orient_domain(ocs_list, split[di], names, where)
-                per_ocs = recolour(ocs_list, directed, exchange_plan=exchange_plan)
-            else:
-                orienter = _orienter(ocs_list, split[di], names, where)
-                # Small domains are cheap: try a few seeds (deterministic) and keep the best.
-                seeds = range(SMALL_DOMAIN_SEEDS if len(ocs_list) * n <= SMALL_DOMAIN_SIZE else 1)
-                tries = [recolour_pairs(ocs_list, split[di], orienter, seed=seed,
-                                        exchange_plan=exchange_plan) for seed in seeds]
-                repair_wanted = small_change(ocs_list, split[di])
-                diving = use_dive and dive_applies(ocs_list, split[di])
-                # the repair first (its result steers the dive), unless the time left has room
-                # for only one of them: then the dive, which keeps more
-                both = not diving or fits("repair", extra=took.get("dive", 0.0))
-                if repair_wanted and both:
-                    started = time.perf_counter()
-                    tries.append(_repaired(ocs_list, split[di], orienter, exchange_plan))
-                    took["repair"] = time.perf_counter() - started
-                if diving and fits("dive"):
-                    known = max(_kept(ocs_list, t) for t in tries)
-                    started = time.perf_counter()
-                    try:
-                        tries.append(dive(ocs_list, split[di], known))
-                    except DiveStuck as exc:  # never expected: the other candidates stand
-                        log.error("failure domain %s: %s", d, exc)
-                    took["dive"] = time.perf_counter() - started
-                if repair_wanted and not both and fits("repair"):
-                    started = time.perf_counter()
-                    tries.append(_repaired(ocs_list, split[di], orienter, exchange_plan))
-                    took["repair"] = time.perf_counter() - started
-                per_ocs = max(tries, key=lambda t: _kept(ocs_list, t))
-        except RecolouringStuck as exc:
-            log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
-            per_ocs = _flow_construction(ocs_list, split[di], names, where)
-        for o, c in zip(ocs_list, per_ocs, strict=True):
-            counts_by_ocs[o.name] = c
-    return [counts_by_ocs[o.name] for o in model.ocs]
+    return collect
+
+
+@dataclass(frozen=True)
+class _DomainJob:
+    """One failure domain to map: its OCSes, pair counts ``pairs`` and knobs; ``share`` the
+    seconds it may take (None: no limit) and ``took`` the seconds each optional candidate
+    took on the previous domain (the estimate of what it takes here)."""
+
+    domain: int
+    ocs: list[OcsPorts]
+    pairs: np.ndarray
+    names: tuple[str, ...]
+    exchange_plan: bool
+    use_dive: bool
+    share: float | None = None
+    took: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _DomainMapped:
+    """A domain's per-OCS directed counts (in ``job.ocs`` order), the sides of every OCS's
+    ports they use (``any`` OCSes may have changed them), and the seconds each optional
+    candidate took."""
+
+    per_ocs: list[np.ndarray]
+    sides: list[tuple[list[list[int]], list[list[int]]]]
+    took: dict[str, float]
+
+
+def _map_domain(job: _DomainJob) -> _DomainMapped:
+    """One domain's per-OCS directed counts: the recolouring (a few seeds on small domains),
+    for small changes the domain repaired from today's circuits, and on Jupiter-shaped
+    domains the LP-guided dive (``use_dive``): whichever keeps more. The recolouring always
+    runs, then the dive and the repair (in that order: the dive keeps more) each if the
+    time it took on the previous domain still fits in the job's share.
+
+    A module-level function of picklable arguments, so that a process pool can run it.
+    """
+    d, ocs_list, pairs, names = job.domain, job.ocs, job.pairs, job.names
+    n = len(names)
+    domain_started = time.perf_counter()
+    took = dict(job.took)
+
+    def fits(candidate: str, extra: float = 0.0) -> bool:
+        if job.share is None:
+            return True
+        spent = time.perf_counter() - domain_started
+        if spent + took.get(candidate, 0.0) + extra <= job.share:
+            return True
+        log.info("failure domain %s: no %s (the plan's time limit: %.1f s of this domain's %.1f s "
+                 "share spent, it took %.1f s)", d, candidate, spent, job.share, took.get(candidate, 0.0))
+        return False
+
+    where = f"failure domain {d}"
+    exchange_plan = job.exchange_plan
+    try:
+        if _odd_any_ocs(ocs_list, n):
+            directed = _orient_domain(ocs_list, pairs, names, where)
+            per_ocs = recolour(ocs_list, directed, exchange_plan=exchange_plan)
+        else:
+            orienter = _orienter(ocs_list, pairs, names, where)
+            # Small domains are cheap: try a few seeds (deterministic) and keep the best.
+            seeds = range(SMALL_DOMAIN_SEEDS if len(ocs_list) * n <= SMALL_DOMAIN_SIZE else 1)
+            tries = [recolour_pairs(ocs_list, pairs, orienter, seed=seed, exchange_plan=exchange_plan)
+                     for seed in seeds]
+            repair_wanted = small_change(ocs_list, pairs)
+            diving = job.use_dive and dive_applies(ocs_list, pairs)
+            # the repair first (its result steers the dive), unless the time left has room
+            # for only one of them: then the dive, which keeps more
+            both = not diving or fits("repair", extra=took.get("dive", 0.0))
+            if repair_wanted and both:
+                started = time.perf_counter()
+                tries.append(_repaired(ocs_list, pairs, orienter, exchange_plan))
+                took["repair"] = time.perf_counter() - started
+            if diving and fits("dive"):
+                known = max(_kept(ocs_list, t) for t in tries)
+                started = time.perf_counter()
+                try:
+                    tries.append(dive(ocs_list, pairs, known))
+                except DiveStuck as exc:  # never expected: the other candidates stand
+                    log.error("failure domain %s: %s", d, exc)
+                took["dive"] = time.perf_counter() - started
+            if repair_wanted and not both and fits("repair"):
+                started = time.perf_counter()
+                tries.append(_repaired(ocs_list, pairs, orienter, exchange_plan))
+                took["repair"] = time.perf_counter() - started
+            per_ocs = max(tries, key=lambda t: _kept(ocs_list, t))
+    except RecolouringStuck as exc:
+        log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
+        per_ocs = _flow_construction(ocs_list, pairs, names, where)
+    return _DomainMapped(list(per_ocs), [(o.north, o.south) for o in ocs_list], took)
 
 
 def _repair_globally(

@@ -204,41 +204,52 @@ class _Repair:
         def no_loop(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             return (x != y) | (x == n)
 
-        # two arcs i, j -> x_i->y_j, x_j->y_i
+        # two arcs i, j -> x_i->y_j, x_j->y_i. With h[i, j] = (arc i removed, x_i->y_j made),
+        # the swap's gain is h[i, j] + h[j, i], and likewise its cost.
         r_gain = rm_gain[xs, ys]
         r_cost = rm_cost[xs, ys]
-        xi, yi, xj, yj = xs[:, None], ys[:, None], xs[None, :], ys[None, :]
-        gain = r_gain[:, None] + r_gain[None, :] + add_gain[xi, yj] + add_gain[xj, yi]
-        cost = r_cost[:, None] + r_cost[None, :] + add_cost[xi, yj] + add_cost[xj, yi]
-        valid = no_loop(xi, yj) & no_loop(xj, yi) & (xi != xj) & (yi != yj)
-        drop_i = (xi == n) & (yi == n)  # arc i is dummy->dummy: arc j is torn down alone
-        drop_j = (xj == n) & (yj == n)
+        cross = (xs[:, None], ys[None, :])
+        h_gain = r_gain[:, None] + add_gain[cross]
+        gain = h_gain + h_gain.T
+        pairable = no_loop(xs[:, None], ys[None, :])
+        pairable &= (xs[:, None] != xs[None, :]) & (ys[:, None] != ys[None, :])
+        valid = pairable & pairable.T
+        drop = (xs == n) & (ys == n)  # a dummy->dummy arc: the other arc is torn down alone
         droppable = may_drop[xs] & may_drop[ys]
-        valid &= ~drop_i | droppable[None, :]
-        valid &= ~drop_j | droppable[:, None]
-        valid &= np.triu(np.ones((m, m), dtype=bool), 1)
-        for i, j in zip(*np.nonzero(valid & (gain > 0)), strict=True):
-            a, b, c, d = int(xs[i]), int(ys[i]), int(xs[j]), int(ys[j])
-            out.append((float(gain[i, j] - cost[i, j]), int(gain[i, j]), o,
-                        real(((a, b), (c, d))), real(((a, d), (c, b)))))
-        # three arcs i -> j -> k: x_i->y_j, x_j->y_k, x_k->y_i (through the best arcs only)
+        valid &= ~drop[:, None] | droppable[None, :]
+        valid &= ~drop[None, :] | droppable[:, None]
+        order = np.arange(m)
+        valid &= order[:, None] < order[None, :]
+        first, second = np.nonzero(valid & (gain > 0))
+        h_cost = r_cost[:, None] + add_cost[cross]
+        cost = h_cost[first, second] + h_cost[second, first]
+        for i, j, g, c in zip(first.tolist(), second.tolist(), gain[first, second].tolist(), cost.tolist(),
+                              strict=True):
+            a, b, c_, d = int(xs[i]), int(ys[i]), int(xs[j]), int(ys[j])
+            out.append((float(g - c), g, o, real(((a, b), (c_, d))), real(((a, d), (c_, b)))))
+        # three arcs i -> j -> k: x_i->y_j, x_j->y_k, x_k->y_i (through the best arcs only). With
+        # h[i, j] = (arc i removed, x_i->y_j made) the rotation gains h[i, j] + h[j, k] + h[k, i];
+        # it may use i->j if e[i, j] (distinct ends, no loop made), and i is its smallest arc.
         rotatable = np.nonzero((xs != n) | (ys != n))[0]  # not dummy->dummy
         width = min(len(rotatable), ROTATION_WIDTH)
         top = rotatable[np.argsort(-(r_gain - r_cost)[rotatable], kind="stable")[:width]]
         tx, ty = xs[top], ys[top]
-        ag = add_gain[tx[:, None], ty[None, :]]  # x_i -> y_j
-        ac = add_cost[tx[:, None], ty[None, :]]
-        rg, rc = r_gain[top], r_cost[top]
-        i, j, k = np.ogrid[:width, :width, :width]
-        g3 = rg[i] + rg[j] + rg[k] + ag[i, j] + ag[j, k] + ag[k, i]
-        c3 = rc[i] + rc[j] + rc[k] + ac[i, j] + ac[j, k] + ac[k, i]
-        ok = (tx[i] != tx[j]) & (tx[j] != tx[k]) & (tx[i] != tx[k])
-        ok &= (ty[i] != ty[j]) & (ty[j] != ty[k]) & (ty[i] != ty[k])
-        ok &= no_loop(tx[i], ty[j]) & no_loop(tx[j], ty[k]) & no_loop(tx[k], ty[i])
-        ok &= (i < j) & (i < k)  # one representative per rotation
-        for a, b, c in zip(*np.nonzero(ok & (g3 > 0)), strict=True):
+        h_gain = r_gain[top][:, None] + add_gain[tx[:, None], ty[None, :]]
+        h_cost = r_cost[top][:, None] + add_cost[tx[:, None], ty[None, :]]
+        distinct = (tx[:, None] != tx[None, :]) & (ty[:, None] != ty[None, :])
+        e = distinct & no_loop(tx[:, None], ty[None, :])
+        order = np.arange(width)
+        e_first = e & (order[:, None] < order[None, :])  # i -> j with i < j
+        e_back = e & (order[:, None] > order[None, :])  # k -> i with i < k
+        ok = e_first[:, :, None] & e[None, :, :] & e_back.T[:, None, :]
+        g3 = h_gain[:, :, None] + h_gain[None, :, :] + h_gain.T[:, None, :]
+        ia, ib, ic = np.nonzero(ok & (g3 > 0))
+        g_sel = g3[ia, ib, ic]
+        c_sel = h_cost[ia, ib] + h_cost[ib, ic] + h_cost[ic, ia]
+        for a, b, c, g, cost3 in zip(ia.tolist(), ib.tolist(), ic.tolist(), g_sel.tolist(), c_sel.tolist(),
+                                     strict=True):
             xa, ya, xb, yb, xc, yc = (int(tx[a]), int(ty[a]), int(tx[b]), int(ty[b]), int(tx[c]), int(ty[c]))
-            out.append((float(g3[a, b, c] - c3[a, b, c]), int(g3[a, b, c]), o,
+            out.append((float(g - cost3), g, o,
                         real(((xa, ya), (xb, yb), (xc, yc))), real(((xa, yb), (xb, yc), (xc, ya)))))
         return out
 
@@ -261,18 +272,26 @@ class _Repair:
             for z in np.nonzero(self.need[a] > 0)[0].tolist():
                 if z == b:
                     continue
-                found = self._cheapest_chain(a, b, z)
-                if found is not None and (best is None or found[0] < best[0]):
+                found = self._cheapest_chain(a, b, z, 1 << 30 if best is None else best[0])
+                if found is not None:
                     best = found
+                    if best[0] == 0:  # none is cheaper (the first of the cheapest is kept)
+                        return best[1]
         return None if best is None else best[1]
 
-    def _cheapest_chain(self, a: int, b: int, z: int) -> tuple[int, list[tuple[int, tuple, tuple]]] | None:
+    def _cheapest_chain(
+        self, a: int, b: int, z: int, bound: int
+    ) -> tuple[int, list[tuple[int, tuple, tuple]]] | None:
+        """The cheapest chain from ``a`` for excess ``a-b`` and deficit ``a-z``, if it costs
+        less than ``bound`` (the cheapest found so far: the search stops at that cost)."""
         dist = {a: 0}
         back: dict[int, tuple[int, tuple[int, tuple, tuple]]] = {}
         heap = [(0, a)]
         done: set[int] = set()
         while heap:
             d, x = heapq.heappop(heap)
+            if d >= bound:
+                return None
             if x in done:
                 continue
             done.add(x)

@@ -22,7 +22,7 @@ from optimizer import progress
 from optimizer.budget import Clock, TimeBudget
 from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric
-from optimizer.mapping import MappingResult, map_topology
+from optimizer.mapping import MappingResult, ParallelMap, map_topology
 from optimizer.policy import Decision, ReconfigurePolicy, should_reconfigure
 from optimizer.staging import DEFAULT_THRESHOLD, MluFunction, StagingBlocked, StagingPlan, stage_changes
 from optimizer.te import DEFAULT_TABLE_SIZE, TeResult, TeSolver
@@ -141,6 +141,7 @@ def plan_target(
     threshold: float | None = None,
     margin: float = 1.0,
     change_steps: Sequence[float] | None = None,
+    parallel_map: ParallelMap | None = None,
 ) -> TargetPlan:
     """Plan the topology for ``matrices`` from today's circuits ``current``, lay it on the OCSes
     and, with a stage limit ``threshold``, find the stages: ``heliostat toe`` and the daemon
@@ -163,13 +164,17 @@ def plan_target(
     covers the whole plan: the LP of every plan, re-plans included, and the swap search of
     staging. Raises ConfigError for invalid circuits or knobs and InfeasibleError when no
     plan fits (StagingBlocked when nothing safe lowers the MLU).
+
+    ``parallel_map`` (a process pool's ``map``, owned by the caller) is given to the default
+    mapper, which then maps the failure domains side by side on big fabrics (the same
+    circuits, sooner).
     """
     knobs.validate()
     budget = budget or TimeBudget(knobs.time_limit, clock)
     circuits = tuple(current)
     check_circuits(fabric, circuits, "<current>")
     if mapper is map_topology:
-        mapper = partial(map_topology, budget=budget)
+        mapper = partial(map_topology, budget=budget, parallel_map=parallel_map)
     if threshold is None:
         toe, mapping = _plan_and_map(fabric, matrices, circuits, knobs, evaluate, mapper, budget)
         return TargetPlan(toe, mapping, max_change=knobs.max_change)
@@ -266,13 +271,14 @@ def plan_reconfiguration(
     table_size: int = DEFAULT_TABLE_SIZE,
     mapper: Mapper = map_topology,
     clock: Clock = time.monotonic,
+    parallel_map: ParallelMap | None = None,
 ) -> ReconfigurationPlan:
     """Plan the topology for ``demands``, lay it on the OCSes (:func:`plan_target`) and stage
     the change.
 
     ``current`` is today's circuits (default: the uniform mesh of a fresh fabric). ``mapper``
     lays a topology on the OCSes (default :func:`optimizer.mapping.mapper.map_topology`; tests
-    inject others).
+    inject others); ``parallel_map`` see :func:`plan_target`.
     """
     knobs = knobs or ToeKnobs()
     knobs.validate()
@@ -282,7 +288,10 @@ def plan_reconfiguration(
     solver = TeSolver(fabric, hedge=knobs.hedge, table_size=table_size)
     evaluate = te_evaluator(solver)
 
-    target = plan_target(fabric, matrices, circuits, knobs, evaluate, mapper, budget, threshold=threshold)
+    target = plan_target(
+        fabric, matrices, circuits, knobs, evaluate, mapper, budget,
+        threshold=threshold, parallel_map=parallel_map,
+    )
     toe, mapping = target.toe, target.mapping
     staging = target.staging
     if staging is None:  # pragma: no cover - a threshold was given

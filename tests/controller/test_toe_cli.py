@@ -137,6 +137,7 @@ def test_several_demands_are_accepted(demand, tmp_path):
         (["--time-limit", "0"], "heliostat: error: <command line>: --time-limit: must be a finite number"),
         (["--time-limit", "-5"], "heliostat: error: <command line>: --time-limit: must be a finite number"),
         (["--time-limit", "inf"], "heliostat: error: <command line>: --time-limit: must be a finite number"),
+        (["--workers", "0"], "heliostat: error: <command line>: --workers: must be a whole number >= 1"),
     ],
 )
 def test_bad_arguments_are_named(demand, extra, expected):
