@@ -126,8 +126,11 @@ def report(rows: list[dict[str, Any]], repeats: int) -> str:
             "",
             "`python -m benchmarks.bench_te`. Fabrics: `generate_fabric(n, 512, 256, 136, domains=4)`",
             "(64 blocks = configs/fabric-64.yaml), uniform mesh; gravity matrix seed 1, busiest block at",
-            "50% of its uplinks; hotspot seed 1 at 90%. TE = `solve_te` end to end (mesh, column-generation",
-            f"LP on HiGHS, WCMP reduction to 128 entries, figures, ECMP baseline), median of {repeats} cold",
+            "50% of its uplinks; hotspot seed 1 at 90%; pairs = `paired_matrix` seed 1 at 90% (blocks paired",
+            "off, each pair exchanging both ways: a degenerate LP, solved at 64 blocks by the interior point",
+            "method on every path, see `optimizer/te/lp.py`). TE = `solve_te` end to end (mesh,",
+            "column-generation LP on HiGHS, WCMP reduction to 128 entries, figures, ECMP baseline),",
+            f"median of {repeats} cold",
             "runs; warm = the next cycle's re-solve (matrix x1.05) on a `TeSolver`. PuLP+CBC = the plain",
             "path LP over every direct/transit path, build and solve. Each column set in its own process.",
             "",
@@ -141,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--worker", choices=("te", "reference"), help=argparse.SUPPRESS)
     parser.add_argument("--blocks", type=int, nargs="*", default=list(SIZES))
-    parser.add_argument("--kind", nargs="*", default=["gravity", "hotspot"])
+    parser.add_argument("--kind", nargs="*", default=["gravity", "hotspot", "pairs"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS_te.md")
     args = parser.parse_args(argv)
