@@ -3,19 +3,9 @@
 # (pytest -m browser) runs headless. Run as root on Debian; safe to run again.
 set -euo pipefail
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "install-browser.sh: must run as root" >&2
-    exit 1
-fi
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+require_root install-browser.sh
 
-packages=(chromium fonts-dejavu-core)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q
-    apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+apt_install_missing chromium fonts-dejavu-core
 echo "install-browser.sh: $(chromium --version 2>/dev/null || echo 'chromium installed')"

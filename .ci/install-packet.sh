@@ -3,21 +3,11 @@
 # the tools the tests use, then a running OVS. Run as root on Debian; safe to run again.
 set -euo pipefail
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "install-packet.sh: must run as root" >&2
-    exit 1
-fi
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+require_root install-packet.sh
 
-packages=(openvswitch-switch mininet iputils-ping ethtool)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q
-    apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+apt_install_missing openvswitch-switch mininet iputils-ping ethtool
 
 # No kernel module is needed: the bridges use the userspace datapath (datapath_type=netdev).
 if ! ovs-vsctl -t 2 show >/dev/null 2>&1; then

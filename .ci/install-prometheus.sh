@@ -4,10 +4,9 @@
 # (policy-rc.d while installing) and stopped if something started it. Run as root; safe to run again.
 set -euo pipefail
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "install-prometheus.sh: must run as root" >&2
-    exit 1
-fi
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+require_root install-prometheus.sh
 
 if ! command -v promtool >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
