@@ -78,11 +78,7 @@ def reconfiguration_view(intent: IntentRecord, steps: list[StepRecord]) -> dict[
             "mlu_after": number(stage.get("mlu_after")),
         })
     return {
-        "id": intent.id,
-        "state": intent.state.value,
-        "trigger": intent.trigger,
-        "reason": intent.reason,
-        "created": intent.created,
+        **intent.summary_json(),
         "finished": intent.finished,
         "current_mlu": number(plan.get("current_mlu")),
         "planned_mlu": number(plan.get("planned_mlu")),
@@ -212,11 +208,7 @@ class DaemonApi(ControllerApi):
             plan = intent.plan if isinstance(intent.plan, dict) else {}
             out.append(
                 {
-                    "id": intent.id,
-                    "state": intent.state.value,
-                    "trigger": intent.trigger,
-                    "reason": intent.reason,
-                    "created": intent.created,
+                    **intent.summary_json(),
                     "finished": intent.finished,
                     "stages": len(plan.get("stages", ())),
                     "circuits_removed": plan.get("circuits_removed"),

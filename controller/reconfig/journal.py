@@ -101,6 +101,17 @@ class IntentRecord:
     def in_progress(self) -> bool:
         return self.state is IntentState.IN_PROGRESS
 
+    def summary_json(self) -> dict[str, Any]:
+        """The fields every view of a reconfiguration starts with (the northbound API's
+        history and reconfiguration calls, the status page)."""
+        return {
+            "id": self.id,
+            "state": self.state.value,
+            "trigger": self.trigger,
+            "reason": self.reason,
+            "created": self.created,
+        }
+
 
 @dataclass(frozen=True)
 class StepRecord:

@@ -100,11 +100,7 @@ def reconfiguration_json(
         stage = steps[-1].stage
     done_here = sum(1 for s in steps if s.stage == stage and s.completed)
     return {
-        "id": intent.id,
-        "state": intent.state.value,
-        "trigger": intent.trigger,
-        "reason": intent.reason,
-        "created": intent.created,
+        **intent.summary_json(),
         "stages_total": total,
         "stage": stage,
         "step": board.get("step"),
