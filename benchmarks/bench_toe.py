@@ -167,9 +167,11 @@ def hot_case(
     from optimizer.errors import InfeasibleError
     from optimizer.toe import plan_reconfiguration
     from optimizer.topology import mesh_topology
-    from optimizer.traffic import hotspot_matrix
+    from optimizer.traffic import hotspot_matrix, paired_matrix
 
-    tm = paired_matrix(fabric, seed=1) if kind == "pairs" else hotspot_matrix(fabric, seed=1, load=LOAD)
+    # (scaled to HOT_MLU next: the load only sets the units)
+    make = paired_matrix if kind == "pairs" else hotspot_matrix
+    tm = make(fabric, seed=1, load=LOAD)
     tm = tm.scaled(HOT_MLU / mesh_solver.min_mlu(mesh_topology(fabric), tm))
     started = time.perf_counter()
     try:
@@ -192,14 +194,6 @@ def hot_case(
             (s.mlu_drained / max(staging.threshold, s.mlu_start) for s in staging.stages), default=0.0
         ),
     }
-
-
-def paired_matrix(fabric: Any, seed: int) -> Any:
-    """Blocks paired at random, each pair exchanging both ways, over a light uniform background
-    (2%): the mesh needs a transit hop for most of it, a topology joining the pairs does not."""
-    from optimizer.traffic import paired_matrix as paired
-
-    return paired(fabric, seed, load=0.5)
 
 
 def run_child(n: int, workers: int | None) -> dict[str, Any]:
