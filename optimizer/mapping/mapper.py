@@ -74,7 +74,7 @@ from optimizer.mapping.domains import pair_domain_limit, split_over_domains
 from optimizer.mapping.ocs import assign_ports, current_orientation, orient, split_over_ocs
 from optimizer.mapping.ports import OcsPorts, PortModel, build_port_model, require_same_blocks
 from optimizer.mapping.recolour import RecolouringStuck, recolour, recolour_pairs
-from optimizer.mapping.regroup import regroup
+from optimizer.mapping.regroup import DOMAIN_COLUMNS, DOMAIN_SECONDS, domain_columns, regroup, resolve_domain
 from optimizer.mapping.repair import repair_from_current, small_change, units_wrong, with_current
 from optimizer.topology import Circuit, Topology
 
@@ -275,6 +275,7 @@ def map_topology(
     cross: bool = True,
     regroup_ocs: bool = True,
     parallel_map: ParallelMap | None = None,
+    resolve_domains: bool = True,
 ) -> MappingResult:
     """Circuits realising ``target`` on ``fabric``, keeping as many of ``current`` as possible.
 
@@ -289,7 +290,8 @@ def map_topology(
     ``exchange_plan=False`` skips the exchange LP of
     :mod:`optimizer.mapping.recolour` and ``dive=False`` the LP-guided dive of
     :mod:`optimizer.mapping.dive`: together several times faster at 64 blocks, with more
-    circuits changed (see ``benchmarks/RESULTS_mapping.md``).
+    circuits changed (see ``benchmarks/RESULTS_mapping.md``). ``resolve_domains=False`` skips
+    the exact finish of small domains (:func:`~optimizer.mapping.regroup.resolve_domain`).
 
     ``parallel_map`` (a process pool's ``map``, owned by the caller) maps the failure domains
     side by side on big fabrics; the circuits are the same with it or without.
@@ -311,29 +313,36 @@ def map_topology(
     domains = model.domains()
     layout = domain_layout(model, wanted, rebalance)
     split = split_over_domains(wanted, layout.current_directed, layout.capacity, layout.limit, names)
-    mapped = _map_domains(model, domains, split.counts, names, exchange_plan, dive, budget, parallel_map)
+    upper = np.triu(wanted, 1)  # wanted is symmetric: each pair once
+    sparse = upper.sum() < REGROUP_DENSITY * max(1, np.count_nonzero(upper)) * len(domains)
+    regrouping = regroup_ocs and sparse and len(domains) > 1
+    # where the regrouping pass runs, the domains are re-solved exactly after it instead (from
+    # the exact per-domain optima its neighbourhoods found less: 47/38 against 46/35 removed on
+    # the sparse 16-block instances of benchmarks/mapping_optimum.py)
+    mapped = _map_domains(model, domains, split.counts, names, exchange_plan, dive, budget, parallel_map,
+                          resolve_domains and not regrouping)
     # (side by side, the domains run on the pool while the global repair runs here)
     room = budget is None or budget.remaining() > DIVE_RESERVE * budget.seconds
     repaired = None
     if room and not _odd_any_ocs(model.ocs, n) and small_change(model.ocs, wanted):
         repaired = _repair_globally(model, domains, wanted, layout, names, exchange_plan)
     per_ocs = mapped()
-    if (
-        repaired is not None
-        and _kept(model.ocs, repaired) > _kept(model.ocs, per_ocs)
-        and _over_limits(model, domains, repaired, layout) <= _over_limits(model, domains, per_ocs, layout)
-    ):
+    # balance first (a pair the split left over a domain's limit loses more to that domain's
+    # failure), then the circuits kept
+    if repaired is not None and (
+        _over_limits(model, domains, repaired, layout), -_kept(model.ocs, repaired)
+    ) < (_over_limits(model, domains, per_ocs, layout), -_kept(model.ocs, per_ocs)):
         per_ocs = repaired
     if cross and any(o.north_budget(b) > 1 for o in model.ocs for b in range(n)):
         # (with one north port per block per OCS, two-OCS moves were not found: see cross.py)
         domain_index = [domains.index(o.domain) for o in model.ocs]
         per_ocs = cross_exchange(model.ocs, per_ocs, domain_index, layout.limit, budget)
-    upper = np.triu(wanted, 1)  # wanted is symmetric: each pair once
-    sparse = upper.sum() < REGROUP_DENSITY * max(1, np.count_nonzero(upper)) * len(domains)
-    if regroup_ocs and sparse and len(domains) > 1:
+    if regrouping:
         share = None if budget is None else budget.share(1.0 - DIVE_RESERVE)
         domain_index = [domains.index(o.domain) for o in model.ocs]
         per_ocs = regroup(model.ocs, per_ocs, domain_index, layout.limit, share)
+        if resolve_domains:
+            per_ocs = _resolve_each_domain(model, domains, per_ocs, budget)
     circuits: list[Circuit] = []
     for o, counts in zip(model.ocs, per_ocs, strict=True):
         circuits.extend(assign_ports(o, counts))
@@ -365,6 +374,7 @@ def _map_domains(
     use_dive: bool = True,
     budget: TimeBudget | None = None,
     parallel_map: ParallelMap | None = None,
+    use_resolve: bool = True,
 ) -> Callable[[], list[np.ndarray]]:
     """Per-OCS directed counts (in ``model.ocs`` order) realising ``split[d]`` in each domain
     (:func:`_map_domain`): whichever candidate keeps more. Returned as a call that gives them:
@@ -382,7 +392,8 @@ def _map_domains(
     """
     n = len(names)
     jobs = [
-        _DomainJob(d, [o for o in model.ocs if o.domain == d], split[di], names, exchange_plan, use_dive)
+        _DomainJob(d, [o for o in model.ocs if o.domain == d], split[di], names, exchange_plan, use_dive,
+                   use_resolve)
         for di, d in enumerate(domains)
     ]
     spare = None if budget is None else budget.remaining() - DIVE_RESERVE * budget.seconds
@@ -427,6 +438,7 @@ class _DomainJob:
     names: tuple[str, ...]
     exchange_plan: bool
     use_dive: bool
+    use_resolve: bool = True
     share: float | None = None
     took: Mapping[str, float] = field(default_factory=dict)
 
@@ -500,10 +512,53 @@ def _map_domain(job: _DomainJob) -> _DomainMapped:
                 tries.append(_repaired(ocs_list, pairs, orienter, exchange_plan))
                 took["repair"] = time.perf_counter() - started
             per_ocs = max(tries, key=lambda t: _kept(ocs_list, t))
+            per_ocs = _resolved(job, per_ocs, fits, took, domain_started)
     except RecolouringStuck as exc:
         log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
         per_ocs = _flow_construction(ocs_list, pairs, names, where)
     return _DomainMapped(list(per_ocs), [(o.north, o.south) for o in ocs_list], took)
+
+
+def _resolved(
+    job: _DomainJob,
+    per_ocs: list[np.ndarray],
+    fits: Callable[[str], bool],
+    took: dict[str, float],
+    domain_started: float,
+) -> list[np.ndarray]:
+    """The domain re-solved exactly from ``per_ocs`` (its best candidate) where it is small enough
+    (:data:`~optimizer.mapping.regroup.DOMAIN_COLUMNS`) and the time it took on the previous domain
+    still fits: whichever keeps more."""
+    if not job.use_resolve or domain_columns(job.ocs, job.pairs) > DOMAIN_COLUMNS or not fits("exact"):
+        return per_ocs
+    started = time.perf_counter()
+    seconds = DOMAIN_SECONDS if job.share is None else job.share - (started - domain_started)
+    solved = resolve_domain(job.ocs, per_ocs, job.pairs, seconds)
+    took["exact"] = time.perf_counter() - started
+    gained = -1 if solved is None else _kept(job.ocs, solved) - _kept(job.ocs, per_ocs)
+    log.debug("failure domain %s: the exact re-solve keeps %d more circuits (%.1f s)", job.domain,
+              max(gained, 0), took["exact"])
+    return per_ocs if solved is None or gained <= 0 else solved
+
+
+def _resolve_each_domain(
+    model: PortModel, domains: list[int], per_ocs: list[np.ndarray], budget: TimeBudget | None
+) -> list[np.ndarray]:
+    """Every domain small enough re-solved exactly from ``per_ocs``, its pair counts as they are
+    (after the regrouping pass, which moved circuits between domains), one after the other."""
+    out = list(per_ocs)
+    for d in domains:
+        index = [i for i, o in enumerate(model.ocs) if o.domain == d]
+        ocs_list, counts = [model.ocs[i] for i in index], [per_ocs[i] for i in index]
+        pairs = sum((c + c.T for c in counts), np.zeros_like(counts[0]))
+        if domain_columns(ocs_list, pairs) > DOMAIN_COLUMNS:
+            continue
+        seconds = DOMAIN_SECONDS if budget is None else budget.remaining() - DIVE_RESERVE * budget.seconds
+        solved = resolve_domain(ocs_list, counts, pairs, seconds)
+        if solved is not None and _kept(ocs_list, solved) > _kept(ocs_list, counts):
+            for i, c in zip(index, solved, strict=True):
+                out[i] = c
+    return out
 
 
 def _repair_globally(

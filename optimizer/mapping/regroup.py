@@ -31,6 +31,13 @@ the pass ends; it also stops after :data:`MAX_FREE_GROUPS` MIPs, or when a run o
 largest groups gains nothing: the pass is bounded by work (MIPs, branch-and-bound nodes), not
 by time, so the same input gives the same circuits. The plan's time budget, and :data:`GROUP_SECONDS` per
 MIP, are only a safety net. A MIP's size grows with the circuits it frees, not with the fabric.
+
+:func:`resolve_domain` is the same MIP over a *whole* failure domain, its pair counts fixed: the
+per-domain mapping's exact finish where the domain is small enough to solve (up to
+:data:`DOMAIN_COLUMNS` columns; HiGHS then finds the optimum at the root node in a few seconds).
+On 1N/1S domains (one north and one south port per block per OCS) the polynomial candidates tear
+down 10-25% more than that optimum, and no neighbourhood of a few OCSes or blocks closes it: the
+optimum differs from them everywhere at once (``benchmarks/RESULTS_mapping.md``).
 """
 
 from __future__ import annotations
@@ -56,6 +63,13 @@ FREE_GROUP_SEED = 13
 #: slowest MIPs on the sparse benchmark instances took 2-4 s on a loaded 2-core machine).
 GROUP_NODES = 500
 GROUP_SECONDS = 10.0
+#: :func:`resolve_domain`: the largest MIP (circuit columns) it solves, its branch-and-bound nodes
+#: and, as a safety net where the plan sets no time limit, its seconds. A 16-block Jupiter-shaped
+#: domain (64 OCSes, 15,360 columns) takes 3-8 s here, solved at the root; 32 blocks (63,488)
+#: needs 25 s for its root LP alone.
+DOMAIN_COLUMNS = 16_000
+DOMAIN_NODES = 200
+DOMAIN_SECONDS = 30.0
 
 _INF = highspy.kHighsInf
 _FEASIBLE = 2  # HiGHS's primal_solution_status for a feasible point
@@ -85,6 +99,26 @@ def regroup(
     search.run(_group_and_new_circuits, MAX_FREE_GROUPS)
     log.debug("regroup: %d MIPs, %d more circuits kept", search.mips, search.gained)
     return search.per_ocs
+
+
+def domain_columns(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> int:
+    """The circuit columns of :func:`resolve_domain`'s MIP: per OCS, both ways of every pair
+    with circuits."""
+    return 2 * len(ocs_list) * int(np.count_nonzero(np.triu(pairs, 1)))
+
+
+def resolve_domain(
+    ocs_list: Sequence[OcsPorts], per_ocs: list[np.ndarray], pairs: np.ndarray, seconds: float
+) -> list[np.ndarray] | None:
+    """The per-OCS directed counts realising a domain's symmetric ``pairs`` that keep the most
+    of today's circuits, from ``per_ocs`` (a mapping of it, the MIP's start): an optimum when the
+    MIP finishes within :data:`DOMAIN_NODES` nodes and ``seconds``, else the best mapping found.
+    None if the domain has ``any`` OCSes (their sides are not fixed) or no solution came back."""
+    if any(ocs.flexible for ocs in ocs_list):
+        return None
+    fixed = [np.zeros_like(c) for c in per_ocs]
+    whole = np.array([pairs])  # one domain: its pair counts are the limits
+    return _resolve(ocs_list, per_ocs, fixed, [0] * len(ocs_list), whole, seconds, DOMAIN_NODES)
 
 
 class _Search:
@@ -203,12 +237,14 @@ def _resolve(
     domain_index: Sequence[int],
     allowed: np.ndarray,
     seconds: float,
+    nodes: int = GROUP_NODES,
 ) -> list[np.ndarray] | None:
     """The mapping keeping most of today's circuits when ``fixed[o]`` (a part of
     ``per_ocs[o]``) stays on every OCS ``o`` and the rest moves (None: no solution found).
 
     Columns ``x``: circuits on an OCS along an arc (north end, south end) between free ports
-    of a pair with circuits to place; ``k``: today's circuits among them, the ones kept.
+    of a pair with circuits to place; ``k``: today's circuits among them, the ones kept (an arc
+    with as many of today's circuits as it has room keeps all of its ``x``: no ``k`` column).
     """
     if seconds <= 0.05:
         return None
@@ -217,24 +253,27 @@ def _resolve(
     pairs = [(int(a), int(b)) for a, b in zip(*np.nonzero(np.triu(totals, 1)), strict=True)]
     if not pairs:
         return None
+    arcs = sorted([(a, b) for a, b in pairs] + [(b, a) for a, b in pairs])
     columns: list[tuple[int, int, int]] = []  # (ocs, north block, south block)
     upper: list[float] = []
     start: list[float] = []
     kept_of: list[tuple[int, int]] = []  # (x column, today's circuits it may keep)
+    whole: list[int] = []  # x columns whose every circuit would be one of today's
     for o, (ocs, f) in enumerate(zip(ocs_list, fixed, strict=True)):
         north = [ocs.north_budget(v) - int(f[v].sum()) for v in range(len(f))]
         south = [ocs.south_budget(v) - int(f[:, v].sum()) for v in range(len(f))]
-        for a, b in pairs:
-            for u, w in ((a, b), (b, a)):
-                room = min(north[u], south[w])
-                if room <= 0:
-                    continue
-                today = len(ocs.current.get((u, w), ())) - min(int(f[u, w]), len(ocs.current.get((u, w), ())))
-                if today > 0:
-                    kept_of.append((len(columns), today))
-                columns.append((o, u, w))
-                upper.append(room)
-                start.append(float(free[o][u, w]))
+        for u, w in arcs:
+            room = min(north[u], south[w])
+            if room <= 0:
+                continue
+            today = len(ocs.current.get((u, w), ())) - min(int(f[u, w]), len(ocs.current.get((u, w), ())))
+            if today >= room:
+                whole.append(len(columns))
+            elif today > 0:
+                kept_of.append((len(columns), today))
+            columns.append((o, u, w))
+            upper.append(room)
+            start.append(float(free[o][u, w]))
     n_x = len(columns)
     rows: list[tuple[list[int], list[float], float, float]] = []
     north_cols: dict[tuple[int, int], list[int]] = {}
@@ -247,10 +286,17 @@ def _resolve(
         pair = (min(u, w), max(u, w))
         pair_cols.setdefault(pair, []).append(c)
         domain_cols.setdefault((domain_index[o], *pair), []).append(c)
-    for (o, u), cols in north_cols.items():
-        rows.append((cols, [], -_INF, ocs_list[o].north_budget(u) - int(fixed[o][u].sum())))
-    for (o, w), cols in south_cols.items():
-        rows.append((cols, [], -_INF, ocs_list[o].south_budget(w) - int(fixed[o][:, w].sum())))
+    north_room = {(o, u): ocs_list[o].north_budget(u) - int(fixed[o][u].sum()) for o, u in north_cols}
+    south_room = {(o, w): ocs_list[o].south_budget(w) - int(fixed[o][:, w].sum()) for o, w in south_cols}
+    # where the circuits to place fill every free port, every port row holds with equality:
+    # saying so makes the LP far easier (a whole 1N/1S domain: 3-8 s instead of 10-20 s)
+    placed = sum(totals[a, b] for a, b in pairs)
+    full_north = sum(north_room.values()) == placed
+    full_south = sum(south_room.values()) == placed
+    for key, cols in north_cols.items():
+        rows.append((cols, [], north_room[key] if full_north else -_INF, north_room[key]))
+    for key, cols in south_cols.items():
+        rows.append((cols, [], south_room[key] if full_south else -_INF, south_room[key]))
     for j, (c, _) in enumerate(kept_of):
         rows.append(([n_x + j, c], [1.0, -1.0], -_INF, 0))
     for a, b in pairs:
@@ -259,10 +305,15 @@ def _resolve(
     for o, f in enumerate(fixed):
         held[domain_index[o]] = held.get(domain_index[o], 0) + f + f.T
     for (d, a, b), cols in domain_cols.items():
-        rows.append((cols, [], -_INF, float(allowed[d][a, b] - held[d][a, b])))
+        room = float(allowed[d][a, b] - held[d][a, b])
+        if room < totals[a, b]:  # (else the pair's own row says it)
+            rows.append((cols, [], -_INF, room))
     bounds = np.array(upper + [float(t) for _, t in kept_of])
     first = np.array(start + [min(start[c], t) for c, t in kept_of])
-    values = _run_mip(bounds, n_x, rows, first, seconds)
+    gain = np.zeros(len(bounds))
+    gain[whole] = 1.0
+    gain[n_x:] = 1.0
+    values = _run_mip(bounds, gain, rows, first, seconds, nodes)
     if values is None:
         return None
     solved = [f.copy() for f in fixed]
@@ -273,24 +324,24 @@ def _resolve(
 
 def _run_mip(
     upper: np.ndarray,
-    first_kept: int,
+    gain: np.ndarray,
     rows: list[tuple[list[int], list[float], float, float]],
     start: np.ndarray,
     seconds: float,
+    nodes: int,
 ) -> np.ndarray | None:
-    """Maximise the sum of the columns from ``first_kept`` on, over integers in [0, upper],
-    under ``rows`` (columns, coefficients or [] for ones, lower, upper), from ``start``."""
+    """Maximise ``gain`` times the columns, over integers in [0, upper], under ``rows``
+    (columns, coefficients or [] for ones, lower, upper), from ``start``."""
     size = len(upper)
     h = highspy._Highs()  # the private class: the public one prints a banner to stdout
     h.setOptionValue("output_flag", False)
     # one thread, as every HiGHS in the process: its scheduler is global and refuses to run
     # once a run has asked for another thread count (the TE and ToE LPs use one)
     h.setOptionValue("threads", 1)
-    h.setOptionValue("mip_max_nodes", GROUP_NODES)
+    h.setOptionValue("mip_max_nodes", nodes)
     h.setOptionValue("time_limit", seconds)
     columns = np.arange(size, dtype=np.int32)
-    cost = np.zeros(size)
-    cost[first_kept:] = -1.0
+    cost = -np.asarray(gain, dtype=float)
     h.addVars(size, np.zeros(size), upper)
     h.changeColsCost(size, columns, cost)
     h.changeColsIntegrality(size, columns, np.full(size, highspy.HighsVarType.kInteger))
