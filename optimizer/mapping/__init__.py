@@ -7,7 +7,8 @@ The face of the package (other packages import from here only):
 - :func:`change_lower_bound` (the pair-level bound on removed circuits),
   :func:`pair_domain_limit`, :func:`domain_layout`, :func:`domain_balance_violations`;
 - :func:`build_port_model` and :class:`OcsPorts` (:mod:`optimizer.mapping.ports`), the
-  fabric's ports as the mapping sees them (benchmarks compute bounds over it).
+  fabric's ports as the mapping sees them (benchmarks compute bounds over it), and
+  :func:`resolve_domain` (:mod:`optimizer.mapping.regroup`), one domain mapped exactly.
 
 Inside, in the order :func:`map_topology` uses them: :mod:`~optimizer.mapping.ports`,
 :mod:`~optimizer.mapping.domains` (split over failure domains), :mod:`~optimizer.mapping.ocs`
@@ -18,7 +19,7 @@ and :mod:`~optimizer.mapping.flow` (orientation and per-OCS fills),
 changes from today's circuits), :mod:`~optimizer.mapping.dive` (the LP-guided dive),
 :mod:`~optimizer.mapping.cross` (exchanges across two OCSes) and
 :mod:`~optimizer.mapping.regroup` (a few OCSes and every new circuit re-solved exactly, across
-domains, on sparse fabrics).
+domains, on sparse fabrics; and small domains re-solved exactly as a whole).
 """
 
 from optimizer.mapping.domains import pair_domain_limit
@@ -32,6 +33,7 @@ from optimizer.mapping.mapper import (
     map_topology,
 )
 from optimizer.mapping.ports import OcsPorts, PortModel, build_port_model
+from optimizer.mapping.regroup import resolve_domain
 
 __all__ = [
     "PARALLEL_WORK",
@@ -45,4 +47,5 @@ __all__ = [
     "domain_layout",
     "map_topology",
     "pair_domain_limit",
+    "resolve_domain",
 ]

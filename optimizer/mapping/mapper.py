@@ -36,7 +36,12 @@ The algorithm is polynomial (no ILP over ports):
    tears down 10-25% fewer circuits than the others on changes of any size. The domains
    are independent: given a ``parallel_map`` (a process pool's ``map``, the caller's), big
    fabrics have them mapped side by side, with the same result (at 64 blocks the domains
-   are most of a plan's time: about 3 s each on this machine's cores);
+   are most of a plan's time: about 3 s each on this machine's cores). A domain small enough
+   (:data:`~optimizer.mapping.regroup.DOMAIN_COLUMNS`: Jupiter-shaped domains up to 16 blocks)
+   is then re-solved exactly as a whole (:func:`~optimizer.mapping.regroup.resolve_domain`, a
+   MIP warm-started from its best candidate): 10-20% fewer circuits torn down there, to within
+   1% of the wiring bound; bigger domains keep their best candidate (``benchmarks/mapping_dense.py``
+   measures what that leaves on the table);
 3. give kept circuits their old ports and new circuits free ports.
 
 Changed circuits against the lower bound: see ``benchmarks/RESULTS_mapping.md`` (with one

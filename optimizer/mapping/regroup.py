@@ -108,17 +108,21 @@ def domain_columns(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> int:
 
 
 def resolve_domain(
-    ocs_list: Sequence[OcsPorts], per_ocs: list[np.ndarray], pairs: np.ndarray, seconds: float
+    ocs_list: Sequence[OcsPorts],
+    per_ocs: list[np.ndarray],
+    pairs: np.ndarray,
+    seconds: float,
+    nodes: int = DOMAIN_NODES,
 ) -> list[np.ndarray] | None:
     """The per-OCS directed counts realising a domain's symmetric ``pairs`` that keep the most
     of today's circuits, from ``per_ocs`` (a mapping of it, the MIP's start): an optimum when the
-    MIP finishes within :data:`DOMAIN_NODES` nodes and ``seconds``, else the best mapping found.
+    MIP finishes within ``nodes`` branch-and-bound nodes and ``seconds``, else the best mapping found.
     None if the domain has ``any`` OCSes (their sides are not fixed) or no solution came back."""
     if any(ocs.flexible for ocs in ocs_list):
         return None
     fixed = [np.zeros_like(c) for c in per_ocs]
     whole = np.array([pairs])  # one domain: its pair counts are the limits
-    return _resolve(ocs_list, per_ocs, fixed, [0] * len(ocs_list), whole, seconds, DOMAIN_NODES)
+    return _resolve(ocs_list, per_ocs, fixed, [0] * len(ocs_list), whole, seconds, nodes)
 
 
 class _Search:
