@@ -40,8 +40,8 @@ The algorithm is polynomial (no ILP over ports):
    (:data:`~optimizer.mapping.regroup.DOMAIN_COLUMNS`: Jupiter-shaped domains up to 16 blocks)
    is then re-solved exactly as a whole (:func:`~optimizer.mapping.regroup.resolve_domain`, a
    MIP warm-started from its best candidate): 10-20% fewer circuits torn down there, to within
-   1% of the wiring bound; bigger domains keep their best candidate (``benchmarks/mapping_dense.py``
-   measures what that leaves on the table);
+   1% of the wiring bound; bigger domains keep their best candidate (``python -m benchmarks.mapping_optimum
+   --dense`` measures what that leaves on the table);
 3. give kept circuits their old ports and new circuits free ports.
 
 Changed circuits against the lower bound: see ``benchmarks/RESULTS_mapping.md`` (with one
