@@ -39,8 +39,8 @@ The algorithm is polynomial (no ILP over ports):
    are most of a plan's time: about 3 s each on this machine's cores). A domain small enough
    (:data:`~optimizer.mapping.regroup.DOMAIN_COLUMNS`: Jupiter-shaped domains up to 16 blocks)
    is then re-solved exactly as a whole (:func:`~optimizer.mapping.regroup.resolve_domain`, a
-   MIP warm-started from its best candidate): 10-20% fewer circuits torn down there, to within
-   1% of the wiring bound; bigger domains keep their best candidate (``python -m benchmarks.mapping_optimum
+   MIP warm-started from its best candidate): 5-20% fewer circuits torn down there, to within
+   2% of the wiring bound; bigger domains keep their best candidate (``python -m benchmarks.mapping_optimum
    --dense`` measures what that leaves on the table);
 3. give kept circuits their old ports and new circuits free ports.
 
@@ -322,7 +322,7 @@ def map_topology(
     sparse = upper.sum() < REGROUP_DENSITY * max(1, np.count_nonzero(upper)) * len(domains)
     regrouping = regroup_ocs and sparse and len(domains) > 1
     # where the regrouping pass runs, the domains are re-solved exactly after it instead (from
-    # the exact per-domain optima its neighbourhoods found less: 47/38 against 46/35 removed on
+    # the exact per-domain optima its neighbourhoods found less: 47/38 against 44/35 removed on
     # the sparse 16-block instances of benchmarks/mapping_optimum.py)
     mapped = _map_domains(model, domains, split.counts, names, exchange_plan, dive, budget, parallel_map,
                           resolve_domains and not regrouping)

@@ -36,8 +36,8 @@ MIP, are only a safety net. A MIP's size grows with the circuits it frees, not w
 per-domain mapping's exact finish where the domain is small enough to solve (up to
 :data:`DOMAIN_COLUMNS` columns; HiGHS then finds the optimum at the root node in a few seconds).
 On 1N/1S domains (one north and one south port per block per OCS) the polynomial candidates tear
-down 10-25% more than that optimum, and no neighbourhood of a few OCSes or blocks closes it: the
-optimum differs from them everywhere at once (``benchmarks/RESULTS_mapping.md``).
+down 5-25% more than that optimum; on domains too big for the MIP (32 blocks and more), re-solving
+a few OCSes or blocks at a time closes little of it (``benchmarks/RESULTS_mapping.md``).
 """
 
 from __future__ import annotations
