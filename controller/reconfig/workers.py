@@ -8,11 +8,16 @@ The pure core maps the failure domains of a big fabric side by side when it is g
 copy mid-flight), so they are this process's children (their peak memory shows in
 ``resource.RUSAGE_CHILDREN`` once the pool is shut down), and are started, the mapping imported,
 when the pool is made, so that the first plan does not wait for them.
+
+What the workers log comes back to this process (a queue, re-dispatched to the logger it was
+logged on here), so that a domain's messages, e.g. that the plan's time limit left no room for a
+candidate, show in the daemon's and the CLI's log like the rest of the plan's.
 """
 
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import multiprocessing
 import os
 from collections.abc import Iterator
@@ -51,14 +56,41 @@ def domain_pool(workers: int | None = None, fabric: Fabric | None = None) -> Ite
         yield None
         return
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        # start every worker now (each task submitted while none is idle starts one); unpickling
-        # the task imports this module, and with it the mapping
-        list(pool.map(_pid, range(workers)))
-        log.debug("mapping pool: %d worker processes", workers)
-        yield pool.map
+    records = context.Queue()
+    listener = logging.handlers.QueueListener(records, _Redispatch())
+    listener.start()
+    level = logging.getLogger("optimizer").getEffectiveLevel()
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_log_to,
+                                 initargs=(records, level)) as pool:
+            # start every worker now (each task submitted while none is idle starts one);
+            # unpickling the task imports this module, and with it the mapping
+            list(pool.map(_pid, range(workers)))
+            log.debug("mapping pool: %d worker processes", workers)
+            yield pool.map
+    finally:
+        listener.stop()
+        records.close()
 
 
 def _pid(_: int) -> int:
     """A worker's process id (the task that starts it)."""
     return os.getpid()
+
+
+def _log_to(records: multiprocessing.Queue, level: int) -> None:
+    """A worker's logging: every record at ``level`` (this process's level for the optimizer's
+    loggers when the pool was made) or above goes to ``records``."""
+    root = logging.getLogger()
+    root.handlers[:] = [logging.handlers.QueueHandler(records)]
+    root.setLevel(level)
+
+
+class _Redispatch(logging.Handler):
+    """Hands a worker's record to the logger of the same name here, if that logger is enabled
+    for its level (its handlers, and its parents', then format and write it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        logger = logging.getLogger(record.name)
+        if logger.isEnabledFor(record.levelno):
+            logger.handle(record)

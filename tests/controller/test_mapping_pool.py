@@ -3,6 +3,7 @@ and a plan made on it is the plan made without it, for ``heliostat toe`` and the
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pytest
@@ -49,6 +50,27 @@ def test_the_pool_runs_in_other_processes_and_only_where_it_pays_off(fabric8):
 
 
 def _pid(_: int) -> int:
+    return os.getpid()
+
+
+def test_what_a_worker_logs_shows_here(caplog):
+    """A record logged in a worker comes back to the logger of the same name here, with the
+    worker's process; below the level the pool was made with, nothing comes."""
+    big = jupiter_like(blocks=16, ocs=64, domains=4)
+    caplog.set_level(logging.INFO, logger="optimizer")
+    with domain_pool(2, big) as parallel_map:
+        pids = list(parallel_map(_log_from_worker, range(2)))
+    got = [r for r in caplog.records
+           if r.name == "optimizer.mapping.mapper" and r.getMessage().startswith("from worker")]
+    assert {r.getMessage() for r in got} == {f"from worker {pid} item {i}" for i, pid in enumerate(pids)}
+    assert {r.process for r in got} == set(pids) and os.getpid() not in pids
+    assert not any("debug from worker" in r.getMessage() for r in caplog.records)
+
+
+def _log_from_worker(item: int) -> int:
+    log = logging.getLogger("optimizer.mapping.mapper")
+    log.info("from worker %d item %d", os.getpid(), item)
+    log.debug("debug from worker %d", os.getpid())
     return os.getpid()
 
 
