@@ -37,7 +37,7 @@ from benchmarks.mapping_bound import wiring_lower_bound
 from optimizer.config import generate_fabric
 from optimizer.mapping import build_port_model, domain_layout, map_topology, resolve_domain
 from optimizer.toe import plan_topology
-from optimizer.topology import Circuit, mesh_topology, uniform_mesh
+from optimizer.topology import mesh_topology, uniform_mesh
 from optimizer.traffic import gravity_matrix
 from tests.support.mapping_helpers import gravity_topology, perturb
 
@@ -107,12 +107,6 @@ DENSE_FABRICS = {16: 64, 32: 128}
 GLOBAL_EXACT_BLOCKS = 16
 
 
-def _domain_removed(fabric, circuits: tuple[Circuit, ...], current: list[Circuit], domain: int) -> int:
-    ours = {c for c in circuits if fabric.ocs_named(c.ocs).domain == domain}
-    today = [c for c in current if fabric.ocs_named(c.ocs).domain == domain]
-    return sum(1 for c in today if c not in ours)
-
-
 def run_dense(blocks: int, seconds: float) -> dict[str, object]:
     fabric = jupiter_like(blocks, DENSE_FABRICS[blocks])
     mesh = uniform_mesh(fabric)
@@ -142,8 +136,10 @@ def run_dense(blocks: int, seconds: float) -> dict[str, object]:
     exact = resolve_domain(ocs_list, per_ocs, pairs, seconds, nodes=1_000_000)
     exact_s = time.perf_counter() - started
     current = sum(len(v) for o in ocs_list for v in o.current.values())
-    kept = sum(min(int(c[a, b]), len(v)) for o, c in zip(ocs_list, exact or per_ocs, strict=True)
-               for (a, b), v in o.current.items())
+
+    def removed(counts: list[np.ndarray]) -> int:
+        return current - sum(o.kept(c) for o, c in zip(ocs_list, counts, strict=True))
+
     optimum = None
     if blocks <= GLOBAL_EXACT_BLOCKS:
         optimum, _ = exact_removed(fabric, target, mesh, time_limit=seconds)
@@ -151,8 +147,8 @@ def run_dense(blocks: int, seconds: float) -> dict[str, object]:
         "optimum": "-" if optimum is None else str(optimum),
         "blocks": blocks, "ocs": DENSE_FABRICS[blocks], "pair_bound": resolved.lower_bound, "wiring": bound,
         "without": without.removed, "without_s": without_s, "resolved": resolved.removed,
-        "resolved_s": resolved_s, "domain_mapped": _domain_removed(fabric, without.circuits, mesh, domain),
-        "domain_exact": current - kept, "domain_exact_s": exact_s,
+        "resolved_s": resolved_s, "domain_mapped": removed(per_ocs),
+        "domain_exact": removed(exact or per_ocs), "domain_exact_s": exact_s,
     }
 
 

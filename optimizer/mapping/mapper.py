@@ -621,8 +621,7 @@ def _repaired(
 
 def _kept(ocs_list: Sequence[OcsPorts], per_ocs: Sequence[np.ndarray]) -> int:
     """Today's circuits that per-OCS directed counts keep."""
-    return sum(min(int(c[a, b]), len(cur)) for o, c in zip(ocs_list, per_ocs, strict=True)
-               for (a, b), cur in o.current.items())
+    return sum(o.kept(c) for o, c in zip(ocs_list, per_ocs, strict=True))
 
 
 def _odd_any_ocs(ocs_list: Sequence[OcsPorts], n: int) -> list[OcsPorts]:

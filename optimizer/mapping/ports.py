@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from optimizer.errors import ConfigError
 from optimizer.fabric import Fabric, OcsSides, Side
 from optimizer.topology import Circuit, check_circuits
@@ -56,6 +58,10 @@ class OcsPorts:
 
     def south_budget(self, block: int) -> int:
         return len(self.south[block])
+
+    def kept(self, counts: np.ndarray) -> int:
+        """Today's circuits on this OCS that directed counts (north block x south block) keep."""
+        return sum(min(int(counts[a, b]), len(cur)) for (a, b), cur in self.current.items())
 
 
 @dataclass

@@ -43,7 +43,7 @@ a few OCSes or blocks at a time closes little of it (``benchmarks/RESULTS_mappin
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import highspy
 import numpy as np
@@ -74,9 +74,6 @@ DOMAIN_SECONDS = 30.0
 _INF = highspy.kHighsInf
 _FEASIBLE = 2  # HiGHS's primal_solution_status for a feasible point
 
-#: Proposes the next part to re-solve: the counts that stay, per OCS (None: no more).
-Neighbourhood = Callable[["_Search"], "list[np.ndarray] | None"]
-
 
 def regroup(
     ocs_list: Sequence[OcsPorts],
@@ -96,7 +93,7 @@ def regroup(
     if len(eligible) < 2:
         return per_ocs
     search = _Search(ocs_list, per_ocs, domain_index, limit, eligible, budget)
-    search.run(_group_and_new_circuits, MAX_FREE_GROUPS)
+    search.run()
     log.debug("regroup: %d MIPs, %d more circuits kept", search.mips, search.gained)
     return search.per_ocs
 
@@ -150,32 +147,31 @@ class _Search:
         self.mips = self.gained = 0
 
     def losses(self, o: int) -> int:
-        ocs, counts = self.ocs_list[o], self.per_ocs[o]
-        return sum(len(cur) - int(counts[p]) for p, cur in ocs.current.items() if counts[p] < len(cur))
+        ocs = self.ocs_list[o]
+        return sum(len(cur) for cur in ocs.current.values()) - ocs.kept(self.per_ocs[o])
 
     def kept(self) -> int:
-        return sum(_kept_on(ocs, c) for ocs, c in zip(self.ocs_list, self.per_ocs, strict=True))
+        return sum(ocs.kept(c) for ocs, c in zip(self.ocs_list, self.per_ocs, strict=True))
 
-    def run(self, neighbourhood: Neighbourhood, max_mips: int) -> None:
-        """Re-solve the parts ``neighbourhood`` proposes, taking each that keeps more circuits."""
-        self.since_gain = mips = 0
-        while mips < max_mips and not self._out_of_time():
-            fixed = neighbourhood(self)
+    def run(self) -> None:
+        """Re-solve the parts :func:`_group_and_new_circuits` proposes, up to
+        :data:`MAX_FREE_GROUPS` of them, taking each that keeps more circuits."""
+        while self.mips < MAX_FREE_GROUPS and not self._out_of_time():
+            fixed = _group_and_new_circuits(self)
             if fixed is None:
                 break
-            mips += 1
+            self.mips += 1
             seconds = GROUP_SECONDS if self.budget is None else min(GROUP_SECONDS, self.budget.remaining())
             solved = _resolve(self.ocs_list, self.per_ocs, fixed, self.domain_index, self.allowed, seconds)
             before = self.kept()
             after = -1 if solved is None else sum(
-                _kept_on(ocs, c) for ocs, c in zip(self.ocs_list, solved, strict=True))
+                ocs.kept(c) for ocs, c in zip(self.ocs_list, solved, strict=True))
             if solved is None or after <= before:
                 self.since_gain += 1
                 continue
             self.per_ocs = solved
             self.gained += after - before
             self.since_gain = 0
-        self.mips += mips
 
     def _out_of_time(self) -> bool:
         return self.budget is not None and self.budget.expired()
@@ -190,10 +186,6 @@ def _allowed(per_ocs: Sequence[np.ndarray], domain_index: Sequence[int], limit: 
                     np.zeros_like(allowed[d]))
         allowed[d] = np.maximum(allowed[d], pairs)
     return allowed
-
-
-def _kept_on(ocs: OcsPorts, counts: np.ndarray) -> int:
-    return sum(min(int(counts[a, b]), len(cur)) for (a, b), cur in ocs.current.items())
 
 
 def _kept_counts(ocs: OcsPorts, counts: np.ndarray) -> np.ndarray:
@@ -270,7 +262,7 @@ def _resolve(
             room = min(north[u], south[w])
             if room <= 0:
                 continue
-            today = len(ocs.current.get((u, w), ())) - min(int(f[u, w]), len(ocs.current.get((u, w), ())))
+            today = max(0, len(ocs.current.get((u, w), ())) - int(f[u, w]))  # not already kept in f
             if today >= room:
                 whole.append(len(columns))
             elif today > 0:

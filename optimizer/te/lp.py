@@ -347,14 +347,13 @@ class _Master:
         if self.highs.changeRowsBounds(len(rows), rows, lower, upper) == highspy.HighsStatus.kError:
             raise SolverError("HiGHS rejected new row bounds")
 
-    def solve(self, iteration_limit: int | None = None) -> bool:
+    def solve(self, iteration_limit: int) -> bool:
         """Solve the master by the simplex; False if it stopped at ``iteration_limit``."""
-        if iteration_limit is not None:
-            self.highs.setOptionValue("simplex_iteration_limit", iteration_limit)
+        self.highs.setOptionValue("simplex_iteration_limit", iteration_limit)
         self.highs.run()
         self.iterations += int(self.highs.getInfo().simplex_iteration_count)
         status = self.highs.getModelStatus()
-        if status == highspy.HighsModelStatus.kIterationLimit and iteration_limit is not None:
+        if status == highspy.HighsModelStatus.kIterationLimit:
             return False
         if status != highspy.HighsModelStatus.kOptimal:
             raise SolverError(f"HiGHS stopped without an optimal TE solution: {status.name}")
