@@ -25,6 +25,8 @@ class TimeBudget:
         self.seconds = float(seconds)
         self.clock = clock
         self.started = clock()
+        #: the whole job's seconds (the plan's time limit) when this is a portion of it
+        self.whole = self.seconds
 
     def elapsed(self) -> float:
         return self.clock() - self.started
@@ -42,6 +44,22 @@ class TimeBudget:
         part = TimeBudget(max(self.seconds * fraction, 1e-9), self.clock)
         part.started = self.started
         return part
+
+    def portion(self, fraction: float) -> TimeBudget:
+        """The next ``fraction`` of the time left, counted from now (a step that may be
+        followed by others: it ends early enough to leave them the rest). ``whole`` stays the
+        whole budget's seconds, for messages."""
+        part = TimeBudget(max(self.elapsed() + max(self.remaining(), 0.0) * fraction, 1e-9), self.clock)
+        part.started = self.started
+        part.whole = self.whole
+        return part
+
+    def describe(self) -> str:
+        """``the plan's time limit (60 s)``, or for a portion ``its share (31 s) of the plan's
+        time limit (60 s)``."""
+        if self.whole == self.seconds:
+            return f"the plan's time limit ({self.seconds:g} s)"
+        return f"its share ({self.seconds:.3g} s) of the plan's time limit ({self.whole:g} s)"
 
 
 def check_time_limit(seconds: float, source: str, key: str) -> float:

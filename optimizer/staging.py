@@ -15,6 +15,11 @@ one-north-one-south OCS, a swap ``a - x, b - y -> a - b, x - y``), ranked so tha
 first taken from cold pairs and given to hot ones, each checked by TE; the safe one that
 lowers the MLU most is taken, then whole prefixes are tried again.
 
+Under a time budget the search stops when it is spent, and with a ``patience`` budget (the
+caller's share of it) already when that is spent while no stage has lowered the MLU: the
+stages found are cut after the best one, or :class:`StagingTimedOut` is raised if none lowers
+the MLU.
+
 If nothing can move, :class:`StagingBlocked` names the block pair; with ``partial=True`` the
 stages that were found are cut after the one whose topology has the lowest MLU (the best
 reachable step), and the plan says what blocks the rest. ``StagingBlocked`` is raised then
@@ -87,6 +92,10 @@ class StagingBlocked(InfeasibleError):
         )
 
 
+class StagingTimedOut(InfeasibleError):
+    """The time given to staging ran out before any stage lowered the MLU."""
+
+
 def limit_words(threshold: float, margin: float, start: float | None) -> str:
     """How a drained MLU's limit reads in a message: the configured threshold, and why the
     LP was held to less (integer weights) or allowed more (the MLU where the stage starts)."""
@@ -152,6 +161,7 @@ def stage_changes(
     margin: float = 1.0,
     partial: bool = False,
     budget: TimeBudget | None = None,
+    patience: TimeBudget | None = None,
 ) -> StagingPlan:
     """Order the change ``current -> target`` into stages; see the module docstring.
 
@@ -159,6 +169,9 @@ def stage_changes(
     to check every drained topology (worst over the matrices). With ``partial`` a change that
     cannot be staged whole gives its best reachable step (``plan.blocked`` says why the rest
     waits). ``budget``: once spent, no more swaps are searched (the plan is cut there).
+    ``patience`` (with ``partial``): once spent while no stage has lowered the MLU, the search
+    stops there too, leaving the rest of ``budget`` to the caller's other tries (a smaller
+    change, single swaps).
     """
     if not threshold > 0 or math.isinf(threshold):
         raise InfeasibleError(f"the staging threshold must be a finite number > 0, got {threshold}")
@@ -191,10 +204,9 @@ def stage_changes(
             while to_remove.get(domain) or to_add.get(domain):
                 # out of time: stop, but not before one stage per domain (a cold fabric moves
                 # whole domains: the plan is not lost to a mapping that used the budget up)
-                if partial and budget is not None and budget.expired() and len(stages) >= len(domains):
-                    out_of_time = (
-                        f"the plan's time limit ({budget.seconds:g} s) ran out after {len(stages)} stages"
-                    )
+                spent = _spent(budget, patience, stages, start_mlu) if partial else None
+                if spent is not None and len(stages) >= len(domains):
+                    out_of_time = f"{spent.describe()} ran out after {len(stages)} stages"
                     break
                 pending = to_remove.get(domain, set())
                 step = _next_stage(fabric, state, domain, pending, matrices, mlu_now, lp_threshold, mlu_of)
@@ -265,6 +277,19 @@ def stage_changes(
     return _best_reachable(fabric, stages, states, goal, start_mlu, threshold, margin, blocked)
 
 
+def _spent(
+    budget: TimeBudget | None, patience: TimeBudget | None, stages: list[Stage], start_mlu: float
+) -> TimeBudget | None:
+    """The budget that stops the search now: ``budget`` once spent, ``patience`` once spent
+    while no stage has lowered the MLU; None to go on."""
+    if budget is not None and budget.expired():
+        return budget
+    lowered = any(s.mlu_after < start_mlu * (1 - 1e-6) for s in stages)
+    if patience is not None and patience.expired() and not lowered:
+        return patience
+    return None
+
+
 def _cut_by_time(
     fabric: Fabric,
     stages: list[Stage],
@@ -279,7 +304,7 @@ def _cut_by_time(
     InfeasibleError when none lowers the MLU."""
     best = min(range(len(stages)), key=lambda k: (stages[k].mlu_after, k), default=None)
     if best is None or stages[best].mlu_after >= start_mlu * (1 - 1e-6):
-        raise InfeasibleError(f"cannot stage the change: {why}, and no stage lowered the MLU")
+        raise StagingTimedOut(f"cannot stage the change: {why}, and no stage lowered the MLU")
     final = states[best]
     remaining = len(final ^ goal)
     return StagingPlan(

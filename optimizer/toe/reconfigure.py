@@ -24,7 +24,14 @@ from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric
 from optimizer.mapping import MappingResult, ParallelMap, map_topology
 from optimizer.policy import Decision, ReconfigurePolicy, should_reconfigure
-from optimizer.staging import DEFAULT_THRESHOLD, MluFunction, StagingBlocked, StagingPlan, stage_changes
+from optimizer.staging import (
+    DEFAULT_THRESHOLD,
+    MluFunction,
+    StagingBlocked,
+    StagingPlan,
+    StagingTimedOut,
+    stage_changes,
+)
 from optimizer.te import DEFAULT_TABLE_SIZE, TeResult, TeSolver
 from optimizer.toe.plan import ToeKnobs, ToePlan, plan_topology
 from optimizer.toe.swaps import swap_steps
@@ -40,6 +47,10 @@ MAX_CHANGE_STEPS = (1.0, 0.5, 0.25)
 #: The share of a plan's time limit its LP may take (every re-plan included); the rest is for
 #: the mapping, staging and the final TE.
 LP_SHARE = 0.6
+#: The share of the time left that staging a change may spend without a stage that lowers the
+#: MLU before it gives up and leaves the rest to a smaller change or single safe swaps (a hot
+#: 64-block fabric's target can take a minute of one-circuit stages that only hold the MLU).
+STAGING_PATIENCE = 0.5
 
 #: fabric, target topology, today's circuits -> the circuits realising the target.
 Mapper = Callable[[Fabric, Topology, Sequence[Circuit]], MappingResult]
@@ -163,7 +174,8 @@ def plan_target(
     The knobs' ``time_limit`` (counted on ``clock`` from this call, or the given ``budget``)
     covers the whole plan: the LP of every plan, re-plans included, and the swap search of
     staging. Raises ConfigError for invalid circuits or knobs and InfeasibleError when no
-    plan fits (StagingBlocked when nothing safe lowers the MLU).
+    plan fits (StagingBlocked when nothing safe lowers the MLU, StagingTimedOut when the time ran
+    out before a stage or swap did).
 
     ``parallel_map`` (a process pool's ``map``, owned by the caller) is given to the default
     mapper, which then maps the failure domains side by side on big fabrics (the same
@@ -182,9 +194,9 @@ def plan_target(
     first_failure: InfeasibleError | None = None
     planned: tuple[ToePlan, MappingResult, float] | None = None
     for max_change in steps:
-        if first_failure is not None and budget.expired():
+        if first_failure is not None and budget.share(LP_SHARE).expired():
             # a smaller plan now would be the LP's first answer (today's topology) unstaged
-            log.info("ToE: the time limit is spent; no smaller change is planned")
+            log.info("ToE: the LP's share of the time limit is spent; no smaller change is planned")
             break
         step_knobs = replace(knobs, max_change=max_change)
         try:
@@ -193,7 +205,7 @@ def plan_target(
             progress.report("staging", f"{mapping.removed} circuits removed, {mapping.added} added")
             staging = stage_changes(
                 fabric, circuits, mapping.circuits, matrices, evaluate, threshold,
-                margin=margin, partial=True, budget=budget,
+                margin=margin, partial=True, budget=budget, patience=budget.portion(STAGING_PATIENCE),
             )
             if not staging.complete:
                 # a step towards the target: single safe swaps may reach further
@@ -204,12 +216,12 @@ def plan_target(
                     staging = replace(swaps, blocked=why, remaining=remaining)
             return TargetPlan(toe, mapping, staging, max_change)
         except InfeasibleError as exc:
-            # StagingBlocked, or a smaller change limit the mapping cannot meet
+            # StagingBlocked, StagingTimedOut, or a smaller change limit the mapping cannot meet
             log.info("ToE: a plan removing up to %.0f%% of the circuits failed: %s", 100 * max_change, exc)
             first_failure = first_failure or exc
     if first_failure is None:  # pragma: no cover - steps always holds the knobs' own limit
         raise RuntimeError("internal error: no ToE change limit was tried")
-    if planned is not None and isinstance(first_failure, StagingBlocked):
+    if planned is not None and isinstance(first_failure, StagingBlocked | StagingTimedOut):
         swaps = swap_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
         if swaps is not None:
             toe, mapping, max_change = planned

@@ -138,3 +138,47 @@ def test_no_change_gives_no_stages_and_bad_threshold_is_an_error(fabric8):
     assert plan.final_mlu == pytest.approx(plan.start_mlu)
     with pytest.raises(InfeasibleError, match="threshold"):
         stage_changes(fabric8, current, current, tm, te_min_mlu(), threshold=0.0)
+
+
+def _fake_te(full: int, target: Topology | None = None):
+    """A stand-in TE for the staging's control flow: each circuit below ``full`` raises the MLU
+    by 0.03 (so a 0.8 limit drains at most ten at a time); with ``target``, every pair unit
+    closer to it lowers the MLU a little."""
+
+    def evaluate(fabric, topology, tm) -> float:  # type: ignore[no-untyped-def]
+        counts = np.asarray(topology.counts)
+        mlu = 0.5 + 0.03 * (full - int(np.triu(counts, 1).sum()))
+        if target is not None:
+            mlu += 1e-3 * float(np.abs(counts - np.asarray(target.counts)).sum())
+        return mlu
+
+    return evaluate
+
+
+def test_staging_out_of_patience_stops_only_while_no_stage_lowered_the_mlu(fabric8):
+    from optimizer.budget import TimeBudget
+    from optimizer.staging import StagingTimedOut
+
+    current = uniform_mesh(fabric8)
+    target = swap_rewire(fabric8, current, swaps=12, seed=3)
+    tm = gravity_matrix(fabric8, seed=3, load=0.5, skew=1.0)
+    now = [0.0]
+    budget = TimeBudget(60, lambda: now[0])
+    patience = budget.portion(0.5)
+    now[0] = 40.0  # past the patience (30 s), within the budget
+    domains = len({fabric8.ocs_named(c.ocs).domain for c in set(current) ^ set(target)})
+
+    # stages that only hold the MLU: cut once every domain had one, naming the share that ran out
+    holding = _fake_te(len(current))
+    whole = stage_changes(fabric8, current, target, tm, holding, threshold=0.8, partial=True, budget=budget)
+    assert len(whole.stages) > domains  # the change takes more stages than that
+    with pytest.raises(StagingTimedOut, match=r"its share \(30 s\) of the plan's time limit \(60 s\) ran out "
+                       rf"after {domains} stages, and no stage lowered the MLU"):
+        stage_changes(fabric8, current, target, tm, holding, threshold=0.8, partial=True, budget=budget,
+                      patience=patience)
+
+    # stages that lower it: the patience does not stop them
+    lowering = _fake_te(len(current), Topology.from_circuits(fabric8, target))
+    plan = stage_changes(fabric8, current, target, tm, lowering, threshold=0.8, partial=True, budget=budget,
+                         patience=patience)
+    assert plan.complete and set(plan.final_circuits) == set(target)

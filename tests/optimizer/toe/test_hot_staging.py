@@ -170,3 +170,40 @@ def test_a_plan_out_of_time_is_an_error_not_an_empty_plan(hybrid8, monkeypatch) 
                     threshold=THRESHOLD, margin=1.02, clock=lambda: now[0])
     assert re.search(r"time limit (\(60 s\) )?ran out", str(info.value))
     assert len(staged) == 1  # the smaller change limits were not planned on a spent budget
+
+
+def test_staging_that_holds_the_mlu_leaves_time_for_safe_swaps(hybrid8, monkeypatch) -> None:
+    """Staging the target gets half the time left while its stages only hold the MLU; when that
+    runs out, the rest of the plan's time limit goes to single safe swaps (at 64 blocks a hot
+    target's one-circuit stages used to take the whole minute and the plan was refused)."""
+    from optimizer.staging import StagingTimedOut
+    from optimizer.toe import reconfigure
+
+    now = [0.0]
+    patience_seconds: list[float] = []
+    swap_time_left: list[float] = []
+
+    def stages_that_hold_the_mlu(*args, **kwargs):  # type: ignore[no-untyped-def]
+        patience = kwargs["patience"]
+        patience_seconds.append(patience.seconds)
+        now[0] = patience.seconds + 1.0  # past the patience, within the plan's limit
+        raise StagingTimedOut("cannot stage the change: its share ran out, and no stage lowered the MLU")
+
+    real_swap_steps = reconfigure.swap_steps
+
+    def swaps(*args, **kwargs):  # type: ignore[no-untyped-def]
+        swap_time_left.append(args[6].remaining())
+        return real_swap_steps(*args, **kwargs)
+
+    monkeypatch.setattr(reconfigure, "stage_changes", stages_that_hold_the_mlu)
+    monkeypatch.setattr(reconfigure, "swap_steps", swaps)
+    solver = TeSolver(hybrid8)
+    tm = hotspot_matrix(hybrid8, 0, 0.5)
+    tm = tm.scaled(0.9 / solver.min_mlu(mesh_topology(hybrid8), tm))
+    target = plan_target(hybrid8, [tm], uniform_mesh(hybrid8), ToeKnobs(time_limit=60), te_evaluator(solver),
+                         threshold=THRESHOLD, clock=lambda: now[0])
+    assert patience_seconds[0] == pytest.approx(30.0)  # half of the 60 s left when staging began
+    assert swap_time_left and swap_time_left[0] > 1.0  # what the stages did not use
+    assert target.staging is not None and target.staging.stages  # the swaps found a step
+    assert "safe swaps give circuits to hot pairs" in (target.staging.blocked or "")
+    assert target.staging.final_mlu < target.staging.start_mlu
