@@ -16,7 +16,7 @@ and :mod:`~optimizer.mapping.flow` (orientation and per-OCS fills),
 :mod:`~optimizer.mapping.recolour` with :mod:`~optimizer.mapping.edges`,
 :mod:`~optimizer.mapping.chains`, :mod:`~optimizer.mapping.exchange` and
 :mod:`~optimizer.mapping.flips` (recolouring), :mod:`~optimizer.mapping.repair` (small
-changes from today's circuits), :mod:`~optimizer.mapping.dive` (the LP-guided dive),
+changes from today's circuits), :mod:`~optimizer.mapping.dive` (the LP-guided dive, and the guide-fixed MIP),
 :mod:`~optimizer.mapping.cross` (exchanges across two OCSes) and
 :mod:`~optimizer.mapping.regroup` (a few OCSes and every new circuit re-solved exactly, across
 domains, on sparse fabrics; and small domains re-solved exactly as a whole).
