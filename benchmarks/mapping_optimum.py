@@ -15,13 +15,13 @@ mapping's count and the lower bound sum(max(0, L_old - L_new)).
 measures the same kind of instance smaller, where a MIP still finishes: Jupiter-shaped fabrics (one
 north and one south port per block per OCS, every port in use) as dense as the 64-block one (about
 two circuits per pair per domain), the uniform mesh -> ToE's topology for a skewed gravity matrix
-(the ToE benchmark's first step). Per size: circuits removed by the mapping without and with the
-exact re-solve of each domain (``resolve_domain``, which the product runs only up to
-``DOMAIN_COLUMNS``), the wiring bound, the exact optimum of one domain with the mapping's split
-over the domains (the same MIP with no node limit), the same domain with the arcs the dive's LP
-guide nearly settles fixed and the rest solved exactly (:func:`guide_fixed`, a lead for the
-64-block gap), and on 16 blocks the exact optimum over every port and split
-(:func:`exact_removed`).
+(the ToE benchmark's first step). Per size: circuits removed by the mapping without and with its
+MIP finishes (``resolve_domains``: the exact re-solve of each domain up to ``DOMAIN_COLUMNS``, the
+guide-fixed MIP of bigger domains up to 32 blocks), the wiring bound, the exact optimum of one
+domain with the mapping's split over the domains (the same MIP with no node limit), the same
+domain with the arcs the dive's LP guide nearly settles fixed and the rest solved exactly
+(:func:`optimizer.mapping.guide_fixed`, the product's candidate), and on 16 blocks the exact
+optimum over every port and split (:func:`exact_removed`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from benchmarks.bench_toe import LOAD, SKEW
 from benchmarks.mapping_bound import wiring_lower_bound
 from optimizer.config import generate_fabric
-from optimizer.mapping import build_port_model, domain_layout, map_topology, resolve_domain
+from optimizer.mapping import build_port_model, domain_layout, guide_fixed, map_topology, resolve_domain
 from optimizer.toe import plan_topology
 from optimizer.topology import mesh_topology, uniform_mesh
 from optimizer.traffic import gravity_matrix
@@ -143,7 +143,7 @@ def run_dense(blocks: int, seconds: float) -> dict[str, object]:
         return current - sum(o.kept(c) for o, c in zip(ocs_list, counts, strict=True))
 
     started = time.perf_counter()
-    fixed = guide_fixed(ocs_list, pairs, current - removed(per_ocs), seconds)
+    fixed = guide_fixed(ocs_list, pairs, current - removed(per_ocs), seconds)  # the product's candidate
     fixed_s = time.perf_counter() - started
     optimum = None
     if blocks <= GLOBAL_EXACT_BLOCKS:
@@ -154,50 +154,8 @@ def run_dense(blocks: int, seconds: float) -> dict[str, object]:
         "without": without.removed, "without_s": without_s, "resolved": resolved.removed,
         "resolved_s": resolved_s, "domain_mapped": removed(per_ocs),
         "domain_exact": removed(exact or per_ocs), "domain_exact_s": exact_s,
-        "domain_fixed": "-" if fixed is None else str(current - fixed), "domain_fixed_s": fixed_s,
+        "domain_fixed": "-" if fixed is None else str(removed(fixed)), "domain_fixed_s": fixed_s,
     }
-
-
-#: The guide-fixed MIP: volume-algorithm rounds, and the guide value from which an arc is fixed.
-GUIDE_ROUNDS = 1000
-GUIDE_FIXED = 0.9
-
-
-def guide_fixed(ocs_list: list, pairs: np.ndarray, known_kept: int, seconds: float) -> int | None:
-    """Today's circuits kept when the arcs the LP guide of :mod:`optimizer.mapping.dive` (the
-    volume algorithm, :data:`GUIDE_ROUNDS` rounds) puts at :data:`GUIDE_FIXED` or more are fixed
-    and the rest of the domain is solved exactly (one north and one south port per block per OCS,
-    every port in use); None when the fixed arcs leave no feasible rest or the MIP finds nothing.
-    A lead for the 64-block gap, not part of the product (see ``RESULTS_mapping.md``)."""
-    from optimizer.mapping.dive import _Guide  # the product's guide, as the dive runs it
-    from optimizer.mapping.ocs import current_orientation
-
-    n, k = pairs.shape[0], len(ocs_list)
-    today = np.array([current_orientation([o], n) for o in ocs_list], dtype=np.float64)
-    guide = _Guide(n).run(today, np.asarray(pairs, dtype=np.int64), GUIDE_ROUNDS, float(known_kept))
-    fixed = guide >= GUIDE_FIXED
-    used = fixed.sum(axis=0)
-    residual = np.asarray(pairs) - used - used.T
-    if (residual < 0).any():
-        return None
-    free_north, free_south = ~fixed.any(axis=2), ~fixed.any(axis=1)
-    allowed = free_north[:, :, None] & free_south[:, None, :] & (residual > 0)[None, :, :]
-    oo, aa, bb = np.nonzero(allowed)
-    columns = len(oo)
-    pair_row = np.minimum(aa, bb) * n + np.maximum(aa, bb)
-    rows = np.concatenate([oo * n + aa, k * n + oo * n + bb, 2 * k * n + pair_row])
-    matrix = sp.csr_matrix((np.ones(3 * columns), (rows, np.tile(np.arange(columns), 3))),
-                           shape=(2 * k * n + n * n, columns))
-    wanted = np.concatenate(
-        [free_north.reshape(-1), free_south.reshape(-1), np.triu(residual, 1).reshape(-1)]
-    ).astype(float)
-    if ((np.asarray(matrix.sum(axis=1)).ravel() == 0) & (wanted > 0)).any():
-        return None
-    result = milp(-today[oo, aa, bb], integrality=np.ones(columns), bounds=Bounds(0, 1),
-                  constraints=LinearConstraint(matrix, wanted, wanted), options={"time_limit": seconds})
-    if result.x is None:
-        return None
-    return round(float((today * fixed).sum() - result.fun))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     log.setLevel(logging.INFO)
     if args.dense:
-        log.info("| fabric | pair bound | wiring bound | exact optimum | mapping without re-solve"
-                 " | with re-solve | with / wiring bound | domain 0: mapping | domain 0: exact (its split)"
+        log.info("| fabric | pair bound | wiring bound | exact optimum | mapping without MIP finishes"
+                 " | with them | with / wiring bound | domain 0: mapping | domain 0: exact (its split)"
                  " | exact MIP (s) | domain 0: guide-fixed MIP |")
         log.info("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for blocks in args.sizes:

@@ -40,8 +40,11 @@ The algorithm is polynomial (no ILP over ports):
    (:data:`~optimizer.mapping.regroup.DOMAIN_COLUMNS`: Jupiter-shaped domains up to 16 blocks)
    is then re-solved exactly as a whole (:func:`~optimizer.mapping.regroup.resolve_domain`, a
    MIP warm-started from its best candidate): 5-20% fewer circuits torn down there, to within
-   2% of the wiring bound; bigger domains keep their best candidate (``python -m benchmarks.mapping_optimum
-   --dense`` measures what that leaves on the table);
+   2% of the wiring bound. Bigger Jupiter-shaped domains up to 32 blocks get one more candidate,
+   the guide-fixed MIP (:func:`~optimizer.mapping.dive.guide_fixed`: the arcs the dive's LP guide
+   settles are held and the rest is solved exactly), which takes a dense 32-block domain from 1.25x
+   its optimum to within a few circuits of it; 64-block domains keep their best candidate
+   (``python -m benchmarks.mapping_optimum --dense`` measures what that leaves on the table);
 3. give kept circuits their old ports and new circuits free ports.
 
 Changed circuits against the lower bound: see ``benchmarks/RESULTS_mapping.md`` (with one
@@ -74,7 +77,7 @@ from optimizer.budget import TimeBudget
 from optimizer.errors import InfeasibleError, SolverError
 from optimizer.fabric import Fabric
 from optimizer.mapping.cross import cross_exchange
-from optimizer.mapping.dive import DiveStuck, dive, dive_applies
+from optimizer.mapping.dive import DiveStuck, dive, dive_applies, guide_fixed, guide_fixes
 from optimizer.mapping.domains import pair_domain_limit, split_over_domains
 from optimizer.mapping.ocs import assign_ports, current_orientation, orient, split_over_ocs
 from optimizer.mapping.ports import OcsPorts, PortModel, build_port_model, require_same_blocks
@@ -296,7 +299,8 @@ def map_topology(
     :mod:`optimizer.mapping.recolour` and ``dive=False`` the LP-guided dive of
     :mod:`optimizer.mapping.dive`: together several times faster at 64 blocks, with more
     circuits changed (see ``benchmarks/RESULTS_mapping.md``). ``resolve_domains=False`` skips
-    the exact finish of small domains (:func:`~optimizer.mapping.regroup.resolve_domain`).
+    the exact finish of small domains (:func:`~optimizer.mapping.regroup.resolve_domain`) and the
+    guide-fixed MIP of bigger ones (:func:`~optimizer.mapping.dive.guide_fixed`).
 
     ``parallel_map`` (a process pool's ``map``, owned by the caller) maps the failure domains
     side by side on big fabrics; the circuits are the same with it or without.
@@ -516,12 +520,39 @@ def _map_domain(job: _DomainJob) -> _DomainMapped:
                 started = time.perf_counter()
                 tries.append(_repaired(ocs_list, pairs, orienter, exchange_plan))
                 took["repair"] = time.perf_counter() - started
+            tries.extend(_guide_fixed(job, tries, fits, took, domain_started))
             per_ocs = max(tries, key=lambda t: _kept(ocs_list, t))
             per_ocs = _resolved(job, per_ocs, fits, took, domain_started)
     except RecolouringStuck as exc:
         log.info("failure domain %s: recolouring got stuck (%s); using the flow construction", d, exc)
         per_ocs = _flow_construction(ocs_list, pairs, names, where)
     return _DomainMapped(list(per_ocs), [(o.north, o.south) for o in ocs_list], took)
+
+
+def _guide_fixed(
+    job: _DomainJob,
+    tries: list[list[np.ndarray]],
+    fits: Callable[[str], bool],
+    took: dict[str, float],
+    domain_started: float,
+) -> list[list[np.ndarray]]:
+    """The guide-fixed candidate (:func:`~optimizer.mapping.dive.guide_fixed`) on Jupiter-shaped
+    domains too big for the exact re-solve and small enough for it (32 blocks), as a list of
+    zero or one candidates."""
+    ocs_list, pairs = job.ocs, job.pairs
+    if not (job.use_resolve and job.use_dive) or domain_columns(ocs_list, pairs) <= DOMAIN_COLUMNS:
+        return []  # (off, or the whole domain is re-solved exactly instead)
+    if not guide_fixes(ocs_list, pairs) or not fits("guide-fixed"):
+        return []
+    started = time.perf_counter()
+    seconds = DOMAIN_SECONDS if job.share is None else job.share - (started - domain_started)
+    known = max(_kept(ocs_list, t) for t in tries)
+    solved = guide_fixed(ocs_list, pairs, known, seconds)
+    took["guide-fixed"] = time.perf_counter() - started
+    gained = None if solved is None else _kept(ocs_list, solved) - known
+    log.debug("failure domain %s: the guide-fixed MIP keeps %s more circuits (%.1f s)", job.domain,
+              "no" if gained is None else gained, took["guide-fixed"])
+    return [] if solved is None else [solved]
 
 
 def _resolved(

@@ -38,6 +38,8 @@ per-domain mapping's exact finish where the domain is small enough to solve (up 
 On 1N/1S domains (one north and one south port per block per OCS) the polynomial candidates tear
 down 5-25% more than that optimum; on domains too big for the MIP (32 blocks and more), re-solving
 a few OCSes or blocks at a time closes little of it (``benchmarks/RESULTS_mapping.md``).
+:func:`resolve_fixed` is that MIP with part of every OCS held (the arcs the dive's LP guide
+settles, :func:`optimizer.mapping.dive.guide_fixed`), which makes 32-block domains solvable.
 """
 
 from __future__ import annotations
@@ -120,6 +122,31 @@ def resolve_domain(
     fixed = [np.zeros_like(c) for c in per_ocs]
     whole = np.array([pairs])  # one domain: its pair counts are the limits
     return _resolve(ocs_list, per_ocs, fixed, [0] * len(ocs_list), whole, seconds, nodes)
+
+
+def resolve_fixed(
+    ocs_list: Sequence[OcsPorts],
+    fixed: list[np.ndarray],
+    pairs: np.ndarray,
+    seconds: float,
+    nodes: int = DOMAIN_NODES,
+) -> list[np.ndarray] | None:
+    """The per-OCS directed counts realising a domain's symmetric ``pairs`` that hold ``fixed``
+    (per-OCS directed counts, e.g. the arcs an LP settles) and place the rest keeping the most of
+    today's circuits, with no start to improve on. None if ``fixed`` holds more of a pair than
+    ``pairs`` has, the domain has ``any`` OCSes, or the MIP finds no placement of the rest within
+    ``nodes`` branch-and-bound nodes and ``seconds`` (the fixed arcs may leave none)."""
+    if any(ocs.flexible for ocs in ocs_list):
+        return None
+    held = sum((f + f.T for f in fixed), np.zeros_like(pairs))
+    rest = np.asarray(pairs) - held
+    if (rest < 0).any():
+        return None
+    # the MIP places ``per_ocs - fixed``: the rest's units on the first OCS say how many of each
+    # pair (not where: as a start HiGHS finds it infeasible and ignores it)
+    per_ocs = [f.copy() for f in fixed]
+    per_ocs[0] = per_ocs[0] + np.triu(rest, 1)
+    return _resolve(ocs_list, per_ocs, fixed, [0] * len(ocs_list), np.array([pairs]), seconds, nodes)
 
 
 class _Search:

@@ -50,6 +50,8 @@ def test_a_domain_too_big_to_solve_is_left_as_mapped(monkeypatch) -> None:
     mesh = uniform_mesh(fabric)
     target = gravity_topology(fabric, np.random.default_rng(1), 1.0)
     monkeypatch.setattr(mapping_module, "DOMAIN_COLUMNS", 10)
+    # (where the guide-fixed MIP would run instead: tests/optimizer/mapping/test_guide_fixed.py)
+    monkeypatch.setattr(mapping_module, "guide_fixes", lambda *args: False)
     assert map_topology(fabric, target, mesh).circuits == map_topology(
         fabric, target, mesh, resolve_domains=False).circuits
 
