@@ -202,8 +202,8 @@ def stage_changes(
         moved = False
         for domain in domains:
             while to_remove.get(domain) or to_add.get(domain):
-                # out of time: stop, but not before one stage per domain (a cold fabric moves
-                # whole domains: the plan is not lost to a mapping that used the budget up)
+                # out of time (or of patience): stop, but not before one stage per domain (a cold
+                # fabric moves whole domains: the plan is not lost to a mapping that used the budget up)
                 spent = _spent(budget, patience, stages, start_mlu) if partial else None
                 if spent is not None and len(stages) >= len(domains):
                     out_of_time = f"{spent.describe()} ran out after {len(stages)} stages"
@@ -284,10 +284,15 @@ def _spent(
     while no stage has lowered the MLU; None to go on."""
     if budget is not None and budget.expired():
         return budget
-    lowered = any(s.mlu_after < start_mlu * (1 - 1e-6) for s in stages)
+    lowered = any(_lowers(s.mlu_after, start_mlu) for s in stages)
     if patience is not None and patience.expired() and not lowered:
         return patience
     return None
+
+
+def _lowers(mlu: float, start_mlu: float) -> bool:
+    """Whether a stage's MLU counts as lower than where the staging started."""
+    return mlu < start_mlu * (1 - 1e-6)
 
 
 def _cut_by_time(
@@ -301,9 +306,9 @@ def _cut_by_time(
     why: str,
 ) -> StagingPlan:
     """The stages found before the time limit, cut after the lowest-MLU one; raises
-    InfeasibleError when none lowers the MLU."""
+    StagingTimedOut when none lowers the MLU."""
     best = min(range(len(stages)), key=lambda k: (stages[k].mlu_after, k), default=None)
-    if best is None or stages[best].mlu_after >= start_mlu * (1 - 1e-6):
+    if best is None or not _lowers(stages[best].mlu_after, start_mlu):
         raise StagingTimedOut(f"cannot stage the change: {why}, and no stage lowered the MLU")
     final = states[best]
     remaining = len(final ^ goal)
@@ -335,7 +340,7 @@ def _best_reachable(
     Raises ``blocked`` (with what was reached) when no prefix lowers the MLU at all.
     """
     best = min(range(len(stages)), key=lambda k: (stages[k].mlu_after, k), default=None)
-    if best is None or stages[best].mlu_after >= start_mlu * (1 - 1e-6):
+    if best is None or not _lowers(stages[best].mlu_after, start_mlu):
         if stages:
             blocked.args = (
                 f"{blocked.args[0]}; the {len(stages)} stages that are safe do not lower the MLU "

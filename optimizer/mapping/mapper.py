@@ -545,7 +545,7 @@ def _guide_fixed(
     if not guide_fixes(ocs_list, pairs) or not fits("guide-fixed"):
         return []
     started = time.perf_counter()
-    seconds = DOMAIN_SECONDS if job.share is None else job.share - (started - domain_started)
+    seconds = _seconds_left(job, started - domain_started)
     known = max(_kept(ocs_list, t) for t in tries)
     solved = guide_fixed(ocs_list, pairs, known, seconds)
     took["guide-fixed"] = time.perf_counter() - started
@@ -553,6 +553,12 @@ def _guide_fixed(
     log.debug("failure domain %s: the guide-fixed MIP keeps %s more circuits (%.1f s)", job.domain,
               "no" if gained is None else gained, took["guide-fixed"])
     return [] if solved is None else [solved]
+
+
+def _seconds_left(job: _DomainJob, spent: float) -> float:
+    """What a MIP finish of the domain may take: the rest of the job's share after ``spent``
+    seconds, or :data:`~optimizer.mapping.regroup.DOMAIN_SECONDS` where the plan sets no limit."""
+    return DOMAIN_SECONDS if job.share is None else job.share - spent
 
 
 def _resolved(
@@ -568,7 +574,7 @@ def _resolved(
     if not job.use_resolve or domain_columns(job.ocs, job.pairs) > DOMAIN_COLUMNS or not fits("exact"):
         return per_ocs
     started = time.perf_counter()
-    seconds = DOMAIN_SECONDS if job.share is None else job.share - (started - domain_started)
+    seconds = _seconds_left(job, started - domain_started)
     solved = resolve_domain(job.ocs, per_ocs, job.pairs, seconds)
     took["exact"] = time.perf_counter() - started
     gained = -1 if solved is None else _kept(job.ocs, solved) - _kept(job.ocs, per_ocs)

@@ -117,11 +117,7 @@ def resolve_domain(
     of today's circuits, from ``per_ocs`` (a mapping of it, the MIP's start): an optimum when the
     MIP finishes within ``nodes`` branch-and-bound nodes and ``seconds``, else the best mapping found.
     None if the domain has ``any`` OCSes (their sides are not fixed) or no solution came back."""
-    if any(ocs.flexible for ocs in ocs_list):
-        return None
-    fixed = [np.zeros_like(c) for c in per_ocs]
-    whole = np.array([pairs])  # one domain: its pair counts are the limits
-    return _resolve(ocs_list, per_ocs, fixed, [0] * len(ocs_list), whole, seconds, nodes)
+    return _whole_domain(ocs_list, per_ocs, [np.zeros_like(c) for c in per_ocs], pairs, seconds, nodes)
 
 
 def resolve_fixed(
@@ -136,8 +132,6 @@ def resolve_fixed(
     today's circuits, with no start to improve on. None if ``fixed`` holds more of a pair than
     ``pairs`` has, the domain has ``any`` OCSes, or the MIP finds no placement of the rest within
     ``nodes`` branch-and-bound nodes and ``seconds`` (the fixed arcs may leave none)."""
-    if any(ocs.flexible for ocs in ocs_list):
-        return None
     held = sum((f + f.T for f in fixed), np.zeros_like(pairs))
     rest = np.asarray(pairs) - held
     if (rest < 0).any():
@@ -146,6 +140,21 @@ def resolve_fixed(
     # pair (not where: as a start HiGHS finds it infeasible and ignores it)
     per_ocs = [f.copy() for f in fixed]
     per_ocs[0] = per_ocs[0] + np.triu(rest, 1)
+    return _whole_domain(ocs_list, per_ocs, fixed, pairs, seconds, nodes)
+
+
+def _whole_domain(
+    ocs_list: Sequence[OcsPorts],
+    per_ocs: list[np.ndarray],
+    fixed: list[np.ndarray],
+    pairs: np.ndarray,
+    seconds: float,
+    nodes: int,
+) -> list[np.ndarray] | None:
+    """:func:`_resolve` over one whole domain, whose pair counts are its limits (None with
+    ``any`` OCSes: their sides are not fixed)."""
+    if any(ocs.flexible for ocs in ocs_list):
+        return None
     return _resolve(ocs_list, per_ocs, fixed, [0] * len(ocs_list), np.array([pairs]), seconds, nodes)
 
 
