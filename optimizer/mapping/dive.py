@@ -149,13 +149,13 @@ def guide_fixed(
     all but 84 (``benchmarks/RESULTS_mapping.md``). None when the held arcs leave no placement
     of the rest at any value (the caller keeps its other candidates). ``known_kept``: today's circuits
     another mapping of the domain keeps (it steers the guide's step size)."""
+    started = time.perf_counter()  # ``seconds`` covers the guide too
     n = pairs.shape[0]
     blocks = np.nonzero(_present(ocs_list, n))[0]
     index = np.ix_(blocks, blocks)
     orig = np.array([current_orientation([o], n)[index] for o in ocs_list], dtype=np.float64)
     residual = np.asarray(pairs, dtype=np.int64)[index]
     averaged = _Guide(len(blocks)).run(orig, residual, FIX_ROUNDS, float(known_kept))
-    started = time.perf_counter()
     for value in FIX_VALUES:
         fixed = []
         for settled in averaged >= value:
