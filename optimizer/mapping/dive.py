@@ -6,15 +6,19 @@ blocks' north ports to their south ports (no block to itself). The domain's prob
 then: choose one such matching per OCS so that the pairs get their counts, keeping as
 many of today's circuits as possible.
 
-1. **Guide.** The LP relaxation of that problem, approximated by the volume algorithm
-   (Barahona and Anbil, 2000): the pair counts are priced, each OCS then solves an
-   assignment problem (``scipy.optimize.linear_sum_assignment``) and the average of those
-   assignments approximates the LP's fractional solution. (HiGHS solves the same LP
-   exactly, but takes about 25 s for one 64-block domain.)
-2. **Dive.** The OCSes whose guide is most nearly integral are fixed first, a few at a
-   time: each takes the perfect matching that agrees most with its guide and with today's
-   circuits, among the pair units still to place. The guide is re-priced on what is left
-   after every few OCSes.
+1. **Guide.** The LP relaxation of that problem regularised by entropy (each kept circuit
+   is worth ``1``, the entropy ``SINKHORN_EPSILON``), solved by iterative Bregman
+   projections (Sinkhorn scaling; Cuturi 2013, Benamou et al. 2015): start from
+   ``e^(1/epsilon)`` on today's circuits and ``1`` on every other allowed arc, then scale
+   in turn every OCS's north rows to 1, its south columns to 1, and every pair's arcs over
+   all OCSes to the pair's count. Each projection is one numpy operation over the whole
+   domain, so a 64-block domain's LP (252,032 arcs) is approximated in about a second, to
+   within 1% of its optimum (HiGHS's simplex needs minutes, its first-order PDLP 80 s:
+   ``benchmarks/RESULTS_mapping.md``).
+2. **Dive.** The OCSes whose guide is most nearly integral are fixed first,
+   :data:`DIVE_CHUNK` at a time: each takes the perfect matching that agrees most with its
+   guide, among the pair units still to place. What is left is solved again from the last
+   guide, today's circuits that are still possible taking their starting weight back.
 
 The dive never gets stuck. What is left after any prefix of OCSes is a multigraph in which
 every block has degree ``2 r`` (``r`` OCSes left): it has an Eulerian orientation (each
@@ -24,12 +28,15 @@ matching within the pair units left always exists, and every step finds one (pen
 pair taken both ways beyond its count, and if that does not settle, choosing within the
 Eulerian orientation, where one exists by the same theorem).
 
-Polynomial: ``O((GUIDE_ROUNDS + OCSes / chunk x REPRICE_ROUNDS) x OCSes x blocks^3)``.
-At 64 blocks (64 OCSes per domain) it takes about 2.5 s per domain (32,000 assignment
-problems of 64 x 64, most of its time; measured with one core of two busy with other work)
-and tears down 10-20% fewer circuits than the repair of :mod:`optimizer.mapping.repair`
-(``benchmarks/RESULTS_toe.md``); :func:`optimizer.mapping.mapper.map_topology` keeps whichever
-candidate keeps more.
+Polynomial: ``O((SINKHORN_ROUNDS + OCSes / DIVE_CHUNK x RESOLVE_ROUNDS) x OCSes x blocks^2``
+plus one assignment problem per OCS. At 64 blocks (64 OCSes per domain) it takes about 3.5 s
+per domain and tears down about 17% fewer circuits than the dive it replaced, which priced
+the pairs by the volume algorithm; :func:`optimizer.mapping.mapper.map_topology` keeps
+whichever candidate keeps more.
+
+:func:`guide_fixed` (32-block domains) still uses the volume algorithm's guide (Barahona
+and Anbil, 2000): the pair counts are priced, each OCS solves an assignment problem and the
+average of those assignments approximates the LP's solution.
 """
 
 from __future__ import annotations
@@ -44,19 +51,27 @@ from optimizer.mapping.ocs import current_orientation
 from optimizer.mapping.ports import OcsPorts
 from optimizer.mapping.regroup import resolve_fixed
 
-#: Volume-algorithm rounds before the dive, and after every chunk of fixed OCSes.
+#: The dive's guide: the entropy's weight against one kept circuit, the Sinkhorn rounds of
+#: the first solve and of each solve after a chunk of OCSes is fixed, and the chunk's size.
+#: Measured on the ToE benchmark's 64-block domains (``benchmarks/RESULTS_mapping.md``): a
+#: larger epsilon or chunk keeps fewer circuits, a smaller one takes longer for no gain.
+SINKHORN_EPSILON = 0.02
+SINKHORN_ROUNDS = 1500
+RESOLVE_ROUNDS = 300
+DIVE_CHUNK = 2
+_FLOOR = 1e-12  # an allowed arc's least weight between two solves (keeps it in play)
+#: :func:`volume_dive`: the volume algorithm's rounds before the dive and after every chunk of
+#: fixed OCSes, the chunk (a share of the domain's OCSes), and the largest domain it runs on
+#: (OCSes x blocks^3, the work of one round: a 32-block domain of 64 OCSes, about 0.3 s).
 GUIDE_ROUNDS = 300
 REPRICE_ROUNDS = 80
-#: The dive fixes this share of the domain's OCSes between two re-pricings (at least one).
-CHUNK_SHARE = 1 / 6
-#: Weight of today's circuit against the guide's value when an OCS is fixed.
-KEEP_WEIGHT = 1.0
+VOLUME_CHUNK_SHARE = 1 / 6
+VOLUME_MAX_WORK = 64 * 32**3
 _AVERAGING = 0.05  # the volume algorithm's weight of the newest assignment
 _FORBIDDEN = -1e6
 _CONFLICT_TRIES = 100
-#: The dive is skipped on domains bigger than this (OCSes x blocks^3, the assignment work of
-#: one guide round): 4x a 64-block Jupiter domain (64 OCSes x 64 blocks, about 2.5 s), so a
-#: domain's dive takes about 10 s at most.
+#: The dive is skipped on domains bigger than this (OCSes x blocks^3): 4x a 64-block Jupiter
+#: domain (64 OCSes x 64 blocks, about 3.5 s), so a domain's dive takes about 15 s at most.
 MAX_DOMAIN_WORK = 4 * 64 * 64**3
 
 
@@ -94,38 +109,102 @@ def dive_applies(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> bool:
     return bool(np.array_equal(degree, np.where(present, 2 * len(ocs_list), 0)) and present.sum() >= 3)
 
 
-def dive(ocs_list: Sequence[OcsPorts], pairs: np.ndarray, known_kept: int = 0) -> list[np.ndarray]:
+def dive(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> list[np.ndarray]:
     """Per-OCS directed counts (north block, south block) realising the symmetric ``pairs`` on
-    a domain :func:`dive_applies` to. ``known_kept``: today's circuits some other mapping of
-    the domain keeps (it steers the step size)."""
-    n = pairs.shape[0]
-    blocks = np.nonzero(_present(ocs_list, n))[0]
-    m = len(blocks)
-    index = np.ix_(blocks, blocks)
-    orig = np.array([current_orientation([o], n)[index] for o in ocs_list], dtype=np.float64)
-    residual = np.asarray(pairs, dtype=np.int64)[index].copy()
-    guide = _Guide(m)
-    left = list(range(len(ocs_list)))
-    chosen: dict[int, np.ndarray] = {}
-    chunk = max(1, round(len(ocs_list) * CHUNK_SHARE))
+    a domain :func:`dive_applies` to, guided by the entropic LP (Sinkhorn scaling)."""
+    domain = _Domain(ocs_list, pairs)
+    start = np.where(domain.orig > 0, np.exp(1.0 / SINKHORN_EPSILON), 1.0)
+    guide = np.where(_allowed(domain.residual), start, 0.0)
+    rounds = SINKHORN_ROUNDS
+    while domain.left:
+        guide = _sinkhorn(guide, domain.residual, rounds)
+        rounds = RESOLVE_ROUNDS
+        rest = domain.fix_most_integral(guide, guide, DIVE_CHUNK)
+        guide = np.where(_allowed(domain.residual), np.maximum(guide[rest], _FLOOR * start[domain.left]), 0.0)
+    return domain.per_ocs()
+
+
+def volume_dive(ocs_list: Sequence[OcsPorts], pairs: np.ndarray, known_kept: int = 0) -> list[np.ndarray]:
+    """The same dive guided by the volume algorithm, re-priced after every
+    :data:`VOLUME_CHUNK_SHARE` of the OCSes: slower and on big domains worse than
+    :func:`dive`, but on small sparse ones (a circuit or two per pair) now and then better,
+    so the mapping tries both there (:func:`volume_dive_applies`). ``known_kept``: today's
+    circuits some other mapping of the domain keeps (it steers the step size)."""
+    domain = _Domain(ocs_list, pairs)
+    guide = _Guide(domain.m)
+    chunk = max(1, round(len(ocs_list) * VOLUME_CHUNK_SHARE))
     rounds = GUIDE_ROUNDS
-    while left:
-        kept_so_far = sum(float((chosen[o] * orig[o]).sum()) for o in chosen)
-        averaged = guide.run(orig[left], residual, rounds, known_kept - kept_so_far)
+    while domain.left:
+        kept_so_far = sum(float((domain.chosen[o] * domain.orig[o]).sum()) for o in domain.chosen)
+        averaged = guide.run(domain.orig[domain.left], domain.residual, rounds, known_kept - kept_so_far)
         rounds = REPRICE_ROUNDS
-        integrality = -np.sort(averaged.reshape(len(left), -1), axis=1)[:, -m:].sum(axis=1)
-        for k in np.argsort(integrality, kind="stable")[:chunk].tolist():
-            o = left[k]
-            matching = _perfect_matching(averaged[k] + KEEP_WEIGHT * orig[o], residual)
-            chosen[o] = matching
-            residual -= matching + matching.T
-        left = [o for o in left if o not in chosen]
-    out = []
-    for o in range(len(ocs_list)):
-        full = np.zeros((n, n), dtype=np.int64)
-        full[index] = chosen[o]
-        out.append(full)
-    return out
+        domain.fix_most_integral(averaged, averaged + domain.orig[domain.left], chunk)
+    return domain.per_ocs()
+
+
+def volume_dive_applies(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> bool:
+    """Whether :func:`volume_dive` runs beside :func:`dive`: :func:`dive_applies` and at most
+    :data:`VOLUME_MAX_WORK`."""
+    n = pairs.shape[0]
+    work = len(ocs_list) * int(_present(ocs_list, n).sum()) ** 3
+    return dive_applies(ocs_list, pairs) and work <= VOLUME_MAX_WORK
+
+
+class _Domain:
+    """A dive's state: the domain's blocks, today's arcs per OCS, the pair units left to
+    place, the OCSes left and the matchings chosen."""
+
+    def __init__(self, ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> None:
+        self.n = pairs.shape[0]
+        blocks = np.nonzero(_present(ocs_list, self.n))[0]
+        self.m = len(blocks)
+        self.index = np.ix_(blocks, blocks)
+        today = [current_orientation([o], self.n)[self.index] for o in ocs_list]
+        self.orig = np.array(today, dtype=np.float64)
+        self.residual = np.asarray(pairs, dtype=np.int64)[self.index].copy()
+        self.left = list(range(len(ocs_list)))
+        self.chosen: dict[int, np.ndarray] = {}
+
+    def fix_most_integral(self, guide: np.ndarray, weight: np.ndarray, count: int) -> list[int]:
+        """Fix the ``count`` OCSes left whose ``guide`` is most nearly integral, each to its
+        heaviest perfect matching by ``weight`` within the units left; returns the positions
+        (in the OCSes left before) of the OCSes still left."""
+        integrality = -np.sort(guide.reshape(len(self.left), -1), axis=1)[:, -self.m:].sum(axis=1)
+        fixed = np.argsort(integrality, kind="stable")[:count].tolist()
+        for k in fixed:
+            matching = _perfect_matching(weight[k], self.residual)
+            self.chosen[self.left[k]] = matching
+            self.residual -= matching + matching.T
+        rest = [k for k in range(len(self.left)) if k not in fixed]
+        self.left = [self.left[k] for k in rest]
+        return rest
+
+    def per_ocs(self) -> list[np.ndarray]:
+        out = []
+        for o in range(len(self.chosen)):
+            full = np.zeros((self.n, self.n), dtype=np.int64)
+            full[self.index] = self.chosen[o]
+            out.append(full)
+        return out
+
+
+def _allowed(residual: np.ndarray) -> np.ndarray:
+    """The arcs an OCS may still take: a pair with units left, not a block to itself."""
+    return ((residual > 0) & ~np.eye(len(residual), dtype=bool))[None]
+
+
+def _sinkhorn(guide: np.ndarray, residual: np.ndarray, rounds: int) -> np.ndarray:
+    """``rounds`` of iterative Bregman projections of the per-OCS arc weights ``guide`` onto
+    the domain's constraints: each OCS's north rows and south columns sum to 1, and each
+    pair's arcs over every OCS, both ways, to its units in ``residual`` (in place)."""
+    wanted = residual.astype(np.float64)
+    for _ in range(rounds):
+        guide /= np.maximum(guide.sum(axis=2, keepdims=True), 1e-300)
+        guide /= np.maximum(guide.sum(axis=1, keepdims=True), 1e-300)
+        placed = guide.sum(axis=0)
+        placed = placed + placed.T
+        guide *= np.divide(wanted, placed, out=np.zeros_like(wanted), where=placed > 0)[None]
+    return guide
 
 
 def guide_fixes(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> bool:

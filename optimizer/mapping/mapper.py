@@ -32,19 +32,20 @@ The algorithm is polynomial (no ILP over ports):
    can land in whichever domain is cheapest, and is finished domain by domain if it stops
    early; the candidate keeping more of today's circuits is used. On Jupiter-shaped
    domains (one north and one south port per block per OCS, every port in use) an
-   LP-guided dive (:mod:`optimizer.mapping.dive`) is one more candidate per domain: it
-   tears down 10-25% fewer circuits than the others on changes of any size. The domains
+   LP-guided dive (:mod:`optimizer.mapping.dive`, the domain's LP approximated by Sinkhorn
+   scaling) is one more candidate per domain: it tears down 10-35% fewer circuits than the
+   others on changes of any size. The domains
    are independent: given a ``parallel_map`` (a process pool's ``map``, the caller's), big
    fabrics have them mapped side by side, with the same result (at 64 blocks the domains
-   are most of a plan's time: about 3 s each on this machine's cores). A domain small enough
+   are most of a plan's time: about 4-5 s each on this machine's cores). A domain small enough
    (:data:`~optimizer.mapping.regroup.DOMAIN_COLUMNS`: Jupiter-shaped domains up to 16 blocks)
    is then re-solved exactly as a whole (:func:`~optimizer.mapping.regroup.resolve_domain`, a
    MIP warm-started from its best candidate): 5-20% fewer circuits torn down there, to within
    2% of the wiring bound. Bigger Jupiter-shaped domains up to 32 blocks get one more candidate,
-   the guide-fixed MIP (:func:`~optimizer.mapping.dive.guide_fixed`: the arcs the dive's LP guide
+   the guide-fixed MIP (:func:`~optimizer.mapping.dive.guide_fixed`: the arcs an LP guide
    settles are held and the rest is solved exactly), which takes a dense 32-block domain from 1.25x
-   its optimum to within a few circuits of it; 64-block domains keep their best candidate
-   (``python -m benchmarks.mapping_optimum --dense`` measures what that leaves on the table);
+   its optimum to within a few circuits of it; 64-block domains keep their best candidate,
+   usually the dive's (``benchmarks/RESULTS_toe.md``: 1.2-1.3x the wiring bound);
 3. give kept circuits their old ports and new circuits free ports.
 
 Changed circuits against the lower bound: see ``benchmarks/RESULTS_mapping.md`` (with one
@@ -77,7 +78,15 @@ from optimizer.budget import TimeBudget
 from optimizer.errors import InfeasibleError, SolverError
 from optimizer.fabric import Fabric
 from optimizer.mapping.cross import cross_exchange
-from optimizer.mapping.dive import DiveStuck, dive, dive_applies, guide_fixed, guide_fixes
+from optimizer.mapping.dive import (
+    DiveStuck,
+    dive,
+    dive_applies,
+    guide_fixed,
+    guide_fixes,
+    volume_dive,
+    volume_dive_applies,
+)
 from optimizer.mapping.domains import pair_domain_limit, split_over_domains
 from optimizer.mapping.ocs import assign_ports, current_orientation, orient, split_over_ocs
 from optimizer.mapping.ports import OcsPorts, PortModel, build_port_model, require_same_blocks
@@ -501,18 +510,19 @@ def _map_domain(job: _DomainJob) -> _DomainMapped:
                      for seed in seeds]
             repair_wanted = small_change(ocs_list, pairs)
             diving = job.use_dive and dive_applies(ocs_list, pairs)
-            # the repair first (its result steers the dive), unless the time left has room
-            # for only one of them: then the dive, which keeps more
+            # the repair first, unless the time left has room for only one of them: then
+            # the dive, which keeps more
             both = not diving or fits("repair", extra=took.get("dive", 0.0))
             if repair_wanted and both:
                 started = time.perf_counter()
                 tries.append(_repaired(ocs_list, pairs, orienter, exchange_plan))
                 took["repair"] = time.perf_counter() - started
             if diving and fits("dive"):
-                known = max(_kept(ocs_list, t) for t in tries)
                 started = time.perf_counter()
                 try:
-                    tries.append(dive(ocs_list, pairs, known))
+                    tries.append(dive(ocs_list, pairs))
+                    if volume_dive_applies(ocs_list, pairs):
+                        tries.append(volume_dive(ocs_list, pairs, max(_kept(ocs_list, t) for t in tries)))
                 except DiveStuck as exc:  # never expected: the other candidates stand
                     log.error("failure domain %s: %s", d, exc)
                 took["dive"] = time.perf_counter() - started

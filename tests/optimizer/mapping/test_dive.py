@@ -7,12 +7,22 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.optimize import linprog
+from scipy.sparse import coo_matrix
 
 import optimizer.mapping.dive as mapping_dive
 import optimizer.mapping.mapper as mapping_module
 from optimizer.config import generate_fabric
 from optimizer.mapping import map_topology
-from optimizer.mapping.dive import _eulerian_orientation, dive, dive_applies
+from optimizer.mapping.dive import (
+    _allowed,
+    _Domain,
+    _eulerian_orientation,
+    _sinkhorn,
+    dive,
+    dive_applies,
+    volume_dive,
+)
 from optimizer.mapping.ports import build_port_model
 from optimizer.topology import mesh_topology, uniform_mesh
 from tests.support.circuit_checker import check_mapping
@@ -136,3 +146,44 @@ def test_a_dive_that_gets_stuck_leaves_the_other_candidates(monkeypatch, caplog)
         result = map_topology(fabric, target, uniform_mesh(fabric))
     assert check_mapping(fabric, result.circuits, as_pairs(target)) == []
     assert any("internal error: test" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_entropic_dive_tears_down_fewer_circuits_than_the_volume_dive(seed: int) -> None:
+    """16 blocks on 32 OCSes, 30 pair swaps: the dive guided by Sinkhorn scaling keeps more of
+    today's circuits than the one guided by the volume algorithm (61-73 against 85-94 torn
+    down when measured), and both are perfect and exact."""
+    ocs_list, pairs = domain_case(16, 32, 30, seed)
+    entropic, volume = dive(ocs_list, pairs), volume_dive(ocs_list, pairs)
+    check_perfect(entropic, pairs)
+    check_perfect(volume, pairs)
+    assert torn_down(ocs_list, entropic) < torn_down(ocs_list, volume)
+
+
+def test_the_entropic_guide_is_within_one_percent_of_the_domain_lp() -> None:
+    """The guide the dive starts from (Sinkhorn scaling of the entropic LP) keeps as many of
+    today's circuits as the domain's exact LP relaxation (HiGHS) to within 1% of the circuits,
+    and meets every row of that LP to within 1%."""
+    ocs_list, pairs = domain_case(12, 24, 25, seed=7)
+    state = _Domain(ocs_list, pairs)
+    orig, residual = state.orig, state.residual
+    start = np.where(orig > 0, np.exp(1.0 / mapping_dive.SINKHORN_EPSILON), 1.0)
+    guide = _sinkhorn(np.where(_allowed(residual), start, 0.0), residual, mapping_dive.SINKHORN_ROUNDS)
+    k_count, m = len(orig), len(residual)
+    arcs = np.argwhere(np.broadcast_to(_allowed(residual), orig.shape))
+    k, a, b = arcs[:, 0], arcs[:, 1], arcs[:, 2]
+    upper = np.triu_indices(m, 1)
+    pair_row = np.zeros((m, m), dtype=np.int64)
+    pair_row[upper] = np.arange(len(upper[0]))
+    pair_row = pair_row + pair_row.T
+    rows = np.concatenate([k * m + a, k_count * m + k * m + b, 2 * k_count * m + pair_row[a, b]])
+    columns = np.tile(np.arange(len(arcs)), 3)
+    shape = (2 * k_count * m + len(upper[0]), len(arcs))
+    matrix = coo_matrix((np.ones(3 * len(arcs)), (rows, columns)), shape=shape)
+    rhs = np.concatenate([np.ones(2 * k_count * m), residual[upper]])
+    lp = linprog(-orig[k, a, b], A_eq=matrix.tocsr(), b_eq=rhs, bounds=(0, 1), method="highs")
+    assert lp.status == 0
+    assert abs(float((guide * orig).sum()) + lp.fun) <= 0.01 * k_count * m
+    assert np.abs(guide.sum(axis=2) - 1).max() <= 0.01 and np.abs(guide.sum(axis=1) - 1).max() <= 0.01
+    placed = guide.sum(axis=0)
+    assert np.abs(placed + placed.T - residual).max() <= 0.01
