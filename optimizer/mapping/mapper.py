@@ -32,9 +32,10 @@ The algorithm is polynomial (no ILP over ports):
    can land in whichever domain is cheapest, and is finished domain by domain if it stops
    early; the candidate keeping more of today's circuits is used. On Jupiter-shaped
    domains (one north and one south port per block per OCS, every port in use) an
-   LP-guided dive (:mod:`optimizer.mapping.dive`, the domain's LP approximated by Sinkhorn
-   scaling) is one more candidate per domain: it tears down 10-35% fewer circuits than the
-   others on changes of any size. The domains
+   LP-guided dive (:mod:`optimizer.mapping.dive`: on domains over 32 blocks guided by the
+   domain's LP approximated by Sinkhorn scaling, on smaller ones by the volume algorithm) is
+   one more candidate per domain: it tears down 10-35% fewer circuits than the others on
+   changes of any size. The domains
    are independent: given a ``parallel_map`` (a process pool's ``map``, the caller's), big
    fabrics have them mapped side by side, with the same result (at 64 blocks the domains
    are most of a plan's time: about 4-5 s each on this machine's cores). A domain small enough
@@ -520,9 +521,10 @@ def _map_domain(job: _DomainJob) -> _DomainMapped:
             if diving and fits("dive"):
                 started = time.perf_counter()
                 try:
-                    tries.append(dive(ocs_list, pairs))
-                    if volume_dive_applies(ocs_list, pairs):
+                    if volume_dive_applies(ocs_list, pairs):  # (see volume_dive)
                         tries.append(volume_dive(ocs_list, pairs, max(_kept(ocs_list, t) for t in tries)))
+                    else:
+                        tries.append(dive(ocs_list, pairs))
                 except DiveStuck as exc:  # never expected: the other candidates stand
                     log.error("failure domain %s: %s", d, exc)
                 took["dive"] = time.perf_counter() - started

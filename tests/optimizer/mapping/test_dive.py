@@ -140,6 +140,7 @@ def test_a_dive_that_gets_stuck_leaves_the_other_candidates(monkeypatch, caplog)
         raise mapping_dive.DiveStuck("internal error: test")
 
     monkeypatch.setattr(mapping_module, "dive", stuck)
+    monkeypatch.setattr(mapping_module, "volume_dive", stuck)
     fabric = jupiter_like(blocks=8, ocs=16)
     target = perturb(mesh_topology(fabric), 10, np.random.default_rng(4))
     with caplog.at_level("ERROR", logger="optimizer.mapping.mapper"):
@@ -187,3 +188,17 @@ def test_the_entropic_guide_is_within_one_percent_of_the_domain_lp() -> None:
     assert np.abs(guide.sum(axis=2) - 1).max() <= 0.01 and np.abs(guide.sum(axis=1) - 1).max() <= 0.01
     placed = guide.sum(axis=0)
     assert np.abs(placed + placed.T - residual).max() <= 0.01
+
+
+def test_big_domains_dive_by_the_entropic_lp(monkeypatch) -> None:
+    """Over :data:`VOLUME_MAX_WORK` the mapping dives by the entropic LP: with that limit
+    lowered so a 16-block domain of 32 OCSes counts as big, the mapping (without the exact
+    finishes, which run on small domains) tears down fewer circuits than with the volume dive."""
+    fabric = jupiter_like(blocks=16, ocs=32, domains=1)
+    mesh = uniform_mesh(fabric)
+    target = perturb(mesh_topology(fabric), 30, np.random.default_rng(2))
+    volume = map_topology(fabric, target, mesh, regroup_ocs=False, resolve_domains=False)
+    monkeypatch.setattr(mapping_dive, "VOLUME_MAX_WORK", 0)
+    entropic = map_topology(fabric, target, mesh, regroup_ocs=False, resolve_domains=False)
+    assert check_mapping(fabric, entropic.circuits, as_pairs(target)) == []
+    assert entropic.removed < volume.removed
