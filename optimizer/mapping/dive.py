@@ -28,7 +28,7 @@ matching within the pair units left always exists, and every step finds one (pen
 pair taken both ways beyond its count, and if that does not settle, choosing within the
 Eulerian orientation, where one exists by the same theorem).
 
-Polynomial: ``O((SINKHORN_ROUNDS + OCSes / DIVE_CHUNK x RESOLVE_ROUNDS) x OCSes x blocks^2``
+Polynomial: ``O((SINKHORN_ROUNDS + OCSes / DIVE_CHUNK x RESOLVE_ROUNDS) x OCSes x blocks^2)``
 plus one assignment problem per OCS. At 64 blocks (64 OCSes per domain) it takes about 3.5 s
 per domain and tears down about 17% fewer circuits than the dive it replaced, which priced
 the pairs by the volume algorithm; :func:`optimizer.mapping.mapper.map_topology` keeps
