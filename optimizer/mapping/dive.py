@@ -62,6 +62,7 @@ SINKHORN_ROUNDS = 1500
 RESOLVE_ROUNDS = 300
 DIVE_CHUNK = 2
 _FLOOR = 1e-12  # an allowed arc's least weight between two solves (keeps it in play)
+_TINY = 1e-100  # the least sum a Sinkhorn projection divides by
 #: :func:`volume_dive`: the volume algorithm's rounds before the dive and after every chunk of
 #: fixed OCSes, and the chunk (a share of the domain's OCSes).
 GUIDE_ROUNDS = 300
@@ -206,11 +207,13 @@ def _sinkhorn(guide: np.ndarray, residual: np.ndarray, rounds: int) -> np.ndarra
     pair's arcs over every OCS, both ways, to its units in ``residual`` (in place)."""
     wanted = residual.astype(np.float64)
     for _ in range(rounds):
-        guide /= np.maximum(guide.sum(axis=2, keepdims=True), 1e-300)
-        guide /= np.maximum(guide.sum(axis=1, keepdims=True), 1e-300)
+        guide /= np.maximum(guide.sum(axis=2, keepdims=True), _TINY)
+        guide /= np.maximum(guide.sum(axis=1, keepdims=True), _TINY)
         placed = guide.sum(axis=0)
         placed = placed + placed.T
-        guide *= np.divide(wanted, placed, out=np.zeros_like(wanted), where=placed > 0)[None]
+        # (a sum that underflowed is scaled as if it were _TINY: finite, so no 0 x inf)
+        scale = np.divide(wanted, np.maximum(placed, _TINY), out=np.zeros_like(wanted), where=placed > 0)
+        guide *= scale[None]
     return guide
 
 

@@ -202,3 +202,16 @@ def test_big_domains_dive_by_the_entropic_lp(monkeypatch) -> None:
     entropic = map_topology(fabric, target, mesh, regroup_ocs=False, resolve_domains=False)
     assert check_mapping(fabric, entropic.circuits, as_pairs(target)) == []
     assert entropic.removed < volume.removed
+
+
+def test_the_sinkhorn_projections_stay_finite_when_weights_underflow() -> None:
+    """A pair whose arcs have decayed to subnormal numbers on every OCS (a long solve can get
+    there) is scaled up to finite weights, never to infinity or NaN."""
+    ocs_list, pairs = domain_case(8, 8, 6, seed=2)
+    state = _Domain(ocs_list, pairs)
+    guide = np.where(_allowed(state.residual), 1.0, 0.0)
+    a, b = np.argwhere(state.residual > 0)[0]
+    guide[:, a, b] = guide[:, b, a] = 1e-320
+    guide = _sinkhorn(guide, state.residual, 5)
+    assert np.isfinite(guide).all()
+    assert guide[:, a, b].sum() + guide[:, b, a].sum() > 0
