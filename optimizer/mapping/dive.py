@@ -102,7 +102,7 @@ def dive_applies(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> bool:
         return False
     n = pairs.shape[0]
     present = _present(ocs_list, n)
-    if len(ocs_list) * int(present.sum()) ** 3 > MAX_DOMAIN_WORK:
+    if _work(ocs_list, n) > MAX_DOMAIN_WORK:
         return False
     for o in ocs_list:
         for a in range(n):
@@ -153,9 +153,7 @@ def volume_dive(ocs_list: Sequence[OcsPorts], pairs: np.ndarray, known_kept: int
 def volume_dive_applies(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> bool:
     """Whether the mapping dives by :func:`volume_dive` rather than :func:`dive`:
     :func:`dive_applies` and at most :data:`VOLUME_MAX_WORK`."""
-    n = pairs.shape[0]
-    work = len(ocs_list) * int(_present(ocs_list, n).sum()) ** 3
-    return dive_applies(ocs_list, pairs) and work <= VOLUME_MAX_WORK
+    return dive_applies(ocs_list, pairs) and _work(ocs_list, pairs.shape[0]) <= VOLUME_MAX_WORK
 
 
 class _Domain:
@@ -188,11 +186,13 @@ class _Domain:
         return rest
 
     def per_ocs(self) -> list[np.ndarray]:
-        out = []
-        for o in range(len(self.chosen)):
-            full = np.zeros((self.n, self.n), dtype=np.int64)
-            full[self.index] = self.chosen[o]
-            out.append(full)
+        """The chosen matchings, every OCS's, over all the fabric's blocks."""
+        return [self.full(self.chosen[o]) for o in range(len(self.chosen))]
+
+    def full(self, counts: np.ndarray) -> np.ndarray:
+        """Directed counts over the domain's blocks, over all the fabric's blocks."""
+        out = np.zeros((self.n, self.n), dtype=np.int64)
+        out[self.index] = counts
         return out
 
 
@@ -220,9 +220,7 @@ def _sinkhorn(guide: np.ndarray, residual: np.ndarray, rounds: int) -> np.ndarra
 def guide_fixes(ocs_list: Sequence[OcsPorts], pairs: np.ndarray) -> bool:
     """Whether :func:`guide_fixed` runs on the domain: :func:`dive_applies` and at most
     :data:`FIX_MAX_WORK`."""
-    n = pairs.shape[0]
-    work = len(ocs_list) * int(_present(ocs_list, n).sum()) ** 3
-    return dive_applies(ocs_list, pairs) and work <= FIX_MAX_WORK
+    return dive_applies(ocs_list, pairs) and _work(ocs_list, pairs.shape[0]) <= FIX_MAX_WORK
 
 
 def guide_fixed(
@@ -239,23 +237,21 @@ def guide_fixed(
     of the rest at any value (the caller keeps its other candidates). ``known_kept``: today's circuits
     another mapping of the domain keeps (it steers the guide's step size)."""
     started = time.perf_counter()  # ``seconds`` covers the guide too
-    n = pairs.shape[0]
-    blocks = np.nonzero(_present(ocs_list, n))[0]
-    index = np.ix_(blocks, blocks)
-    orig = np.array([current_orientation([o], n)[index] for o in ocs_list], dtype=np.float64)
-    residual = np.asarray(pairs, dtype=np.int64)[index]
-    averaged = _Guide(len(blocks)).run(orig, residual, FIX_ROUNDS, float(known_kept))
+    domain = _Domain(ocs_list, pairs)
+    averaged = _Guide(domain.m).run(domain.orig, domain.residual, FIX_ROUNDS, float(known_kept))
     for value in FIX_VALUES:
-        fixed = []
-        for settled in averaged >= value:
-            full = np.zeros((n, n), dtype=np.int64)
-            full[index] = settled
-            fixed.append(full)
+        fixed = [domain.full(settled) for settled in averaged >= value]
         left = min(FIX_SECONDS, seconds - (time.perf_counter() - started))
         solved = resolve_fixed(ocs_list, fixed, np.asarray(pairs, dtype=np.int64), left)
         if solved is not None and np.array_equal(sum(c + c.T for c in solved), pairs):
             return solved
     return None
+
+
+def _work(ocs_list: Sequence[OcsPorts], n: int) -> int:
+    """A domain's size as the dives and the guide-fixed MIP bound it: OCSes x blocks^3 (the
+    assignment work of one volume-algorithm round)."""
+    return len(ocs_list) * int(_present(ocs_list, n).sum()) ** 3
 
 
 def _present(ocs_list: Sequence[OcsPorts], n: int) -> np.ndarray:
