@@ -13,6 +13,8 @@ The accepted form (every section but the three paths is optional; times in secon
       stale_after: 90                  # a counter silent this long is reported stale
     thresholds:
       te_matrix_change: 0.05           # rerun TE when a pair moves this much (relative)
+      te_stale_ratio: 1.10             # rerun TE when the weights in force give more than this x
+                                       # the best MLU possible on the latest matrix (a step that holds)
       prediction_change: 0.2           # republish the prediction when its peak moves this much
       matrix_floor_gbps: 1.0           # smaller demands count as this much in both changes
       reconfig_gain: 0.1               # ToE acts when the predicted MLU improves by this fraction
@@ -102,6 +104,7 @@ class Intervals:
 @dataclass(frozen=True)
 class Thresholds:
     te_matrix_change: float = 0.05
+    te_stale_ratio: float = 1.10
     prediction_change: float = 0.2
     matrix_floor_gbps: float = 1.0
     reconfig_gain: float = 0.1
@@ -252,6 +255,14 @@ def _fraction(section: dict[str, Any], name: str, default: float, source: str, l
     return value
 
 
+def _at_least_one(section: dict[str, Any], key: str, default: float, source: str) -> float:
+    value = schema.number(section.get(key, default), source, f"thresholds.{key}", positive=True)
+    if value < 1.0:
+        why = f"must be at least 1 (a ratio to the optimum), got {value:g}"
+        raise ConfigError(source, f"thresholds.{key}", why)
+    return value
+
+
 def _thresholds(section: dict[str, Any], source: str) -> Thresholds:
     d = Thresholds()
 
@@ -260,6 +271,7 @@ def _thresholds(section: dict[str, Any], source: str) -> Thresholds:
 
     return Thresholds(
         te_matrix_change=nonneg("te_matrix_change"),
+        te_stale_ratio=_at_least_one(section, "te_stale_ratio", d.te_stale_ratio, source),
         prediction_change=nonneg("prediction_change"),
         matrix_floor_gbps=schema.number(
             section.get("matrix_floor_gbps", d.matrix_floor_gbps),

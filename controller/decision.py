@@ -12,8 +12,13 @@ The rules, in order of precedence:
 2. Circuits that should be installed (the journal's intended set) but are missing from a
    reachable, powered OCS whose ports are free are restored (after an OCS power loss).
 3. TE runs when it never ran, when the last run failed, when the live topology differs from
-   the one TE last ran on (circuits lost, restored or changed), when maintenance changed, or
-   when the estimator says the matrix moved meaningfully. TE needs a measured matrix.
+   the one TE last ran on (circuits lost, restored or changed), when maintenance changed,
+   when the estimator says the matrix moved meaningfully, or when the weights in force no
+   longer fit the traffic: they give the latest matrix an MLU more than ``te_stale_ratio``
+   times what is possible on the live topology (:class:`WeightsFit`). A matrix that steps and
+   then holds moves no more, so only this last rule re-plans for it; it re-plans at most
+   ``max_stale_runs`` times in a row (a fit no re-plan improves, e.g. the integer weights'
+   rounding, does not make TE run every cycle). TE needs a measured matrix.
 4. While a reconfiguration is in flight its next stage runs (one stage per cycle; TE may run
    before it). Only one failure domain is ever touched at a time: stages are sequential.
 5. Otherwise ToE is planned on operator request, or every ``toe_check_interval`` unless
@@ -117,6 +122,22 @@ class Reconfiguration:
 class Settings:
     toe_check_interval: float = 300.0
     policy: ReconfigurePolicy = field(default_factory=ReconfigurePolicy)
+    te_stale_ratio: float = 1.10  # re-plan when the weights in force give more than this x optimum
+    max_stale_runs: int = 2  # re-plans in a row for stale weights alone
+
+
+@dataclass(frozen=True)
+class WeightsFit:
+    """What the weights in force give the latest matrix (``in_force``, MLU) against what is
+    possible on the same topology (``possible``: the LP optimum when ``exact``, else a lower
+    bound of it that already showed the weights fit)."""
+
+    in_force: float
+    possible: float
+    exact: bool = True
+
+    def stale(self, ratio: float) -> bool:
+        return self.exact and self.in_force > ratio * self.possible + 1e-12
 
 
 @dataclass(frozen=True)
@@ -134,6 +155,7 @@ class ControlState:
     reconfiguration: Reconfiguration | None = None
     intended: frozenset[Circuit] | None = None  # what the OCSes should hold (the journal's)
     last_error: str | None = None
+    te_stale_runs: int = 0  # TE runs in a row for stale weights alone
 
 
 @dataclass(frozen=True)
@@ -147,6 +169,7 @@ class Observation:
     requests: tuple[Request, ...] = ()
     installed: frozenset[Circuit] | None = None  # everything the OCSes hold (default: live)
     spine_links: frozenset[object] = frozenset()  # a hybrid fabric's spine links that are up
+    weights_fit: WeightsFit | None = None  # the weights in force on the latest matrix (None: unknown)
 
 
 def decide(
@@ -159,9 +182,11 @@ def decide(
     missing = missing_circuits(state.intended, installed, obs.ocs_down)
     if missing and state.reconfiguration is None:
         actions.append(RestoreCircuits(missing))
-    reason = te_reason(state, obs)
+    reason = te_reason(state, obs, settings)
     if reason is not None:
         actions.append(RunTe(reason))
+        stale = reason.startswith(STALE_REASON)
+        state = replace(state, te_stale_runs=state.te_stale_runs + 1 if stale else 0)
     if state.reconfiguration is not None:
         r = state.reconfiguration
         actions.append(RunStage(r.intent_id, r.next_stage))
@@ -218,8 +243,13 @@ def apply_requests(state: ControlState, requests: Iterable[Request]) -> ControlS
     return state
 
 
-def te_reason(state: ControlState, obs: Observation) -> str | None:
+#: How a TE run for stale weights alone is announced (the reason starts with it).
+STALE_REASON = "the weights in force give"
+
+
+def te_reason(state: ControlState, obs: Observation, settings: Settings | None = None) -> str | None:
     """Why TE should run now, or None."""
+    settings = settings or Settings()
     if not obs.have_matrix:
         return None
     if state.last_te_at is None:
@@ -238,6 +268,10 @@ def te_reason(state: ControlState, obs: Observation) -> str | None:
         return f"spine links changed (-{lost} +{gained})"
     if obs.te_due:
         return "traffic matrix changed"
+    fit = obs.weights_fit
+    patient = state.te_stale_runs < settings.max_stale_runs
+    if fit is not None and fit.stale(settings.te_stale_ratio) and patient:
+        return f"{STALE_REASON} MLU {fit.in_force:.4f} where {fit.possible:.4f} is possible; re-planning"
     return None
 
 

@@ -101,6 +101,7 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
             policy=ReconfigurePolicy(
                 config.thresholds.reconfig_gain, config.thresholds.min_reconfig_interval
             ),
+            te_stale_ratio=config.thresholds.te_stale_ratio,
         )
         self.state = dec.ControlState()
         self.live: frozenset[Circuit] = frozenset()  # installed and both links up: what TE uses
@@ -223,6 +224,7 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
             requests=requests,
             installed=self.installed,
             spine_links=frozenset(self.spine_up),
+            weights_fit=None if te_due or self.state.reconfiguration is not None else self._weights_fit(),
         )
         toe_wanted = self.state.toe_requested is not None or any(
             isinstance(r, dec.ToeTrigger) for r in requests

@@ -50,6 +50,20 @@ class TeStep(DaemonParts):
             down=self.installed - self.live,
         )
 
+    def _weights_fit(self) -> dec.WeightsFit | None:
+        """What the weights in force give the latest matrix against what is possible on the
+        live topology (None: no matrix or no weights yet, or TE cannot tell)."""
+        if self.matrix is None or self.state.last_te_at is None:
+            return None
+        inputs = self._te_inputs()
+        circuits = usable_circuits(self.fabric, self.live, inputs.drained_ports, inputs.blocks_out)
+        try:
+            latest = inputs.demand.without(inputs.blocks_out).latest
+            return self.te.weights_fit(circuits, latest, self.settings.te_stale_ratio)
+        except HeliostatError as exc:
+            log.info("the fit of the weights in force not computed: %s", exc)
+            return None
+
     def _usable(self, circuits: frozenset[Circuit]) -> frozenset[Circuit]:
         inputs = self._te_inputs()
         return usable_circuits(self.fabric, circuits, inputs.drained_ports, inputs.blocks_out)
@@ -101,12 +115,16 @@ class TeStep(DaemonParts):
         self.metrics.fabric.update(
             link_planned_utilization={(u.src, u.dst): u.utilisation for u in run.result.links}
         )
-        self.metrics.overloaded.set(1 if run.result.mlu > 1.0 else 0)
-        if run.result.mlu > 1.0:
+        possible = self._possible_mlu(run)
+        self.metrics.overloaded.set(1 if possible > 1.0 else 0)
+        if possible > 1.0:
             self.metrics.overloaded_runs.inc()
-            log.warning("TE: MLU %.4f is above 1: the live topology cannot carry the demand "
-                        "(%.0f Gbit/s); traffic is being dropped",
-                        run.result.mlu, run.result.total_demand_gbps)
+            log.warning("TE: MLU %.4f is above 1 and no routing does better than %.4f: the live "
+                        "topology cannot carry the demand (%.0f Gbit/s); traffic is being dropped",
+                        run.result.mlu_quantized, possible, run.result.total_demand_gbps)
+        elif run.result.mlu_quantized > 1.0:
+            log.warning("TE: the weights in force give MLU %.4f where %.4f is possible; re-planning",
+                        run.result.mlu_quantized, possible)
         self.metrics.group_pushes.labels("ok").inc(len(run.generations))
         self.pushed_tables = group_tables(run.result, self.fabric.block_names)
         predicted = None
@@ -124,6 +142,23 @@ class TeStep(DaemonParts):
             mlu_quantized=run.result.mlu_quantized,
             predicted_mlu=predicted,
         )
+
+    def _possible_mlu(self, run: TeRun) -> float:
+        """The best MLU any routing gives the matrix TE just routed, on the circuits it used:
+        the run's own when it solved the min-MLU LP, else (the scenario method plans for
+        several matrices) the LP's, solved only when the run's weights load a link past 1."""
+        result = run.result
+        if result.method.startswith("min_mlu") and result.hedge is None:
+            return result.mlu
+        if result.mlu_quantized <= 1.0 or self.matrix is None:
+            return result.mlu_quantized
+        inputs = self._te_inputs()
+        try:
+            latest = inputs.demand.without(inputs.blocks_out).latest
+            return self.te.min_mlu(Topology.from_circuits(self.fabric, run.circuits), latest)
+        except HeliostatError as exc:
+            log.info("the optimum of the TE matrix not computed: %s", exc)
+            return result.mlu_quantized
 
     def _restore_circuits(self, circuits: tuple[Circuit, ...]) -> None:
         """Re-install circuits an OCS lost, as a stage would: drain their ports first (they

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from controller.decision import WeightsFit
 from controller.device_view import FabricPort, GroupTables, circuit_ends
 from controller.te_loop.transition import (
     fractions,
@@ -222,20 +223,56 @@ class TePusher:
         )
         return TeRun(result, circuits, solved - started, pushed - solved, generations)
 
-    def _steps(self, new: GroupTables, matrix: TrafficMatrix, live: frozenset[Circuit]) -> list[GroupTables]:
+    def weights_fit(
+        self, circuits: Iterable[Circuit], matrix: TrafficMatrix, stale_ratio: float
+    ) -> WeightsFit | None:
+        """What the groups in force give ``matrix`` over ``circuits`` and the spine in service,
+        against what is possible there (None before any push, or for an empty matrix).
+
+        The LP optimum is solved only when the weights give more than ``stale_ratio`` times the
+        hose bound (no routing beats the busiest block's egress or ingress over its links):
+        below that they fit whatever the optimum is, and most cycles cost no LP."""
+        circuits = frozenset(circuits)
+        if self.pushed is None or matrix.total() <= 0:
+            return None
+        nodes, index, capacity = self._capacity(circuits)
+        demand = self._ordered(matrix)
+        loads = source_loads(fractions(self._known_hops(self.pushed, index) or {}, self.fabric.block_names,
+                                       nodes), demand)
+        in_force = mix_utilisation(loads, loads, capacity)
+        n = len(self.fabric.block_names)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out_ratio = demand.sum(axis=1) / capacity[:n].sum(axis=1)
+            in_ratio = demand.sum(axis=0) / capacity[:, :n].sum(axis=0)
+        bound = float(np.nanmax(np.concatenate([out_ratio, in_ratio])))
+        if in_force <= stale_ratio * bound:
+            return WeightsFit(in_force, bound, exact=False)
+        return WeightsFit(in_force, self.min_mlu(Topology.from_circuits(self.fabric, circuits), matrix))
+
+    def _ordered(self, matrix: TrafficMatrix) -> np.ndarray:
+        """``matrix`` in the fabric's block order."""
+        order = [matrix.blocks.index(b) for b in self.fabric.block_names]
+        return np.asarray(matrix.gbps, dtype=np.float64)[np.ix_(order, order)]
+
+    def _capacity(self, live: frozenset[Circuit]) -> tuple[tuple[str, ...], dict[str, int], np.ndarray]:
+        """The next hops (the blocks, then every spine switch: one out of service has no
+        capacity, so a group still naming it shows up as an overload), their index, and the
+        Gbit/s between them over ``live`` and the spine in service."""
         blocks = self.fabric.block_names
-        order = [matrix.blocks.index(b) for b in blocks]
-        demand = np.asarray(matrix.gbps)[np.ix_(order, order)]
         counts = Topology.from_circuits(self.fabric, live).counts
         speed = np.array([[self.fabric.link_speed_gbps(a, b) for b in blocks] for a in blocks])
-        # Next hops: the blocks, then every spine switch (one out of service has no capacity,
-        # so a group still naming it shows up as an overload).
         nodes = blocks + tuple(s.name for s in self.fabric.spine)
         capacity = np.zeros((len(nodes), len(nodes)))
         capacity[: len(blocks), : len(blocks)] = counts * speed
         index = {name: i for i, name in enumerate(nodes)}
         for (a, b), gbps in spine_capacity_gbps(self.spine_in_service(), self.fabric).items():
             capacity[index[a], index[b]] = gbps
+        return nodes, index, capacity
+
+    def _steps(self, new: GroupTables, matrix: TrafficMatrix, live: frozenset[Circuit]) -> list[GroupTables]:
+        blocks = self.fabric.block_names
+        demand = self._ordered(matrix)
+        nodes, index, capacity = self._capacity(live)
         old = self._known_hops(self.pushed, index)
         new_loads = source_loads(fractions(new, blocks, nodes), demand)
         limit = max(self.mix_floor, mix_utilisation(new_loads, new_loads, capacity))

@@ -57,6 +57,18 @@ FULL_COLD_SOLVE_ENTRIES = 1_000_000
 #: (ratio p99 about 1.26) it does not fire.
 SHIFT_RATIO = 1.4
 SHIFT_FACTOR = 1.5
+#: A step that holds: when the newest matrices agree with each other (each within HOLD_DISTANCE
+#: of the newest, as a share of its volume: measurement noise, not a move) and the routing in
+#: force gives the newest a ratio to its bound of at least HELD_RATIO, the traffic moved and
+#: stayed, whatever the older ratios were: the matrices before the held ones stop counting. On
+#: the Meta traces two snapshots in a row never come within 10% of each other, so it never fires.
+HOLD_DISTANCE = 0.05
+HELD_RATIO = 1.10
+#: After a step that held, the matrices before it keep HEDGE_SHARE of the objective (traffic
+#: that goes back and forth, on/off bursts, is still routed well both ways), unless that gives
+#: the newest matrix a ratio to its bound above HELD_FIT: they are dropped then.
+HEDGE_SHARE = 0.25
+HELD_FIT = 1.05
 WARM_STEPS = 10  # per decision, from the routing in force: more does not route the next matrix better
 
 
@@ -170,10 +182,16 @@ def capacity_split(paths: CandidatePaths) -> np.ndarray:
 
 
 def mean_ratio(
-    operator: PathOperator, fractions: np.ndarray, demands: np.ndarray, scale: np.ndarray
+    operator: PathOperator,
+    fractions: np.ndarray,
+    demands: np.ndarray,
+    scale: np.ndarray,
+    shares: np.ndarray | None = None,
 ) -> float:
-    """The objective: mean over the matrices of max utilisation over the matrix's bound."""
-    return float((operator.utilisation(fractions, demands).max(axis=1) / scale).mean())
+    """The objective: mean over the matrices (weighted by ``shares``, summing to 1, when given)
+    of max utilisation over the matrix's bound."""
+    ratios = operator.utilisation(fractions, demands).max(axis=1) / scale
+    return float(ratios.mean() if shares is None else ratios @ shares)
 
 
 def _smax(u: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -194,20 +212,23 @@ def solve_scenarios(
     betas: tuple[float, ...] = COLD_BETAS,
     steps_per_beta: int = COLD_STEPS,
     step: float = 1.0,
+    shares: np.ndarray | None = None,
 ) -> ScenarioResult:
     """Minimise mean_k max_e U_k,e(F) / scale_k over capped-simplex routings (see the module
     docstring). ``demands`` (K, P) Gbit/s, ``scale`` (K,) > 0, ``cap`` (P, N), ``start`` a
     routing to begin from (the one in force), else each pair split by path capacity."""
     paths = operator.paths
     valid = paths.valid
-    weight = (1.0 / len(demands)) / scale  # mean over k, each ratio to its own bound
+    if shares is None:
+        shares = np.full(len(demands), 1.0 / len(demands))
+    weight = shares / scale  # mean over k, each ratio to its own bound
     x = project_capped_simplex(capacity_split(paths) if start is None else start, cap, valid)
 
     def evaluate(f: np.ndarray, beta: float) -> tuple[float, np.ndarray, float]:
         u = operator.utilisation(f, demands) * (1.0 / scale)[:, None]
         smooth, soft = _smax(u, beta)
-        true = float(u.max(axis=1).mean())
-        return float(smooth.mean()), soft, true
+        true = float(u.max(axis=1) @ shares)
+        return float(smooth @ shares), soft, true
 
     best_value, best, iterations = np.inf, x, 0
     for beta in betas:
@@ -240,6 +261,22 @@ def solve_scenarios(
     return ScenarioResult(best, best_value, iterations, step)
 
 
+def _last_run(digests: list[bytes], digest: bytes | None) -> int:
+    """Where the last run of ``digest`` in ``digests`` starts (a matrix seen again after the
+    traffic left it is not where it came back)."""
+    return max(i for i, d in enumerate(digests) if d == digest and (i == 0 or digests[i - 1] != d))
+
+
+def held_count(demands: np.ndarray) -> int:
+    """How many of the newest rows of ``demands`` (K, P) lie within :data:`HOLD_DISTANCE` of
+    the newest (relative L1 distance): the traffic that has held since it last moved."""
+    newest = demands[-1]
+    volume = max(float(np.abs(newest).sum()), 1e-12)
+    distance = np.abs(demands - newest).sum(axis=1) / volume
+    apart = np.flatnonzero(distance > HOLD_DISTANCE)
+    return len(demands) if len(apart) == 0 else len(demands) - 1 - int(apart[-1])
+
+
 class ScenarioPlanner:
     """What one scenario solve hands the next: the routing in force (the warm start), the
     link graph it was planned on, and the newest matrix at which the traffic last shifted.
@@ -256,6 +293,7 @@ class ScenarioPlanner:
         self.start: np.ndarray | None = None
         self.graph_key: bytes | None = None
         self.shift_at: bytes | None = None  # digest of the matrix the traffic shifted at
+        self.held_at: bytes | None = None  # digest of the first matrix of a step that held
         self.suspect: bytes | None = None  # the newest matrix looked shifted: is the next too?
         self.step = 1.0  # where the last solve's backtracking ended
         self.shifts = 0
@@ -275,7 +313,7 @@ class ScenarioPlanner:
         ).digest()
         digests = [hashlib.sha1(row.tobytes()).digest() for row in demands]
         if self.shift_at in digests:
-            cut = digests.index(self.shift_at)
+            cut = _last_run(digests, self.shift_at)
             demands, digests = demands[cut:], digests[cut:]
         paths = operator.paths
         scale = hose_bounds(graph, demands, paths.src, paths.dst)
@@ -285,16 +323,58 @@ class ScenarioPlanner:
         if len(demands) > 2 and not moved:
             ratios = operator.utilisation(start, demands).max(axis=1) / scale
             newest, before = ratios[-1], float(np.median(ratios[:-2]))
-            if newest >= SHIFT_RATIO and newest >= SHIFT_FACTOR * before:
+            held = held_count(demands)
+            if 2 <= held < len(demands) and newest >= HELD_RATIO:  # moved and stayed
+                self.held_at, self.shifts, moved = digests[len(demands) - held], self.shifts + 1, True
+                self.suspect = None
+            elif newest >= SHIFT_RATIO and newest >= SHIFT_FACTOR * before:
                 if self.suspect == digests[-2]:  # the second in a row: the traffic shifted
                     self.shift_at, self.shifts, moved = digests[-2], self.shifts + 1, True
-                    demands, scale = demands[-2:], scale[-2:]
+                    demands, digests, scale = demands[-2:], digests[-2:], scale[-2:]
                 self.suspect = digests[-1]
             else:
                 self.suspect = None
+        shares = self._shares(digests)
+        result = self._solve(operator, demands, scale, caps, start, moved, lp_start, warm_steps, shares)
+        if shares is not None:
+            newest = operator.utilisation(result.fractions, demands[-1:]).max() / scale[-1]
+            if newest > HELD_FIT:  # the hedge costs the traffic in force too much: cut instead
+                cut = _last_run(digests, self.held_at)
+                self.shift_at, self.held_at = self.held_at, None
+                demands, scale = demands[cut:], scale[cut:]
+                result = self._solve(operator, demands, scale, caps, start, True, lp_start, warm_steps, None)
+        self.start, self.graph_key, self.step = result.fractions, key, result.step
+        return result, len(demands)
+
+    def _shares(self, digests: list[bytes]) -> np.ndarray | None:
+        """Each matrix's weight in the objective: after a step that held, the matrices since it
+        share 1 - HEDGE_SHARE and the ones before it HEDGE_SHARE (None: an equal mean)."""
+        if self.held_at not in digests:
+            self.held_at = None
+            return None
+        at = _last_run(digests, self.held_at)
+        if at == 0:
+            return None
+        shares = np.full(len(digests), (1.0 - HEDGE_SHARE) / (len(digests) - at))
+        shares[:at] = HEDGE_SHARE / at
+        return shares
+
+    def _solve(
+        self,
+        operator: PathOperator,
+        demands: np.ndarray,
+        scale: np.ndarray,
+        caps: np.ndarray,
+        start: np.ndarray,
+        moved: bool,
+        lp_start: Callable[[], np.ndarray],
+        warm_steps: int,
+        shares: np.ndarray | None,
+    ) -> ScenarioResult:
+        paths = operator.paths
         if moved:  # a new graph or a traffic shift: start from the better of the two on the window
             candidates = [project_capped_simplex(capacity_split(paths), caps, paths.valid), lp_start()]
-            start = min(candidates, key=lambda f: mean_ratio(operator, f, demands, scale))
+            start = min(candidates, key=lambda f: mean_ratio(operator, f, demands, scale, shares))
         cold = self.start is None or moved
         if not cold:
             betas, steps = (COLD_BETAS[-1],), warm_steps
@@ -302,7 +382,7 @@ class ScenarioPlanner:
             betas, steps = COLD_BETAS, COLD_STEPS
         else:
             betas, steps = (COLD_BETAS[-1],), 2 * warm_steps
-        result = solve_scenarios(
+        return solve_scenarios(
             operator,
             demands,
             scale,
@@ -311,6 +391,5 @@ class ScenarioPlanner:
             betas=betas,
             steps_per_beta=steps,
             step=1.0 if cold else self.step,
+            shares=shares,
         )
-        self.start, self.graph_key, self.step = result.fractions, key, result.step
-        return result, len(demands)

@@ -150,6 +150,7 @@ def test_the_toe_solver_budget_is_configured_under_timeouts() -> None:
         (with_section("thresholds", min_qualified_fraction=-1), "thresholds.min_qualified_fraction", ">= 0"),
         (with_section("thresholds", reconfig_gain=-1), "thresholds.reconfig_gain", ">= 0"),
         (with_section("thresholds", matrix_floor_gbps=0), "thresholds.matrix_floor_gbps", "> 0"),
+        (with_section("thresholds", te_stale_ratio=0.9), "thresholds.te_stale_ratio", "at least 1"),
         (with_section("timeouts", qualify=-5), "timeouts.qualify", "must be > 0"),
         (with_section("timeouts", reboot=5), "timeouts.reboot", "unknown key"),
         (with_section("timeouts", toe_solve=0), "timeouts.toe_solve", "must be > 0"),
