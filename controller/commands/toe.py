@@ -21,7 +21,9 @@ from optimizer.progress import PROGRESS_LOGGER
 from optimizer.staging import DEFAULT_THRESHOLD
 from optimizer.te import DEFAULT_TABLE_SIZE
 from optimizer.toe import (
+    DEFAULT_MIN_GAIN,
     DEFAULT_TIME_LIMIT,
+    MAX_STAGE_LIMIT,
     STATUS_OPTIMAL,
     ReconfigurationPlan,
     ToeKnobs,
@@ -56,10 +58,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--threshold",
         type=float,
         default=DEFAULT_THRESHOLD,
-        help="MLU a drained stage may reach (or the MLU it starts from, if higher)",
+        help="MLU a drained stage may reach (or the MLU it starts from, if higher); above 0.8 for a hot "
+        "fabric, never above 1",
     )
     p.add_argument("--hedge", type=float, default=None, help="TE hedging S in (0, 1]; default: plain min-MLU")
     p.add_argument("--mesh-weight", type=float, default=0.0, help="weight for staying near the uniform mesh")
+    p.add_argument(
+        "--min-gain", type=float, default=DEFAULT_MIN_GAIN, metavar="FRACTION",
+        help="keep today's circuits unless some topology lowers the MLU by at least this fraction; 0 "
+        "plans for shorter paths alone too (the daemon uses its thresholds.reconfig_gain; default "
+        f"{DEFAULT_MIN_GAIN:g})",
+    )
     p.add_argument("--table-size", type=int, default=DEFAULT_TABLE_SIZE, help="group table entries per group")
     p.add_argument(
         "--time-limit",
@@ -87,10 +96,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _check_args(args: argparse.Namespace) -> None:
     if math.isnan(args.max_change) or not 0.0 <= args.max_change <= 1.0:
         raise ConfigError(ARGS, "--max-change", f"must be between 0 and 1, got {args.max_change}")
-    if not 0.0 < args.threshold < math.inf:
-        raise ConfigError(ARGS, "--threshold", f"must be a number > 0, got {args.threshold}")
+    if not 0.0 < args.threshold <= MAX_STAGE_LIMIT:
+        limit = f"{MAX_STAGE_LIMIT:g} (no stage may plan for loss)"
+        problem = f"must be a number above 0 and at most {limit}, got {args.threshold}"
+        raise ConfigError(ARGS, "--threshold", problem)
     if args.hedge is not None and not 0.0 < args.hedge <= 1.0:
         raise ConfigError(ARGS, "--hedge", f"must be in (0, 1], got {args.hedge}")
+    if not 0.0 <= args.min_gain < 1.0:
+        raise ConfigError(ARGS, "--min-gain", f"must be from 0 to below 1, got {args.min_gain}")
     if not 0.0 <= args.mesh_weight < math.inf:
         raise ConfigError(ARGS, "--mesh-weight", f"must be a number >= 0, got {args.mesh_weight}")
     if not 1 <= args.table_size <= MAX_TABLE_SIZE:
@@ -114,7 +127,11 @@ def _toe(args: argparse.Namespace) -> int:
     if args.current is not None:
         current = circuits_from_json(read_json(args.current), fabric, args.current)
     knobs = ToeKnobs(
-        max_change=args.max_change, mesh_weight=args.mesh_weight, hedge=args.hedge, time_limit=args.time_limit
+        max_change=args.max_change,
+        mesh_weight=args.mesh_weight,
+        hedge=args.hedge,
+        time_limit=args.time_limit,
+        min_gain=args.min_gain,
     )
     started = time.perf_counter()
     with (
@@ -200,6 +217,8 @@ def format_table(plan: ReconfigurationPlan, seconds: float) -> str:
     ]
     if not staging.stages:
         lines.append("  none: the circuits do not change")
+    if toe.nothing_to_gain is not None:
+        lines += ["", toe.nothing_to_gain.message()]
     for i, s in enumerate(staging.stages, start=1):
         lines.append(
             f"  {i:>3}. domain {s.domain}: -{len(s.remove)} +{len(s.add)} circuits, "

@@ -34,6 +34,9 @@ from optimizer.traffic import TrafficMatrix
 
 log = logging.getLogger(__name__)
 
+#: The largest minimum gain a ToE plan may be asked for (ToeKnobs.min_gain is below 1).
+MAX_MIN_GAIN = 0.99
+
 __all__ = ["MAX_CHANGE_STEPS", "Proposal", "ToePlanner"]
 
 
@@ -105,7 +108,10 @@ class ToePlanner:
         if view is not None:
             prediction = view.demand(prediction)
         changing = live - frozen
-        knobs = ToeKnobs(time_limit=self.time_limit)
+        # an automatic check plans nothing unless some topology clears the policy's gain (an
+        # operator's request plans for shorter paths alone too, as it always did)
+        min_gain = min(policy.min_gain, MAX_MIN_GAIN) if trigger == "auto" else 0.0
+        knobs = ToeKnobs(time_limit=self.time_limit, min_gain=min_gain)
         target_plan = plan_target(
             fabric, [prediction], changing, knobs, self.evaluate, clock=self.clock,
             threshold=self.stage_mlu, margin=self.wcmp_margin, parallel_map=self.parallel_map,
@@ -126,6 +132,8 @@ class ToePlanner:
             last_reconfig_at,
             policy,
         )
+        if toe.nothing_to_gain is not None:
+            verdict = Decision(False, toe.nothing_to_gain.message(), 0.0)
         log.info(
             "ToE (%s): MLU %.4f -> %.4f, %d circuits changed%s: %s",
             trigger,

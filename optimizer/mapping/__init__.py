@@ -2,7 +2,8 @@
 
 The face of the package (other packages import from here only):
 
-- :func:`map_topology` and :class:`MappingResult` (:mod:`optimizer.mapping.mapper`), and
+- :func:`map_topology` and :class:`MappingResult` (:mod:`optimizer.mapping.mapper`),
+  :func:`unchanged_mapping` (today's circuits kept as they are), and
   ``ParallelMap``, the ``map``-like a caller may give it to map the failure domains side by side;
 - :func:`change_lower_bound` (the pair-level bound on removed circuits),
   :func:`pair_domain_limit`, :func:`domain_layout`, :func:`domain_balance_violations`;
@@ -33,6 +34,7 @@ from optimizer.mapping.mapper import (
     domain_balance_violations,
     domain_layout,
     map_topology,
+    unchanged_mapping,
 )
 from optimizer.mapping.ports import OcsPorts, PortModel, build_port_model
 from optimizer.mapping.regroup import resolve_domain
@@ -51,4 +53,5 @@ __all__ = [
     "map_topology",
     "pair_domain_limit",
     "resolve_domain",
+    "unchanged_mapping",
 ]

@@ -16,11 +16,13 @@ defines its rows and columns, :mod:`~optimizer.toe.lp_columns` prices transit pa
 """
 
 from optimizer.toe.plan import (
+    DEFAULT_MIN_GAIN,
     DEFAULT_TIME_LIMIT,
     NEAR_OPTIMAL,
     STATUS_OPTIMAL,
     STATUS_ROUND_LIMIT,
     STATUS_TIME_LIMIT,
+    NothingToGain,
     ToeKnobs,
     ToePlan,
     build_problem,
@@ -31,6 +33,7 @@ from optimizer.toe.plan import (
     worst_scale,
 )
 from optimizer.toe.reconfigure import (
+    MAX_STAGE_LIMIT,
     ReconfigurationPlan,
     TargetPlan,
     decide,
@@ -40,11 +43,14 @@ from optimizer.toe.reconfigure import (
 )
 
 __all__ = [
+    "DEFAULT_MIN_GAIN",
     "DEFAULT_TIME_LIMIT",
+    "MAX_STAGE_LIMIT",
     "NEAR_OPTIMAL",
     "STATUS_OPTIMAL",
     "STATUS_ROUND_LIMIT",
     "STATUS_TIME_LIMIT",
+    "NothingToGain",
     "ReconfigurationPlan",
     "TargetPlan",
     "ToeKnobs",

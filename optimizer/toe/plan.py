@@ -49,6 +49,10 @@ NEAR_OPTIMAL = 0.995
 STRETCH_TOLERANCE = 0.01
 #: Seconds the LP may take by default in one :func:`plan_topology` call.
 DEFAULT_TIME_LIMIT = 60.0
+#: ``heliostat toe``'s default ``ToeKnobs.min_gain``: a topology must be able to lower today's MLU
+#: by this fraction for a plan to change anything (the daemon's automatic checks use its
+#: ``reconfig_gain``; the library's default, 0, plans for shorter paths alone too).
+DEFAULT_MIN_GAIN = 0.005
 
 #: ``ToePlan.solver_status``: every stage proved its optimum.
 STATUS_OPTIMAL = "optimal"
@@ -71,6 +75,10 @@ class ToeKnobs:
     # seconds for a plan: plan_topology's LP alone; plan_target's whole plan (the LP gets
     # reconfigure.LP_SHARE of it, the mapping, staging and final TE the rest)
     time_limit: float = DEFAULT_TIME_LIMIT
+    # today's topology is kept, and nothing else planned, when the relaxed bound (the best any
+    # continuous topology does) lowers today's MLU by less than this fraction (0: plan anyway,
+    # for shorter paths alone)
+    min_gain: float = 0.0
 
     def validate(self) -> None:
         if not 0.0 <= self.max_change <= 1.0 or math.isnan(self.max_change):
@@ -80,6 +88,55 @@ class ToeKnobs:
         if self.hedge is not None and not 0.0 < self.hedge <= 1.0:
             raise ConfigError("<toe>", "hedge", f"must be in (0, 1], got {self.hedge}")
         check_time_limit(self.time_limit, "<toe>", "time_limit")
+        if not 0.0 <= self.min_gain < 1.0:
+            raise ConfigError("<toe>", "min_gain", f"must be from 0 to below 1, got {self.min_gain}")
+
+
+@dataclass(frozen=True)
+class NothingToGain:
+    """Today's topology is within ``min_gain`` of the relaxed bound: no topology lowers the MLU
+    enough to be worth a change. The transit shares say what a change would still buy (shorter
+    paths only): today's, and the least any topology at the bound's scale has (None: not
+    computed in the time left)."""
+
+    current_mlu: float
+    bound_mlu: float
+    min_gain: float
+    transit_today: float | None = None
+    transit_best: float | None = None
+
+    @property
+    def gain(self) -> float:
+        """The most any topology lowers the MLU, as a fraction of today's."""
+        return max(0.0, 1.0 - self.bound_mlu / self.current_mlu) if self.current_mlu > 0 else 0.0
+
+    def message(self) -> str:
+        text = (
+            f"nothing to gain: today's topology gives MLU {self.current_mlu:.4f} and no topology does "
+            f"better than {self.bound_mlu:.4f} (the LP relaxation's bound: {self.gain:.2%} lower, under the "
+            f"minimum gain of {self.min_gain:.2%}); the circuits stay as they are"
+        )
+        if self.transit_today is not None and self.transit_best is not None:
+            if self.transit_today > self.transit_best + 1e-6:
+                text += (
+                    f". A change would only shorten paths: {self.transit_today:.1%} of the traffic crosses a "
+                    f"transit block today, {self.transit_best:.1%} at best"
+                )
+            else:
+                share = f"{self.transit_today:.1%}"
+                text += f"; paths are as short as they get ({share} of the traffic in transit)"
+        return text
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "current_mlu": round(self.current_mlu, 6),
+            "bound_mlu": round(self.bound_mlu, 6),
+            "gain": round(self.gain, 6),
+            "min_gain": self.min_gain,
+            "transit_share_today": None if self.transit_today is None else round(self.transit_today, 6),
+            "transit_share_best": None if self.transit_best is None else round(self.transit_best, 6),
+            "message": self.message(),
+        }
 
 
 @dataclass(frozen=True)
@@ -99,6 +156,7 @@ class ToePlan:
     repair_trades: int = 0  # circuits traded to give a block its free ports (optimizer.toe.repair)
     solver_status: str = STATUS_OPTIMAL  # STATUS_OPTIMAL, STATUS_TIME_LIMIT or STATUS_ROUND_LIMIT
     cut_stage: str | None = None  # the stage (one of STAGES) the time budget cut short
+    nothing_to_gain: NothingToGain | None = None  # set when today's topology is kept for want of gain
 
     @property
     def timed_out(self) -> bool:
@@ -142,6 +200,7 @@ class ToePlan:
             "solver_status": self.solver_status,
             "timed_out": self.timed_out,
             "cut_stage": self.cut_stage,
+            "nothing_to_gain": None if self.nothing_to_gain is None else self.nothing_to_gain.to_json(),
         }
 
 
@@ -155,6 +214,7 @@ class RelaxationOutcome:
     cut_stage: str | None = None
     columns: int = 0  # path columns in the LP at the end
     rounds: int = 0  # column generation rounds, over every stage
+    nothing_to_gain: NothingToGain | None = None  # today's topology is within min_gain of the bound
 
 
 def plan_topology(
@@ -166,6 +226,7 @@ def plan_topology(
     max_removed: int | None = None,
     clock: Clock = time.monotonic,
     budget: TimeBudget | None = None,
+    floor: Topology | None = None,
 ) -> ToePlan:
     """Choose an integer logical topology for ``demands`` starting from ``current``.
 
@@ -192,6 +253,8 @@ def plan_topology(
     problem = build_problem(fabric, matrices, current_topo, knobs)
     if max_removed is not None:
         problem = replace(problem, max_removed=max_removed)
+    if floor is not None:
+        problem = replace(problem, floor=np.asarray(floor.counts))
     _check_reachable(fabric, problem, matrices)
 
     current_scale = worst_scale(fabric, current_topo, matrices, evaluate)
@@ -204,7 +267,7 @@ def plan_topology(
         return worst_scale(fabric, Topology(fabric.block_names, c), matrices, evaluate)
 
     counts, scale, repair_trades = problem.current, current_scale, 0
-    if relaxed is not None:
+    if relaxed is not None and outcome.nothing_to_gain is None:
         combined = np.sum([m.gbps for m in matrices], axis=0)
         budget_ports, current, limit = problem.budget, problem.current, problem.max_removed
         counts = round_topology(relaxed.counts, budget_ports, current, combined, limit)
@@ -257,6 +320,7 @@ def plan_topology(
         repair_trades=repair_trades,
         solver_status=outcome.status,
         cut_stage=outcome.cut_stage,
+        nothing_to_gain=outcome.nothing_to_gain,
     )
 
 
@@ -290,8 +354,16 @@ def solve_relaxation(
         if scale <= 1e-12:
             raise InfeasibleError("no positive scale of the predicted demand fits any topology")
         status = STATUS_OPTIMAL if lp.converged else STATUS_ROUND_LIMIT
+        held = (
+            knobs.min_gain > 0
+            and best is not None
+            and current_scale is not None
+            and current_scale >= (1 - knobs.min_gain) * best
+        )
         stage = STAGES[1]
         lp.set_stage2(NEAR_OPTIMAL * scale)
+        if held and current_scale is not None and best is not None:
+            return _nothing_to_gain(lp, problem, knobs, current_scale, best, status)
         lp.solve()
         least_transit = lp.transit_share()
         stage = STAGES[2]
@@ -312,6 +384,27 @@ def solve_relaxation(
         if stage != STAGES[3]:  # stage 3's solution stands when only the check of today's is cut
             relaxed = _cut_short(lp, stage)
         return RelaxationOutcome(best, relaxed, STATUS_TIME_LIMIT, stage, lp.columns(), lp.rounds)
+
+
+def _nothing_to_gain(
+    lp: ToeLp, problem: ToeProblem, knobs: ToeKnobs, current_scale: float, bound: float, status: str
+) -> RelaxationOutcome:
+    """Today's topology kept: it is within ``min_gain`` of the bound. The transit shares (what
+    a change would still buy) are computed if the time budget allows."""
+    today: float | None = None
+    least: float | None = None
+    try:
+        lp.solve()
+        least = lp.transit_share()
+        today = lp.transit_share_of(problem.current)
+    except SolverTimeLimit as exc:
+        log.info("toe: the transit shares are not computed: %s", exc)
+    current = problem.current.astype(np.float64)
+    share = today if today is not None else math.nan
+    kept = Relaxation(current_scale, current, share, 0.0, lp.columns(), lp.rounds)
+    verdict = NothingToGain(1.0 / current_scale, 1.0 / bound, knobs.min_gain, today, least)
+    log.info("toe: %s", verdict.message())
+    return RelaxationOutcome(bound, kept, status, None, lp.columns(), lp.rounds, verdict)
 
 
 def _cut_short(lp: ToeLp, stage: str) -> Relaxation | None:

@@ -22,7 +22,7 @@ from optimizer import progress
 from optimizer.budget import Clock, TimeBudget
 from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric
-from optimizer.mapping import MappingResult, ParallelMap, map_topology
+from optimizer.mapping import MappingResult, ParallelMap, map_topology, unchanged_mapping
 from optimizer.policy import Decision, ReconfigurePolicy, should_reconfigure
 from optimizer.staging import (
     DEFAULT_THRESHOLD,
@@ -204,8 +204,16 @@ def plan_target(
             planned = planned or (toe, mapping, max_change)
             progress.report("staging", f"{mapping.removed} circuits removed, {mapping.added} added")
             staging = stage_changes(
-                fabric, circuits, mapping.circuits, matrices, evaluate, threshold,
-                margin=margin, partial=True, budget=budget, patience=budget.portion(STAGING_PATIENCE),
+                fabric,
+                circuits,
+                mapping.circuits,
+                matrices,
+                evaluate,
+                threshold,
+                margin=margin,
+                partial=True,
+                budget=budget,
+                patience=budget.portion(STAGING_PATIENCE),
             )
             if not staging.complete:
                 # a step towards the target: single safe swaps may reach further
@@ -236,8 +244,49 @@ def plan_target(
             why = "and the plan's time limit ran out before a safe swap of two circuits was found"
         else:
             why = "and no single swap of two circuits is both safe and lowers the MLU"
-        first_failure.args = (f"{first_failure.args[0]}; {why}",)
+        first_failure.args = (f"{first_failure.args[0]}; {why}{_advice(first_failure, planned)}",)
     raise first_failure
+
+
+#: The highest stage limit an operator may set: no stage may plan for loss.
+MAX_STAGE_LIMIT = 1.0
+
+
+def _advice(failure: InfeasibleError, planned: tuple[ToePlan, MappingResult, float] | None) -> str:
+    """What an operator could change when nothing can be staged, with the figures: the best any
+    topology does, the stage limit that would let the blocking drain through, the window (a
+    lower predicted MLU) in which the same stage keeps today's limit, and spare ports."""
+    words = []
+    if planned is not None:
+        toe = planned[0]
+        bound = (
+            ""
+            if toe.throughput_scale_relaxed is None
+            else f", no topology better than {1 / toe.throughput_scale_relaxed:.4f}"
+        )
+        words.append(f"the plan would reach MLU {toe.mlu:.4f} from {toe.current_mlu:.4f}{bound}")
+    if isinstance(failure, StagingBlocked):
+        needed = failure.mlu * failure.margin
+        if needed <= MAX_STAGE_LIMIT:
+            words.append(
+                f"a stage limit of {math.ceil(needed * 1000) / 1000:g} (at most 1) would let that drain "
+                "through"
+            )
+        else:
+            words.append(
+                f"no stage limit up to {MAX_STAGE_LIMIT:g} lets that drain through (it needs {needed:.4f})"
+            )
+        start = failure.start
+        if start is not None and failure.mlu > 0:
+            lp_limit = failure.threshold / failure.margin
+            window = start * lp_limit / failure.mlu
+            words.append(
+                f"or plan in a window when the predicted MLU is at most {window:.4f} (the same drain "
+                "then stays under the stage limit)"
+            )
+        a, b = failure.pair
+        words.append(f"or free uplink ports on {a} and {b} (a new circuit made before the old one is broken)")
+    return "" if not words else ". What could change: " + "; ".join(words)
 
 
 def _plan_and_map(
@@ -252,6 +301,8 @@ def _plan_and_map(
     lp_budget = budget.share(LP_SHARE)
     progress.report("ToE LP", f"max change {knobs.max_change:g}")
     toe = plan_topology(fabric, matrices, circuits, knobs, evaluate, budget=lp_budget)
+    if toe.nothing_to_gain is not None:
+        return toe, unchanged_mapping(fabric, circuits)
     progress.report("mapping", f"{toe.removed_lower_bound} circuits to remove at least")
     mapping = mapper(fabric, toe.topology, circuits)
     limit = toe.max_removed
@@ -301,8 +352,15 @@ def plan_reconfiguration(
     evaluate = te_evaluator(solver)
 
     target = plan_target(
-        fabric, matrices, circuits, knobs, evaluate, mapper, budget,
-        threshold=threshold, parallel_map=parallel_map,
+        fabric,
+        matrices,
+        circuits,
+        knobs,
+        evaluate,
+        mapper,
+        budget,
+        threshold=threshold,
+        parallel_map=parallel_map,
     )
     toe, mapping = target.toe, target.mapping
     staging = target.staging
