@@ -45,7 +45,6 @@ class ToeProblem:
     spine_capacity: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # n x spines, Gbit/s
     max_removed: int | None = None
     fixed: np.ndarray | None = None  # when given, L is fixed to these counts (evaluation)
-    floor: np.ndarray | None = None  # when given, L keeps at least these counts (pinned pairs)
 
     @property
     def n(self) -> int:
@@ -202,7 +201,7 @@ def circuit_columns(layout: RowLayout, problem: ToeProblem) -> tuple[list[Column
             lower.append(float(problem.fixed[i, j]))
             upper.append(float(problem.fixed[i, j]))
         else:
-            lower.append(0.0 if problem.floor is None else float(min(problem.floor[i, j], ub[q])))
+            lower.append(0.0)
             upper.append(float(ub[q]))
     return cols, np.array(lower), np.array(upper)
 

@@ -226,7 +226,6 @@ def plan_topology(
     max_removed: int | None = None,
     clock: Clock = time.monotonic,
     budget: TimeBudget | None = None,
-    floor: Topology | None = None,
 ) -> ToePlan:
     """Choose an integer logical topology for ``demands`` starting from ``current``.
 
@@ -253,8 +252,6 @@ def plan_topology(
     problem = build_problem(fabric, matrices, current_topo, knobs)
     if max_removed is not None:
         problem = replace(problem, max_removed=max_removed)
-    if floor is not None:
-        problem = replace(problem, floor=np.asarray(floor.counts))
     _check_reachable(fabric, problem, matrices)
 
     current_scale = worst_scale(fabric, current_topo, matrices, evaluate)
