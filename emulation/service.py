@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 def run_command(args: argparse.Namespace) -> int:
     """Run the fabric described by parsed ``emulate`` arguments; returns the exit status."""
     if args.speed <= 0 or args.tick <= 0 or args.demand_period <= 0:
-        print("error: --speed, --tick and --demand-period must be positive", file=sys.stderr)
+        print("heliostat: error: --speed, --tick and --demand-period must be positive", file=sys.stderr)
         return 2
     try:
         check_output_file(args.devices_file, "--devices-file")
@@ -105,7 +105,7 @@ def run_command(args: argparse.Namespace) -> int:
             client_tls=client_tls,
         )
     except (ConfigError, TlsConfigError, FabricError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"heliostat: error: {exc}", file=sys.stderr)
         return 2
 
     with stop_on_signals() as stop:
@@ -113,11 +113,15 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def check_output_file(path: Path, option: str) -> None:
-    """A file this command will write: its directory must exist and it must not be a directory."""
+    """A file this command will write: not a directory; its directory is created if missing
+    (``run/devices.yaml`` on a fresh clone)."""
     if path.is_dir():
         raise ConfigError(str(path), option, "is a directory; give a file name")
-    if not path.parent.is_dir():
-        raise ConfigError(str(path), option, f"the directory {path.parent} does not exist")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = f"cannot create the directory {path.parent}: {exc.strerror}"
+        raise ConfigError(str(path), option, why) from exc
 
 
 def tls_from_args(args: argparse.Namespace) -> tuple[ServerTlsConfig | None, TlsConfig | None]:

@@ -59,7 +59,10 @@ def check_controller_config(path: str | Path) -> ConfigCheck:
             f"{config.devices}: the devices file does not exist yet (`heliostat emulate "
             "--devices-file` writes one); `heliostat run` needs it at start"
         )
-    _check_store(config.store, config.source)
+    missing = _check_store(config.store, config.source)
+    if missing is not None:
+        why = "the journal's directory does not exist yet; `heliostat run` creates it"
+        check.warnings.append(f"{missing}: {why}")
     return check
 
 
@@ -76,15 +79,21 @@ def _check_coverage(fabric: Fabric, devices: dict[str, DeviceConfig], source: st
             )
 
 
-def _check_store(store: Path, source: str) -> None:
-    """The journal's directory must exist and be writable (the journal and its lock go there)."""
+def _check_store(store: Path, source: str) -> Path | None:
+    """The journal's directory must be writable (the journal and its lock go there), or, if it
+    does not exist yet, the directory ``heliostat run`` would create it in: returns the missing
+    directory (None: it exists)."""
     parent = store.parent
-    if not parent.is_dir():
-        raise ConfigError(source, "store", f"the directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(source, "store", f"the directory {parent} is not writable")
+    existing = parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(source, "store", f"{existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(source, "store", f"the directory {existing} is not writable")
     if store.exists() and not store.is_file():
         raise ConfigError(source, "store", f"{store} is not a file")
+    return None if existing == parent else parent
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -79,6 +79,11 @@ def _run(args: argparse.Namespace) -> int:
     if root.level > logging.INFO and not getattr(args, "quiet", False):  # a daemon logs INFO unless -q
         root.setLevel(logging.INFO)
     config = load_controller_config(args.config)
+    try:  # the journal's directory (run/ on a fresh clone), as a daemon creates its state directory
+        config.store.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
+    except OSError as exc:
+        why = f"cannot create the journal's directory {config.store.parent}: {exc.strerror}"
+        raise ConfigError(config.source, "store", why) from exc
     try:
         pause = PausePoint.parse(args.pause_at) if args.pause_at else None
     except ValueError as exc:

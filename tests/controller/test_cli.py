@@ -202,15 +202,35 @@ def test_config_check_warns_when_the_devices_file_is_not_written_yet(tmp_path: P
          "devices.yaml: devices: no entry for ocs2"),
         ({**FABRIC_4_DEVICES, "b2": "ocs"}, None,
          "devices.yaml: devices.b2.kind: is ocs, the fabric needs a block"),
-        (FABRIC_4_DEVICES, "missing/journal.db", "controller.yaml: store: the directory"),
+        (FABRIC_4_DEVICES, "afile/journal.db", "controller.yaml: store: "),
     ],
 )
 def test_config_check_names_the_file_and_key_at_fault(
     tmp_path: Path, devices: dict[str, str], store: str | None, expected: str
 ) -> None:
+    (tmp_path / "afile").write_text("not a directory")
     config = _controller_config(tmp_path, devices, tmp_path / store if store else None)
     done = run_cli("config", "check", str(config))
     assert done.returncode == USAGE and expected in done.stderr and "Traceback" not in done.stderr
+    if store:
+        assert "afile is not a directory" in done.stderr
+
+
+def test_a_missing_journal_directory_is_a_warning_and_heliostat_run_would_create_it(tmp_path: Path) -> None:
+    """The README's daemon path on a fresh clone: run/ does not exist yet."""
+    config = _controller_config(tmp_path, FABRIC_4_DEVICES, tmp_path / "run" / "state" / "journal.db")
+    done = run_cli("config", "check", str(config))
+    assert done.returncode == 0, done.stderr
+    assert "run/state: the journal's directory does not exist yet; `heliostat run` creates it" in done.stderr
+    assert not (tmp_path / "run").exists()  # the check starts and writes nothing
+
+
+def test_the_shipped_controller_config_checks_on_a_fresh_clone_and_serves_the_page() -> None:
+    done = run_cli("config", "check", "configs/controller.yaml", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    from controller.config import load_controller_config
+
+    assert load_controller_config(CONFIGS / "controller.yaml").listen.web is not None
 
 
 def test_config_check_reads_the_fabric_the_config_names(tmp_path: Path) -> None:

@@ -255,12 +255,28 @@ def test_emulate_plugs_into_an_argparse_cli(tmp_path: Path) -> None:
 
     parser = argparse.ArgumentParser(prog="heliostat")
     service.register(parser.add_subparsers(dest="command"))
+    devices_file = tmp_path / "run" / "d.yaml"  # run/ does not exist on a fresh clone: it is made
     args = parser.parse_args(["emulate", "--fabric", str(ROOT / "configs/fabric-4.yaml"),
-                              "--devices-file", str(tmp_path / "d.yaml"), "--duration", "0.3",
+                              "--devices-file", str(devices_file), "--duration", "0.3",
                               "--speed", "10", "--tick", "0.5"])
     assert args.handler is service.run_command
     assert args.handler(args) == 0
-    assert set(load_devices_file(tmp_path / "d.yaml")) >= {"ocs1", "b4"}
+    assert set(load_devices_file(devices_file)) >= {"ocs1", "b4"}
+
+
+def test_emulate_errors_read_like_every_other_command(tmp_path: Path, capsys) -> None:
+    import argparse
+
+    from emulation import service
+
+    (tmp_path / "afile").write_text("")
+    parser = argparse.ArgumentParser(prog="heliostat")
+    service.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["emulate", "--fabric", str(ROOT / "configs/fabric-4.yaml"),
+                              "--devices-file", str(tmp_path / "afile" / "d.yaml")])
+    assert args.handler(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("heliostat: error: ") and "--devices-file: cannot create the directory" in err
 
 
 def test_emulate_service_with_mutual_tls(tmp_path: Path) -> None:
