@@ -37,6 +37,9 @@ SOLVE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
 RECONFIG_STEPS = ("none", "drain", "verify_drain", "apply_ocs", "qualify", "undrain", "rollback")
 #: Why a ToE run failed (``heliostat_toe_failures_total{reason}``), a bounded set of labels.
 TOE_FAILURE_REASONS = ("no_traffic", "infeasible", "time_limit", "solver", "journal", "error")
+#: heliostat_reconfigurations' outcomes and heliostat_toe_runs' triggers, exported from the start.
+RECONFIG_OUTCOMES = ("started", "done", "rolled_back")
+TOE_TRIGGERS = ("auto", "operator")
 GBPS_TO_BYTES_PER_SECOND = 1e9 / 8
 
 # _created series are noise for the dashboards and alerts (prometheus_client exports one per
@@ -276,6 +279,18 @@ class ControllerMetrics:
         self.fabric = FabricCollector()
         r.register(self.fabric)
         self.reconfiguration(None, None, None)
+        # every outcome a counter can have exists from the start at 0, so that an alert on
+        # increase(...) > 0 sees the first rollback or failure (a series born at 1 has no increase)
+        for outcome in RECONFIG_OUTCOMES:
+            self.reconfigurations.labels(outcome)
+        for reason in TOE_FAILURE_REASONS:
+            self.toe_failures.labels(reason)
+        for trigger in TOE_TRIGGERS:
+            self.toe_runs.labels(trigger)
+        for result in ("ok", "failed"):
+            self.device_polls.labels(result)
+        self.group_pushes.labels("ok")
+        self.toe_paused.set(0)
 
     def reconfiguration(self, stage: int | None, total: int | None, step: str | None) -> None:
         """The reconfiguration in flight: ``stage`` counted from 0 (exported from 1, as

@@ -235,6 +235,7 @@ class Daemon(StartUp, Sensing, TeStep, Reconfiguration):
             toe_paused=self.state.toe_paused,
             maintenance=tuple(str(m) for m in sorted(self.state.maintenance)),
         )
+        self.metrics.toe_paused.set(1 if self.state.toe_paused else 0)
         for kind in ("block", "ocs", "spine"):
             drained = sum(1 for m in self.state.maintenance if m.kind.value == kind)
             self.metrics.maintenance.labels(kind).set(drained)
