@@ -208,6 +208,7 @@ def format_table(plan: ReconfigurationPlan, seconds: float) -> str:
         + ("" if staging.complete else f"  (a step towards the planned {toe.mlu:.4f})"),
         f"  circuits kept/removed/added  {mapping.kept} / {mapping.removed} / {mapping.added}"
         f"  (lower bound {mapping.lower_bound} removed)",
+        f"  gain for the cost            {_gain_and_cost(plan)}",
         f"  routing MLU (int. weights)   {plan.routing.mlu_quantized:.4f}, "
         f"stretch {plan.routing.stretch:.3f} block hops",
         f"  plan time                    {seconds:.2f} s",
@@ -228,6 +229,17 @@ def format_table(plan: ReconfigurationPlan, seconds: float) -> str:
         lines += ["", f"not reached yet: {staging.blocked}",
                   "(plan again from the reached circuits to go on)"]
     return "\n".join(lines) + "\n"
+
+
+def _gain_and_cost(plan: ReconfigurationPlan) -> str:
+    """What the stages buy and what they cost, side by side: the MLU's relative drop and the
+    circuits torn down, also as a share of today's."""
+    toe, staging = plan.toe, plan.staging
+    removed = sum(len(s.remove) for s in staging.stages)
+    today = toe.current.total_circuits()
+    gain = 1.0 - staging.final_mlu / toe.current_mlu if toe.current_mlu > 0 else 0.0
+    share = f" ({removed / today:.1%} of today's {today})" if today else ""
+    return f"MLU {-gain:+.1%} for {removed} circuits torn down and re-made{share}"
 
 
 def _solver_line(toe: ToePlan) -> str:

@@ -191,10 +191,11 @@ def plot_toe(path: Path, matrices: Sequence[TrafficMatrix], plan: Reconfiguratio
                   vmax=max(1.0, float(util.max())), fmt="{:.2f}")
     sorted_utilisation(axes[4], [("after", plan.routing, MAIN)], plan.staging.threshold)
     staging = plan.staging
-    changed = sum(len(s.remove) + len(s.add) for s in staging.stages)
+    removed = sum(len(s.remove) for s in staging.stages)
+    added = sum(len(s.add) for s in staging.stages)
     fig.suptitle(
         f"{plan.fabric.name}: MLU of the predicted demand {plan.toe.current_mlu:.3f} -> "
-        f"{staging.final_mlu:.3f}{'' if staging.complete else ' (a step)'}; {changed} circuits "
-        f"changed in {len(staging.stages)} stages"
+        f"{staging.final_mlu:.3f}{'' if staging.complete else ' (a step)'}; {removed} circuits "
+        f"removed and {added} added in {len(staging.stages)} stages"
     )
     save_figure(fig, path)
