@@ -142,7 +142,9 @@ def _demo(args: argparse.Namespace) -> int:
         clock.start()
         fabric.set_demand(uniform)
         progress.say(f"demand: uniform, {uniform.total():.0f} Gbit/s")
-        daemon = Daemon(config, listener=progress)
+        # with --serve, WatchEvents (`heliostat ctl watch`) follows the loop as it does under `run`
+        events = _event_hub() if args.serve else None
+        daemon = Daemon(config, listener=progress if events is None else _both(progress, events.publish))
         try:
             daemon.start()
         except HeliostatError:
@@ -154,7 +156,7 @@ def _demo(args: argparse.Namespace) -> int:
         signals = _Signals() if args.serve else None
         try:
             if signals is not None:
-                servers, page = _serve(daemon, progress)
+                servers, page = _serve(daemon, progress, events)
             result = _script(args, fabric, daemon, progress, hotspot, stop_at, started)
             if signals is not None:
                 signals.wait(progress)
@@ -173,11 +175,28 @@ def _demo(args: argparse.Namespace) -> int:
             clock.join(timeout=5)
 
 
-def _serve(daemon: Daemon, progress: Progress) -> tuple[Any, Any]:
-    """The API, metrics and the status page, as ``heliostat run`` serves them; prints the URLs."""
+def _event_hub() -> Any:
+    from controller.northbound.events import EventHub
+
+    return EventHub()
+
+
+def _both(first: Any, second: Any) -> Any:
+    """One listener calling two, in order."""
+
+    def listener(kind: str, details: dict[str, Any]) -> None:
+        first(kind, details)
+        second(kind, details)
+
+    return listener
+
+
+def _serve(daemon: Daemon, progress: Progress, events: Any) -> tuple[Any, Any]:
+    """The API (with its event stream), metrics and the status page, as ``heliostat run``
+    serves them; prints the URLs."""
     from controller.commands.run import start_api_servers, start_status_page
 
-    servers = start_api_servers(daemon)
+    servers = start_api_servers(daemon, events)
     page = start_status_page(daemon, servers)
     if page is None:
         progress.say(f"{daemon.config.source}: listen.web is not set: no status page")

@@ -47,6 +47,22 @@ def test_demo_serve_prints_the_urls_and_keeps_serving_until_sigterm() -> None:
         history = json.loads(_read(page.group(1) + "api/reconfigurations"))["recent"]
         assert history[0]["state"] == "done" and history[0]["stages"] >= 1
         assert b"# TYPE heliostat_" in _read(metrics.group(1))
+        # the demo's API is the daemon's: `ctl watch` streams its events (it was UNIMPLEMENTED)
+        address = re.search(r"API: heliostat ctl --address (\S+) status", out)
+        assert address, out
+        cli = [sys.executable, "-m", "controller.cli", "ctl", "--address", address.group(1)]
+        watch = subprocess.Popen([*cli, "watch", "--kind", "toe", "--count", "1", "--format", "json"],
+                                 cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(2.0)  # the stream is open before the request
+            asked = subprocess.run([*cli, "toe"], cwd=ROOT, env=env, capture_output=True, text=True,
+                                   timeout=60)
+            assert asked.returncode == 0, asked.stderr
+            streamed, err = watch.communicate(timeout=90)
+        finally:
+            watch.kill()
+        assert watch.returncode == 0, err
+        assert json.loads(streamed.splitlines()[0])["kind"].lower().endswith("toe")
         time.sleep(1.5)  # still serving a while after the script ended
         status = json.loads(_read(page.group(1) + "api/status"))
         assert status["fabric"] == "demo-8" and status["phase"] == "idle"
