@@ -20,9 +20,9 @@ from optimizer.topology import Circuit
 from southbound.devices import DeviceConfig
 from southbound.errors import SouthboundError, StaleGeneration
 from southbound.fencing import EpochSource
-from southbound.ocs_client import OcsClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.switch_client import SwitchClient
 from southbound.registry import DriverRegistry, UnknownTransport, default_registry
-from southbound.switch_client import SwitchClient
 from southbound.types import CrossConnect, SwitchCounters, SwitchPort
 
 log = logging.getLogger(__name__)

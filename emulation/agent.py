@@ -19,7 +19,7 @@ from emulation.ocs_device import OcsDevice
 from emulation.servicers import OcsServicer, PacketSwitchServicer
 from emulation.spine_device import SpineDevice
 from emulation.switch_device import BlockSwitch
-from southbound.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
+from southbound.grpc_native.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
 from southbound.tls import ServerTlsConfig, warn_if_exposed
 
 log = logging.getLogger(__name__)

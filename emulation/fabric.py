@@ -52,9 +52,9 @@ from optimizer.fabric import Fabric, OcsSides
 from optimizer.topology import Circuit, uniform_mesh
 from optimizer.traffic import TrafficMatrix
 from southbound.devices import DeviceConfig, write_devices_file
-from southbound.ocs_client import OcsClient
-from southbound.rpc import CallOptions
-from southbound.switch_client import SwitchClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.switch_client import SwitchClient
+from southbound.options import CallOptions
 from southbound.tls import ServerTlsConfig, TlsConfig
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,14 @@ from emulation.admission.limits import MAX_STREAM_S, StreamGate, check_count, st
 from emulation.errors import DeviceRefusal, MalformedRequest
 from emulation.ocs_device import OcsDevice
 from emulation.switch_device import BlockSwitch
-from southbound.errors import EPOCH_METADATA_KEY, GENERATION_METADATA_KEY
-from southbound.pb import common_pb2, ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
+from southbound.grpc_native.pb import (
+    common_pb2,
+    ocs_pb2,
+    ocs_pb2_grpc,
+    packet_switch_pb2,
+    packet_switch_pb2_grpc,
+)
+from southbound.grpc_native.status import EPOCH_METADATA_KEY, GENERATION_METADATA_KEY
 from southbound.types import OcsEvent
 
 log = logging.getLogger(__name__)

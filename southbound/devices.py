@@ -34,7 +34,7 @@ import yaml
 from optimizer import limits, schema
 from optimizer.config import parse_yaml
 from optimizer.errors import ConfigError
-from southbound.rpc import CallOptions, RetryPolicy
+from southbound.options import CallOptions, RetryPolicy
 from southbound.tls import TlsConfig
 
 DEVICE_KINDS = ("ocs", "block", "spine")

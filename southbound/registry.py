@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from southbound.devices import DeviceConfig
-from southbound.ocs_client import OcsClient
-from southbound.switch_client import SwitchClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.switch_client import SwitchClient
 
 ClientFactory = Callable[[DeviceConfig], Any]
 

@@ -34,8 +34,8 @@ from emulation.mininet.plan import NetPlan, plan_network
 from optimizer.config import load_fabric
 from optimizer.fabric import Fabric
 from southbound.devices import DeviceConfig, write_devices_file
-from southbound.ocs_client import OcsClient
-from southbound.switch_client import SwitchClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.switch_client import SwitchClient
 from southbound.tls import ServerTlsConfig, TlsConfig
 
 log = logging.getLogger(__name__)

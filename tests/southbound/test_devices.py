@@ -9,9 +9,9 @@ import yaml
 
 from optimizer.errors import ConfigError
 from southbound.devices import DeviceConfig, load_devices_file, write_devices_file
-from southbound.ocs_client import OcsClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.switch_client import SwitchClient
 from southbound.registry import DriverRegistry, UnknownTransport, default_registry
-from southbound.switch_client import SwitchClient
 from tests.support.southbound_fixtures import served_ocs
 
 
