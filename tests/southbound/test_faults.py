@@ -39,7 +39,8 @@ def test_down_device_raises_device_unavailable_after_bounded_retries() -> None:
         elapsed = time.monotonic() - started
         assert not client.is_serving()
     assert info.value.device == "gone"
-    assert info.value.code is ErrorCode.UNAVAILABLE and info.value.transport_code == grpc.StatusCode.UNAVAILABLE
+    assert info.value.code is ErrorCode.UNAVAILABLE
+    assert info.value.transport_code == grpc.StatusCode.UNAVAILABLE
     assert elapsed < 5.0
 
 
@@ -94,7 +95,8 @@ def test_slow_device_hits_the_deadline_instead_of_hanging() -> None:
     finally:
         release.set()
         server.stop(0)
-    assert info.value.code is ErrorCode.DEADLINE and info.value.transport_code == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert info.value.code is ErrorCode.DEADLINE
+    assert info.value.transport_code == grpc.StatusCode.DEADLINE_EXCEEDED
     assert len(calls) == 1  # DEADLINE_EXCEEDED is not retried
     assert elapsed < 3.0
 
@@ -111,7 +113,8 @@ def test_unimplemented_is_a_device_error() -> None:
             client.device_info()
     finally:
         server.stop(0)
-    assert info.value.code is ErrorCode.UNSUPPORTED and info.value.transport_code == grpc.StatusCode.UNIMPLEMENTED
+    assert info.value.code is ErrorCode.UNSUPPORTED
+    assert info.value.transport_code == grpc.StatusCode.UNIMPLEMENTED
     assert not isinstance(info.value, DeviceUnavailable)
 
 

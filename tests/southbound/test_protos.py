@@ -21,7 +21,9 @@ def _tree(root: Path) -> set[Path]:
     }
 
 
-@pytest.mark.parametrize("tree", [southbound_proto.TREE, northbound_proto.TREE], ids=["southbound", "northbound"])
+@pytest.mark.parametrize(
+    "tree", [southbound_proto.TREE, northbound_proto.TREE], ids=["southbound", "northbound"]
+)
 def test_committed_stubs_match_regenerated(tree: ProtoTree, tmp_path: Path) -> None:
     written = regenerate(tree, tmp_path)
     assert written, "regeneration wrote nothing"
@@ -37,7 +39,8 @@ def test_committed_stubs_match_regenerated(tree: ProtoTree, tmp_path: Path) -> N
 
 
 def test_each_proto_lives_with_the_package_that_serves_it() -> None:
-    assert [str(p) for p in northbound_proto.TREE.proto_files()] == ["heliostat/controller/v1/controller.proto"]
+    northbound = [str(p) for p in northbound_proto.TREE.proto_files()]
+    assert northbound == ["heliostat/controller/v1/controller.proto"]
     assert {str(p) for p in southbound_proto.TREE.proto_files()} == {
         f"heliostat/southbound/v1/{name}.proto" for name in ("common", "ocs", "packet_switch")
     }
