@@ -15,8 +15,9 @@ from southbound.errors import (
     SouthboundError,
     StaleGeneration,
 )
+from southbound.grpc_native import convert
 from southbound.grpc_native.client_base import DeviceClient, new_request_id
-from southbound.grpc_native.pb import common_pb2, ocs_pb2, ocs_pb2_grpc
+from southbound.grpc_native.pb import ocs_pb2, ocs_pb2_grpc
 from southbound.grpc_native.status import map_rpc_error
 from southbound.types import (
     ApplyResult,
@@ -28,9 +29,6 @@ from southbound.types import (
 )
 
 log = logging.getLogger(__name__)
-
-_SIDES = {ocs_pb2.OCS_SIDES_NORTH_SOUTH: "north_south", ocs_pb2.OCS_SIDES_ANY: "any"}
-_PORT_SIDES = {ocs_pb2.PORT_SIDE_NORTH: "north", ocs_pb2.PORT_SIDE_SOUTH: "south"}
 
 
 class OcsEventStream:
@@ -44,7 +42,7 @@ class OcsEventStream:
     def __iter__(self) -> Iterator[OcsEvent]:
         try:
             for message in self._call:
-                yield event_from_proto(message)
+                yield convert.event_from_proto(message)
         except grpc.RpcError as exc:
             if self._cancelled or exc.code() == grpc.StatusCode.CANCELLED:
                 return
@@ -64,29 +62,15 @@ class OcsClient(DeviceClient):
         self._stub = ocs_pb2_grpc.OcsServiceStub(channel)
 
     def device_info(self) -> OcsInfo:
-        reply = self._caller.call(self._stub.GetDeviceInfo, ocs_pb2.GetOcsDeviceInfoRequest())
-        return OcsInfo(
-            name=reply.name,
-            radix=reply.radix,
-            sides=_SIDES.get(reply.sides, "unspecified"),
-            north_ports=tuple(reply.north_ports),
-            south_ports=tuple(reply.south_ports),
-            generation=reply.generation,
-            switching_time_s=reply.switching_time_ms / 1000.0,
-            powered=reply.powered,
+        return convert.ocs_info_from_proto(
+            self._caller.call(self._stub.GetDeviceInfo, ocs_pb2.GetOcsDeviceInfoRequest())
         )
 
     def cross_connects(self, deadline_s: float | None = None) -> CrossConnectTable:
         reply = self._caller.call(
             self._stub.ListCrossConnects, ocs_pb2.ListCrossConnectsRequest(), deadline_s
         )
-        connects = [CrossConnect(c.port_a, c.port_b) for c in reply.cross_connects]
-        switching = [
-            CrossConnect(c.port_a, c.port_b)
-            for c in reply.cross_connects
-            if c.state == ocs_pb2.CROSS_CONNECT_STATE_SWITCHING
-        ]
-        return CrossConnectTable(reply.generation, frozenset(connects), frozenset(switching))
+        return convert.cross_connects_from_proto(reply)
 
     def apply(
         self,
@@ -107,8 +91,8 @@ class OcsClient(DeviceClient):
         request = ocs_pb2.ApplyCrossConnectsRequest(
             request_id=request_id,
             expected_generation=expected_generation,
-            add=[ocs_pb2.CrossConnect(port_a=c.a, port_b=c.b) for c in add],
-            remove=[ocs_pb2.CrossConnect(port_a=c.a, port_b=c.b) for c in remove],
+            add=[convert.cross_connect_to_proto(c) for c in add],
+            remove=[convert.cross_connect_to_proto(c) for c in remove],
         )
         try:
             reply = self._mutate(self._stub.ApplyCrossConnects, request)
@@ -144,44 +128,10 @@ class OcsClient(DeviceClient):
         reply = self._caller.call(
             self._stub.GetPortStatus, ocs_pb2.GetPortStatusRequest(ports=list(ports))
         )
-        return [
-            OcsPortStatus(
-                port=p.port,
-                side=_PORT_SIDES.get(p.side, "any"),
-                oper_up=p.oper_status == common_pb2.OPER_STATUS_UP,
-                rx_power_dbm=p.rx_power_dbm,
-                tx_power_dbm=p.tx_power_dbm,
-                connected_port=p.connected_port if p.HasField("connected_port") else None,
-            )
-            for p in reply.ports
-        ]
+        return [convert.port_status_from_proto(p) for p in reply.ports]
 
     def events(self, deadline_s: float = 3600.0) -> OcsEventStream:
         """Events from now on, until cancel() or the (long) deadline."""
         call = self._stub.StreamEvents(ocs_pb2.StreamOcsEventsRequest(), timeout=deadline_s)
         return OcsEventStream(self.name, call)
 
-
-def event_from_proto(message: ocs_pb2.OcsEvent) -> OcsEvent:
-    kind = message.WhichOneof("event") or "unknown"
-    connect = None
-    reason = ""
-    lost = 0
-    if kind == "circuit_up":
-        c = message.circuit_up.cross_connect
-        connect = CrossConnect(c.port_a, c.port_b)
-    elif kind == "circuit_down":
-        c = message.circuit_down.cross_connect
-        connect = CrossConnect(c.port_a, c.port_b)
-        reason = message.circuit_down.reason
-    elif kind == "power_loss":
-        lost = message.power_loss.circuits_lost
-    return OcsEvent(
-        sequence=message.sequence,
-        time_s=message.time_s,
-        generation=message.generation,
-        kind=kind,
-        cross_connect=connect,
-        reason=reason,
-        circuits_lost=lost,
-    )

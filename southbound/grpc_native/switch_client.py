@@ -10,22 +10,16 @@ import grpc
 from southbound.errors import (
     ApplyFailed,
     ApplyOutcome,
+    DeviceError,
     Fenced,
     InvalidRequest,
     SouthboundError,
     StaleGeneration,
 )
+from southbound.grpc_native import convert
 from southbound.grpc_native.client_base import DeviceClient, new_request_id
-from southbound.grpc_native.pb import common_pb2, packet_switch_pb2, packet_switch_pb2_grpc
-from southbound.types import (
-    GroupTable,
-    NextHopGroups,
-    PortCounters,
-    SetGroupsResult,
-    SwitchCounters,
-    SwitchInfo,
-    SwitchPort,
-)
+from southbound.grpc_native.pb import packet_switch_pb2, packet_switch_pb2_grpc
+from southbound.types import NextHopGroups, SetGroupsResult, SwitchCounters, SwitchInfo, SwitchPort
 
 log = logging.getLogger(__name__)
 
@@ -41,40 +35,20 @@ class SwitchClient(DeviceClient):
         self._stub = packet_switch_pb2_grpc.PacketSwitchServiceStub(channel)
 
     def device_info(self) -> SwitchInfo:
-        r = self._caller.call(self._stub.GetDeviceInfo, pb.GetSwitchDeviceInfoRequest())
-        return SwitchInfo(
-            name=r.name,
-            block=r.block,
-            num_ports=r.num_ports,
-            port_speed_gbps=r.port_speed_gbps,
-            max_group_entries=r.max_group_entries,
-            table_capacity=r.table_capacity,
-            generation=r.generation,
-            role="spine" if r.role == pb.SWITCH_ROLE_SPINE else "block",
+        return convert.switch_info_from_proto(
+            self._caller.call(self._stub.GetDeviceInfo, pb.GetSwitchDeviceInfoRequest())
         )
 
     def ports(self) -> list[SwitchPort]:
         reply = self._caller.call(self._stub.ListPorts, pb.ListPortsRequest())
-        return [
-            SwitchPort(
-                port=p.port,
-                oper_up=p.oper_status == common_pb2.OPER_STATUS_UP,
-                drained=p.drained,
-                speed_gbps=p.speed_gbps,
-                peer_block=p.peer.block if p.HasField("peer") else None,
-                peer_port=p.peer.port if p.HasField("peer") else None,
-            )
-            for p in reply.ports
-        ]
+        return [convert.port_from_proto(p) for p in reply.ports]
 
     def groups(self, deadline_s: float | None = None) -> NextHopGroups:
-        r = self._caller.call(self._stub.GetNextHopGroups, pb.GetNextHopGroupsRequest(), deadline_s)
-        return NextHopGroups(
-            generation=r.generation,
-            source=_table_from_proto(r.source),
-            transit=_table_from_proto(r.transit),
-            entries_used=r.entries_used,
-        )
+        reply = self._caller.call(self._stub.GetNextHopGroups, pb.GetNextHopGroupsRequest(), deadline_s)
+        try:
+            return convert.groups_from_proto(reply)
+        except convert.MalformedMessage as exc:
+            raise DeviceError(self.name, f"malformed next-hop groups: {exc}") from exc
 
     def set_groups(
         self,
@@ -100,8 +74,8 @@ class SwitchClient(DeviceClient):
             request_id=request_id,
             expected_generation=expected_generation,
             replace=replace,
-            source=_table_to_proto(source),
-            transit=_table_to_proto(transit),
+            source=convert.table_to_proto(source),
+            transit=convert.table_to_proto(transit),
             delete_source=list(delete_source),
             delete_transit=list(delete_transit),
         )
@@ -147,37 +121,4 @@ class SwitchClient(DeviceClient):
         return frozenset(r.drained_ports)
 
     def counters(self) -> SwitchCounters:
-        r = self._caller.call(self._stub.GetCounters, pb.GetCountersRequest())
-        return SwitchCounters(
-            time_s=r.time_s,
-            ports={
-                c.port: PortCounters(
-                    port=c.port,
-                    tx_bytes=c.tx_bytes,
-                    rx_bytes=c.rx_bytes,
-                    tx_packets=c.tx_packets,
-                    rx_packets=c.rx_packets,
-                    tx_drops=c.tx_drops,
-                    rx_drops=c.rx_drops,
-                    tx_drop_bytes=c.tx_drop_bytes,
-                    rx_drop_bytes=c.rx_drop_bytes,
-                )
-                for c in r.ports
-            },
-            egress_bytes={d.destination_block: d.egress_bytes for d in r.destinations},
-            no_route_drops=r.no_route_drops,
-        )
-
-
-def _table_to_proto(table: Mapping[str, Mapping[str, int]]) -> list[pb.NextHopGroup]:
-    return [
-        pb.NextHopGroup(
-            destination_block=dest,
-            next_hops=[pb.NextHop(via_block=v, weight=w) for v, w in sorted(hops.items())],
-        )
-        for dest, hops in sorted(table.items())
-    ]
-
-
-def _table_from_proto(groups: Iterable[pb.NextHopGroup]) -> GroupTable:
-    return {g.destination_block: {h.via_block: h.weight for h in g.next_hops} for g in groups}
+        return convert.counters_from_proto(self._caller.call(self._stub.GetCounters, pb.GetCountersRequest()))
