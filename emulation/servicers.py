@@ -12,6 +12,7 @@ import grpc
 
 from emulation.admission.fencing import EpochFence, StaleEpoch
 from emulation.admission.limits import MAX_STREAM_S, StreamGate, check_count, stream_capacity
+from emulation.counters import switch_counters
 from emulation.errors import DeviceRefusal, MalformedRequest
 from emulation.ocs_device import OcsDevice
 from emulation.switch_device import BlockSwitch
@@ -28,8 +29,6 @@ from southbound.types import (
     NextHopGroups,
     OcsInfo,
     OcsPortStatus,
-    PortCounters,
-    SwitchCounters,
     SwitchInfo,
     SwitchPort,
 )
@@ -196,16 +195,7 @@ class PacketSwitchServicer(packet_switch_pb2_grpc.PacketSwitchServiceServicer):
         return pb.DrainPortsResponse(drained_ports=_serve(context, undrain))
 
     def GetCounters(self, request: Any, context: grpc.ServicerContext) -> Any:
-        c = self.device.counters()
-        columns = [c[f].tolist() for f in convert.COUNTER_FIELDS]  # type: ignore[attr-defined]
-        ports = {
-            port: PortCounters(port, **dict(zip(convert.COUNTER_FIELDS, row, strict=True)))
-            for port, row in enumerate(zip(*columns, strict=True))
-        }
-        egress: dict[str, int] = c["egress"]  # type: ignore[assignment]
-        time_s: float = c["time_s"]  # type: ignore[assignment]
-        no_route: int = c["no_route_drops"]  # type: ignore[assignment]
-        return convert.counters_to_proto(SwitchCounters(time_s, ports, egress, no_route))
+        return convert.counters_to_proto(switch_counters(self.device.counters()))
 
 
 def _table(groups: Any) -> dict[str, dict[str, int]]:

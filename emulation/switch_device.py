@@ -19,7 +19,7 @@ import numpy as np
 
 from emulation.admission.idempotency import ReplayCache, request_digest
 from emulation.clock import EmulatedClock
-from emulation.counters import CounterArray
+from emulation.counters import PORT_COUNTERS, CounterArray
 from emulation.errors import GenerationMismatch, MalformedRequest
 
 log = logging.getLogger(__name__)
@@ -27,10 +27,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_GROUP_ENTRIES = 128
 DEFAULT_TABLE_CAPACITY = 16384
 DEFAULT_PACKET_BYTES = 1000.0
-PORT_COUNTERS = (
-    "tx_bytes", "rx_bytes", "tx_packets", "rx_packets",
-    "tx_drops", "rx_drops", "tx_drop_bytes", "rx_drop_bytes",
-)
 
 Table = dict[str, dict[str, int]]
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from emulation.counters import PORT_COUNTERS
 from emulation.errors import ApplyAborted
 from emulation.openflow.channel import Channel, SwitchRejected, SwitchUnreachable
 from emulation.openflow.clock import WallClock
@@ -57,8 +58,6 @@ COOKIE_MASK_KIND = 0xFFFFFFFF00000000
 ETH_LLDP, ETH_IPV4 = 0x88CC, 0x0800
 #: OVS extension: add a group, or modify it if it exists (OFPGC_ADD_OR_MOD).
 GROUP_ADD_OR_MOD = 0x8000
-COUNTER_FIELDS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets", "tx_drops", "rx_drops",
-                  "tx_drop_bytes", "rx_drop_bytes")
 
 
 class OpenFlowBlockSwitch(BlockSwitch):
@@ -408,7 +407,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
                     log.warning("%s: counters unavailable: %s", self.name, exc)
             if self._last_counters is None:
                 zeros = np.zeros(self.num_ports, dtype=np.uint64)
-                self._last_counters = {f: zeros for f in COUNTER_FIELDS} | {
+                self._last_counters = {f: zeros for f in PORT_COUNTERS} | {
                     "time_s": time.time(),
                     "egress": {b: 0 for b in self.blocks if b != self.block},
                     "no_route_drops": 0,
@@ -424,7 +423,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
             dp, table_id=TABLE_NO_ROUTE, cookie=COOKIE_NO_ROUTE, cookie_mask=COOKIE_MASK_KIND))
         now = time.time()
         c = self._counters
-        columns = {f: np.zeros(self.num_ports, dtype=np.uint64) for f in COUNTER_FIELDS}
+        columns = {f: np.zeros(self.num_ports, dtype=np.uint64) for f in PORT_COUNTERS}
         for stat in ports:
             port = uplink_index(stat.port_no)
             if not 0 <= port < self.num_ports:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from southbound.grpc_native.pb import common_pb2, ocs_pb2, packet_switch_pb2
 from southbound.types import (
+    PORT_COUNTER_FIELDS,
     CrossConnect,
     CrossConnectTable,
     GroupTable,
@@ -32,8 +33,6 @@ _SIDES = {ocs_pb2.OCS_SIDES_NORTH_SOUTH: "north_south", ocs_pb2.OCS_SIDES_ANY: "
 _PORT_SIDES = {ocs_pb2.PORT_SIDE_NORTH: "north", ocs_pb2.PORT_SIDE_SOUTH: "south"}
 _ROLES = {pb.SWITCH_ROLE_SPINE: "spine"}
 _SWITCHING, _ESTABLISHED = ocs_pb2.CROSS_CONNECT_STATE_SWITCHING, ocs_pb2.CROSS_CONNECT_STATE_ESTABLISHED
-COUNTER_FIELDS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets", "tx_drops", "rx_drops",
-                  "tx_drop_bytes", "rx_drop_bytes")
 #: what the emulated devices say they are
 EMULATOR_VENDOR, EMULATOR_VERSION = "heliostat-emulator", "1"
 
@@ -122,7 +121,7 @@ def groups_from_proto(r: pb.NextHopGroups) -> NextHopGroups:
 def counters_to_proto(c: SwitchCounters) -> pb.SwitchCounters:
     return pb.SwitchCounters(
         time_s=c.time_s,
-        ports=[pb.PortCounters(port=p.port, **{f: getattr(p, f) for f in COUNTER_FIELDS})
+        ports=[pb.PortCounters(port=p.port, **{f: getattr(p, f) for f in PORT_COUNTER_FIELDS})
                for _, p in sorted(c.ports.items())],
         destinations=[pb.DestinationCounter(destination_block=b, egress_bytes=v)
                       for b, v in c.egress_bytes.items()],
@@ -133,7 +132,7 @@ def counters_to_proto(c: SwitchCounters) -> pb.SwitchCounters:
 def counters_from_proto(r: pb.SwitchCounters) -> SwitchCounters:
     return SwitchCounters(
         time_s=r.time_s,
-        ports={c.port: PortCounters(port=c.port, **{f: getattr(c, f) for f in COUNTER_FIELDS})
+        ports={c.port: PortCounters(port=c.port, **{f: getattr(c, f) for f in PORT_COUNTER_FIELDS})
                for c in r.ports},
         egress_bytes={d.destination_block: d.egress_bytes for d in r.destinations},
         no_route_drops=r.no_route_drops,
