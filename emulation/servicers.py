@@ -15,7 +15,7 @@ from emulation.admission.limits import MAX_STREAM_S, StreamGate, check_count, st
 from emulation.counters import switch_counters
 from emulation.errors import DeviceRefusal, MalformedRequest
 from emulation.ocs_device import OcsDevice
-from emulation.switch_device import BlockSwitch
+from emulation.switch_device import ServedSwitch
 from southbound.grpc_native import convert
 from southbound.grpc_native.pb import (
     ocs_pb2,
@@ -123,7 +123,7 @@ pb = packet_switch_pb2
 
 
 class PacketSwitchServicer(packet_switch_pb2_grpc.PacketSwitchServiceServicer):
-    def __init__(self, device: BlockSwitch) -> None:
+    def __init__(self, device: ServedSwitch) -> None:
         self.device = device
         self.fence = EpochFence(device.name)
 
