@@ -15,7 +15,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from emulation.admission.limits import SERVER_OPTIONS, StreamGate, stream_capacity
-from emulation.ocs_device import OcsDevice
+from emulation.ocs_device import ServedOcs
 from emulation.servicers import OcsServicer, PacketSwitchServicer
 from emulation.switch_device import ServedSwitch
 from southbound.grpc_native.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
@@ -131,7 +131,7 @@ class DeviceAgent:
 WORKERS = 8
 
 
-def ocs_agent(device: OcsDevice, tls: ServerTlsConfig | None = None) -> DeviceAgent:
+def ocs_agent(device: ServedOcs, tls: ServerTlsConfig | None = None) -> DeviceAgent:
     servicer = OcsServicer(device, StreamGate(stream_capacity(WORKERS)))
     return DeviceAgent(
         device.name,

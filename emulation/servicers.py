@@ -14,7 +14,7 @@ from emulation.admission.fencing import EpochFence, StaleEpoch
 from emulation.admission.limits import MAX_STREAM_S, StreamGate, check_count, stream_capacity
 from emulation.counters import switch_counters
 from emulation.errors import DeviceRefusal, MalformedRequest
-from emulation.ocs_device import OcsDevice
+from emulation.ocs_device import ServedOcs
 from emulation.switch_device import ServedSwitch
 from southbound.grpc_native import convert
 from southbound.grpc_native.pb import (
@@ -54,7 +54,7 @@ def _serve(context: grpc.ServicerContext, action: Callable[[], T]) -> T:
 
 
 class OcsServicer(ocs_pb2_grpc.OcsServiceServicer):
-    def __init__(self, device: OcsDevice, streams: StreamGate | None = None) -> None:
+    def __init__(self, device: ServedOcs, streams: StreamGate | None = None) -> None:
         self.device = device
         self.fence = EpochFence(device.name)
         self.streams = streams or StreamGate(stream_capacity(8))

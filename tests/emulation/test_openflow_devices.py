@@ -1,22 +1,27 @@
-"""The OpenFlow switch composes its device model: the model (BlockSwitch, SpineDevice) decides,
-the bridge is programmed before a change commits, a bridge that refuses leaves the model as
-it was. Run against a recording channel (os-ken's OpenFlow 1.3 messages, no switch)."""
+"""The OpenFlow devices compose their device models: the model (BlockSwitch, SpineDevice,
+OcsDevice) decides, the bridge is programmed before a change commits, a bridge that refuses
+leaves the model as it was. Run against a recording channel (os-ken's OpenFlow 1.3
+messages, no switch)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 from os_ken.ofproto import ofproto_v1_3, ofproto_v1_3_parser
 
 from emulation.errors import ApplyAborted, MalformedRequest
+from emulation.ocs_device import OcsDevice
 from emulation.openflow.block import TABLE_SOURCE, TABLE_TRANSIT, OpenFlowBlockSwitch, block_switch
 from emulation.openflow.channel import SwitchRejected
+from emulation.openflow.ocs import OpenFlowOcs
 from emulation.openflow.pipeline import group_id
 from emulation.openflow.probes import ProbeNeighbours
-from emulation.openflow.spec import BlockSpec, uplink_ofport
+from emulation.openflow.spec import BlockSpec, OcsSpec, ocs_ofport, uplink_ofport
 from emulation.openflow.spine import spine_switch
 from emulation.switch_device import BlockSwitch, StaticLinks
+from southbound.types import CrossConnect
 
 BLOCKS = ("a", "b", "c")
 NODES = (*BLOCKS, "s1")
@@ -26,6 +31,11 @@ class _Datapath:
     id = 0x101
     ofproto = ofproto_v1_3
     ofproto_parser = ofproto_v1_3_parser
+
+
+class _PortDesc:
+    def __init__(self, port_no: int) -> None:
+        self.port_no, self.state = port_no, 0
 
 
 class RecordingChannel:
@@ -48,7 +58,23 @@ class RecordingChannel:
         return None
 
     def multipart(self, request: Any, timeout_s: float = 5.0) -> list[Any]:
+        if type(request).__name__ == "OFPPortDescStatsRequest":  # every port up
+            return [_PortDesc(ocs_ofport(p)) for p in range(8)]
         return []
+
+    def flows(self) -> set[tuple[int, int]]:
+        """(in port, out port) of every cross-connect flow added and not deleted since."""
+        held: set[tuple[int, int]] = set()
+        for batch in self.batches:
+            for m in batch:
+                if isinstance(m, ofproto_v1_3_parser.OFPFlowMod) and m.table_id == 0 and m.priority == 100:
+                    pair = m.match["in_port"]
+                    if m.command == ofproto_v1_3.OFPFC_ADD:
+                        out = m.instructions[0].actions[0].port
+                        held.add((pair, out))
+                    else:
+                        held = {h for h in held if h[0] != pair}
+        return held
 
     def group_mods(self) -> dict[int, list[tuple[int, int]]]:
         """group id -> [(uplink ofport, weight)] of the last mod of each group."""
@@ -124,3 +150,35 @@ def test_a_model_is_realised_by_one_bridge_only() -> None:
     OpenFlowBlockSwitch(BlockSpec("a", 1, 6, 100.0), model, _neighbours("a"))
     with pytest.raises(ValueError, match="realised elsewhere already"):
         OpenFlowBlockSwitch(BlockSpec("a", 1, 6, 100.0), model, _neighbours("a"))
+
+
+def _ocs(switching_time_s: float = 0.0) -> tuple[OpenFlowOcs, RecordingChannel]:
+    ocs = OpenFlowOcs(OcsSpec("o1", 0x10000, 8, "split"), switching_time_s=switching_time_s)
+    channel = RecordingChannel()
+    ocs.attach(channel)
+    return ocs, channel
+
+
+def test_an_ocs_apply_programs_the_flow_pairs_then_commits_in_the_model() -> None:
+    ocs, channel = _ocs()
+    assert isinstance(ocs.model, OcsDevice) and ocs.model.realiser is ocs
+    assert ocs.apply("r1", 1, [], [(0, 4)]) == (2, False)
+    assert channel.flows() == {(ocs_ofport(0), ocs_ofport(4)), (ocs_ofport(4), ocs_ofport(0))}
+    assert ocs.cross_connects()[1] == [(CrossConnect(0, 4), False)]
+    channel.refuse = 1
+    with pytest.raises(ApplyAborted, match="programming the bridge failed"):
+        ocs.apply("r2", 2, [(0, 4)], [(0, 5)])
+    assert ocs.generation == 2 and ocs.cross_connects()[1] == [(CrossConnect(0, 4), False)]
+    assert channel.flows() == {(ocs_ofport(0), ocs_ofport(4)), (ocs_ofport(4), ocs_ofport(0))}  # restored
+
+
+def test_an_ocs_lights_a_new_circuit_once_its_mirrors_have_moved() -> None:
+    ocs, channel = _ocs(switching_time_s=0.05)
+    events = ocs.subscribe()
+    ocs.apply("r1", 1, [], [(1, 6)])
+    assert channel.flows() == set() and ocs.cross_connects()[1] == [(CrossConnect(1, 6), True)]
+    deadline = time.monotonic() + 5.0
+    while not channel.flows() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert channel.flows() == {(ocs_ofport(1), ocs_ofport(6)), (ocs_ofport(6), ocs_ofport(1))}
+    assert events.get(timeout=1.0).kind == "circuit_up"
