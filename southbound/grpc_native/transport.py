@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from southbound.contracts import OCS_CAPABILITIES, SWITCH_CAPABILITIES
+from southbound.contracts import CIRCUITS, COUNTERS, DRAIN, EVENTS, GROUPS
 from southbound.devices import DeviceConfig
 from southbound.grpc_native.ocs_client import OcsClient
 from southbound.grpc_native.switch_client import SwitchClient
@@ -30,7 +30,8 @@ def switch_client(device: DeviceConfig) -> SwitchClient:
 
 def register(registry: DriverRegistry) -> None:
     """Register the gRPC drivers for every capability under the transport name ``grpc``."""
-    for capability in OCS_CAPABILITIES:
-        registry.register(capability, NAME, ocs_client)
-    for capability in SWITCH_CAPABILITIES:
-        registry.register(capability, NAME, switch_client)
+    registry.register(CIRCUITS, NAME, ocs_client)
+    registry.register(EVENTS, NAME, ocs_client)
+    registry.register(GROUPS, NAME, switch_client)
+    registry.register(COUNTERS, NAME, switch_client)
+    registry.register(DRAIN, NAME, switch_client)
