@@ -17,7 +17,8 @@ capabilities all come from one driver gets that driver itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, cast
 
 from optimizer.errors import ConfigError
@@ -81,14 +82,11 @@ class DriverRegistry:
             for capability in _capabilities(device):
                 self._factory(capability, device)
 
-    def capability(self, capability: Capability[C], device: DeviceConfig) -> C:
-        """A new driver of one capability of ``device``."""
-        return cast(C, self._factory(capability, device)(device.for_route(device.route(capability.name))))
-
     def switch(self, device: DeviceConfig) -> PacketSwitch:
         """The driver of a block or spine switch."""
         made = _Made(self, device)
-        groups, counters, drain = made(GROUPS), made(COUNTERS), made(DRAIN)
+        with made.closed_on_error():
+            groups, counters, drain = made(GROUPS), made(COUNTERS), made(DRAIN)
         if groups is counters is drain:
             return cast(PacketSwitch, groups)
         return ComposedSwitch(groups, counters, drain)
@@ -96,7 +94,8 @@ class DriverRegistry:
     def ocs(self, device: DeviceConfig) -> OpticalSwitch:
         """The driver of an OCS."""
         made = _Made(self, device)
-        circuits, events = made(CIRCUITS), made(EVENTS)
+        with made.closed_on_error():
+            circuits, events = made(CIRCUITS), made(EVENTS)
         if circuits is events:
             return cast(OpticalSwitch, circuits)
         return ComposedOcs(circuits, events)
@@ -142,6 +141,16 @@ class _Made:
         if key not in self._made:
             self._made[key] = factory(self._device.for_route(route))
         return cast(C, self._made[key])
+
+    @contextmanager
+    def closed_on_error(self) -> Iterator[None]:
+        """Close what was made when making the rest fails."""
+        try:
+            yield
+        except BaseException:
+            for driver in self._made.values():
+                driver.close()
+            raise
 
 
 class _Composed(ClosesOnExit):

@@ -353,3 +353,20 @@ def test_config_check_reports_an_unregistered_transport(tmp_path: Path) -> None:
     with pytest.raises(UnknownTransport, match=r"devices.yaml: devices.ocs1.transport: no driver for "
                                                r"transport 'netconf' and capability 'circuits'"):
         check_controller_config(config)
+
+
+def test_a_device_whose_second_driver_fails_closes_the_first() -> None:
+    fabric = load_fabric(FABRIC)
+    registry = DriverRegistry()
+    memory = MemoryTransport(fabric)
+    memory.register(registry)
+
+    def broken(device: DeviceConfig) -> MemorySwitch:
+        raise OSError("no route to the P4Runtime server")
+
+    registry.register(COUNTERS, "broken", broken)
+    device = DeviceConfig("b1", "block", "127.0.0.1:1", transport="memory",
+                          routes=(CapabilityRoute("counters", "broken", "127.0.0.1:2"),))
+    with pytest.raises(OSError, match="no route"):
+        registry.switch(device)
+    assert memory.switches["b1"].closed == 1
