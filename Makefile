@@ -28,7 +28,8 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
 
 protos: $(STAMP)
-	$(BIN)/python -m southbound.proto.regen
+	$(BIN)/python -m southbound.grpc_native.proto
+	$(BIN)/python -m controller.northbound.proto
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS_ha.md")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    logging.getLogger("southbound.rpc").setLevel(logging.ERROR)
+    logging.getLogger("southbound.grpc_native.rpc").setLevel(logging.ERROR)
     logging.getLogger("emulation").setLevel(logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="bench-ha-") as tmp:
         latency = journal_latency(args.steps, Path(tmp))

@@ -26,7 +26,7 @@ from emulation.fabric import EmulatedFabric
 from optimizer.config import load_fabric
 from optimizer.topology import Circuit, uniform_mesh
 from optimizer.traffic import uniform_matrix
-from southbound.rpc import CallOptions, RetryPolicy
+from southbound.options import CallOptions, RetryPolicy
 from southbound.types import CrossConnect
 
 HERE = Path(__file__).resolve().parent

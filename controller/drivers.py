@@ -1,4 +1,8 @@
-"""The daemon's view of the devices: one client per device, and the few verbs the loop uses.
+"""The daemon's view of the devices: one driver per device, and the few verbs the loop uses.
+
+The drivers are the device contracts of :mod:`southbound.contracts` (a PacketSwitch per block
+or spine switch, an OpticalSwitch per OCS), made by the driver registry from the devices
+file: whichever transports serve them, nothing here changes.
 
 This module is the I/O edge between the pure decisions and the southbound drivers: it polls
 OCS circuit tables and block counters (in parallel), pushes next-hop groups with generation
@@ -17,17 +21,17 @@ from controller.device_view import GroupTables, OcsReading, PollResult
 from optimizer.errors import HeliostatError
 from optimizer.fabric import Fabric
 from optimizer.topology import Circuit
+from southbound.contracts import Closeable, OpticalSwitch, PacketSwitch
 from southbound.devices import DeviceConfig
 from southbound.errors import SouthboundError, StaleGeneration
 from southbound.fencing import EpochSource
-from southbound.ocs_client import OcsClient
 from southbound.registry import DriverRegistry, UnknownTransport, default_registry
-from southbound.switch_client import SwitchClient
 from southbound.types import CrossConnect, SwitchCounters, SwitchPort
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+C = TypeVar("C", bound=Closeable)
 
 class DevicesMismatch(HeliostatError):
     """The devices file does not cover the fabric (a block or OCS has no device)."""
@@ -61,24 +65,24 @@ class FabricDrivers:
         missing += [o.name for o in fabric.ocs if o.name not in devices]
         if missing:
             raise DevicesMismatch(f"the devices file has no entry for {', '.join(missing)}")
-        self.switches: dict[str, SwitchClient] = {}
-        self.ocs: dict[str, OcsClient] = {}
+        self.switches: dict[str, PacketSwitch] = {}
+        self.ocs: dict[str, OpticalSwitch] = {}
         self._configs: dict[str, DeviceConfig] = {n: devices[n] for n in [*fabric.block_names,
                                                                          *(o.name for o in fabric.ocs)]}
         # Spine switches with a device: polled, steered and drained. One without an entry is
         # a static spine (its links are judged from the blocks' side alone).
-        self.spines: dict[str, SwitchClient] = {}
+        self.spines: dict[str, PacketSwitch] = {}
         try:
             for block in fabric.block_names:
                 self._check_kind(devices[block], "block")
-                self.switches[block] = registry.create(devices[block])
+                self.switches[block] = registry.switch(devices[block])
             for o in fabric.ocs:
                 self._check_kind(devices[o.name], "ocs")
-                self.ocs[o.name] = registry.create(devices[o.name])
+                self.ocs[o.name] = registry.ocs(devices[o.name])
             for spine in fabric.spine:
                 if spine.name in devices:
                     self._check_kind(devices[spine.name], "spine")
-                    self.spines[spine.name] = registry.create(devices[spine.name])
+                    self.spines[spine.name] = registry.switch(devices[spine.name])
                     self._configs[spine.name] = devices[spine.name]
             unmanaged = [s.name for s in fabric.spine if s.name not in self.spines]
             if unmanaged:
@@ -91,7 +95,7 @@ class FabricDrivers:
         for client in [*self.switches.values(), *self.ocs.values(), *self.spines.values()]:
             self._fence(client)
 
-    def _fence(self, client: Any) -> Any:
+    def _fence(self, client: T) -> T:
         """Put the elector's epoch on ``client``'s mutating calls (a client of another transport
         without an ``epoch`` attribute is left as it is)."""
         if self._epoch is not None and hasattr(client, "epoch"):
@@ -106,23 +110,33 @@ class FabricDrivers:
         missing = [n for n in [*self.switches, *self.ocs] if n not in devices]
         if missing:
             raise DevicesMismatch(f"the devices file has no entry for {', '.join(missing)}")
-        changed = []
-        for table, kind in ((self.switches, "block"), (self.ocs, "ocs"), (self.spines, "spine")):
-            for name, client in list(table.items()):
-                if name not in devices:  # a spine switch left out: it keeps its client
-                    continue
-                device = devices[name]
-                if self._configs.get(name) == device:
-                    continue
-                self._check_kind(device, kind)
-                try:
-                    table[name] = self._fence(registry.create(device))
-                except UnknownTransport as exc:
-                    raise DevicesMismatch(str(exc)) from exc
-                self._configs[name] = device
-                client.close()
-                changed.append(name)
+        changed: list[str] = []
+        self._reconnect(self.switches, registry.switch, "block", devices, changed)
+        self._reconnect(self.ocs, registry.ocs, "ocs", devices, changed)
+        # a spine switch left out of the file keeps its driver
+        self._reconnect(self.spines, registry.switch, "spine", devices, changed)
         return changed
+
+    def _reconnect(
+        self,
+        table: dict[str, C],
+        make: Callable[[DeviceConfig], C],
+        kind: str,
+        devices: Mapping[str, DeviceConfig],
+        changed: list[str],
+    ) -> None:
+        for name, driver in list(table.items()):
+            device = devices.get(name)
+            if device is None or self._configs.get(name) == device:
+                continue
+            self._check_kind(device, kind)
+            try:
+                table[name] = self._fence(make(device))
+            except UnknownTransport as exc:
+                raise DevicesMismatch(str(exc)) from exc
+            self._configs[name] = device
+            driver.close()
+            changed.append(name)
 
     @staticmethod
     def _check_kind(device: DeviceConfig, kind: str) -> None:
@@ -224,7 +238,7 @@ class FabricDrivers:
         self._ports_call(ports, lambda client, p: client.undrain(p), "undrain")
 
     def _ports_call(
-        self, ports: Mapping[str, Iterable[int]], call: Callable[[SwitchClient, list[int]], Any], what: str
+        self, ports: Mapping[str, Iterable[int]], call: Callable[[PacketSwitch, list[int]], Any], what: str
     ) -> None:
         wanted = {b: list(p) for b, p in ports.items() if list(p)}
         _, errors = self._each(wanted, lambda b: call(self._switch(b), wanted[b]))
@@ -232,7 +246,7 @@ class FabricDrivers:
             detail = "; ".join(f"{b}: {e}" for b, e in sorted(errors.items()))
             raise DriverError(f"{what} failed: {detail}")
 
-    def _switch(self, name: str) -> SwitchClient:
+    def _switch(self, name: str) -> PacketSwitch:
         """A block's client, or a spine switch's (ports to drain may name either)."""
         client = self.switches.get(name) or self.spines.get(name)
         if client is None:

@@ -15,11 +15,10 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from emulation.admission.limits import SERVER_OPTIONS, StreamGate, stream_capacity
-from emulation.ocs_device import OcsDevice
+from emulation.ocs_device import ServedOcs
 from emulation.servicers import OcsServicer, PacketSwitchServicer
-from emulation.spine_device import SpineDevice
-from emulation.switch_device import BlockSwitch
-from southbound.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
+from emulation.switch_device import ServedSwitch
+from southbound.grpc_native.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
 from southbound.tls import ServerTlsConfig, warn_if_exposed
 
 log = logging.getLogger(__name__)
@@ -132,7 +131,7 @@ class DeviceAgent:
 WORKERS = 8
 
 
-def ocs_agent(device: OcsDevice, tls: ServerTlsConfig | None = None) -> DeviceAgent:
+def ocs_agent(device: ServedOcs, tls: ServerTlsConfig | None = None) -> DeviceAgent:
     servicer = OcsServicer(device, StreamGate(stream_capacity(WORKERS)))
     return DeviceAgent(
         device.name,
@@ -144,7 +143,7 @@ def ocs_agent(device: OcsDevice, tls: ServerTlsConfig | None = None) -> DeviceAg
     )
 
 
-def switch_agent(device: BlockSwitch, tls: ServerTlsConfig | None = None) -> DeviceAgent:
+def switch_agent(device: ServedSwitch, tls: ServerTlsConfig | None = None) -> DeviceAgent:
     servicer = PacketSwitchServicer(device)
     return DeviceAgent(
         device.name,
@@ -158,7 +157,7 @@ def switch_agent(device: BlockSwitch, tls: ServerTlsConfig | None = None) -> Dev
     )
 
 
-def spine_agent(device: SpineDevice, tls: ServerTlsConfig | None = None) -> DeviceAgent:
+def spine_agent(device: ServedSwitch, tls: ServerTlsConfig | None = None) -> DeviceAgent:
     """A spine switch serves the packet-switch service, as a block does (kind ``spine``)."""
     servicer = PacketSwitchServicer(device)
     return DeviceAgent(

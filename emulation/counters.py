@@ -1,9 +1,17 @@
 """Monotonic 64-bit counters fed with fractional amounts: whole units go to a uint64 total
-(which wraps modulo 2**64 like a hardware counter), the fraction is carried over."""
+(which wraps modulo 2**64 like a hardware counter), the fraction is carried over; and a
+switch model's counter reading as the device API reports it (:func:`switch_counters`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
+
+from southbound.types import PORT_COUNTER_FIELDS, PortCounters, SwitchCounters
+
+#: the per-port counters of a switch model's reading, in the order of its arrays
+PORT_COUNTERS = PORT_COUNTER_FIELDS
 
 _MAX_STEP = 2.0**63  # larger single additions are clipped (never reached: ~1e13 per step)
 
@@ -33,3 +41,22 @@ class CounterArray:
 
     def values(self) -> np.ndarray:
         return self._total.copy()
+
+
+def switch_counters(raw: Mapping[str, object]) -> SwitchCounters:
+    """A switch model's ``counters()`` (uint64 arrays by name, ``egress``, ``time_s``,
+    ``no_route_drops``) as plain types, in Python integers."""
+    columns = [np.asarray(raw[f]).tolist() for f in PORT_COUNTERS]
+    ports = {
+        port: PortCounters(port, **dict(zip(PORT_COUNTERS, row, strict=True)))
+        for port, row in enumerate(zip(*columns, strict=True))
+    }
+    egress = raw["egress"]
+    if not isinstance(egress, Mapping):
+        raise TypeError("a counter reading's egress must be a mapping")
+    return SwitchCounters(
+        time_s=float(raw["time_s"]),  # type: ignore[arg-type]
+        ports=ports,
+        egress_bytes={str(b): int(v) for b, v in egress.items()},
+        no_route_drops=int(raw["no_route_drops"]),  # type: ignore[call-overload]
+    )

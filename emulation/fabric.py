@@ -29,6 +29,7 @@ import numpy as np
 
 from emulation.agent import DeviceAgent, ocs_agent, spine_agent, switch_agent
 from emulation.clock import EmulatedClock
+from emulation.counters import switch_counters
 from emulation.dataplane import (
     BLACKHOLE_REASONS,
     FabricIndex,
@@ -52,10 +53,11 @@ from optimizer.fabric import Fabric, OcsSides
 from optimizer.topology import Circuit, uniform_mesh
 from optimizer.traffic import TrafficMatrix
 from southbound.devices import DeviceConfig, write_devices_file
-from southbound.ocs_client import OcsClient
-from southbound.rpc import CallOptions
-from southbound.switch_client import SwitchClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.switch_client import SwitchClient
+from southbound.options import CallOptions
 from southbound.tls import ServerTlsConfig, TlsConfig
+from southbound.types import SwitchCounters
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +101,8 @@ class FabricStats:
 
 
 class EmulatedFabric:
-    """A fabric's OCSes and block switches, served over gRPC, with a flow-level data plane."""
+    """A fabric's OCSes and block switches, served over gRPC, with a flow-level data plane.
+    A :class:`~emulation.backend.FabricBackend`."""
 
     def __init__(
         self,
@@ -258,13 +261,14 @@ class EmulatedFabric:
         return SwitchClient(agent.address, name=name, tls=self._client_tls, options=options)
 
     # -- faults -------------------------------------------------------------------------
-    def fail_link(self, block: str, port: int) -> None:
-        """Cut the link of block ``block``'s port ``port``: the fibre to its OCS port for an
-        uplink, or the static link for a spine port (ports after the uplinks)."""
-        self._set_link(block, port, False)
+    def fail_link(self, device: str, port: int) -> None:
+        """Cut the link of block ``device``'s port ``port``: the fibre to its OCS port for an
+        uplink, or the static link for a spine port (ports after the uplinks); or the link
+        at a spine switch's port."""
+        self._set_link(device, port, False)
 
-    def restore_link(self, block: str, port: int) -> None:
-        self._set_link(block, port, True)
+    def restore_link(self, device: str, port: int) -> None:
+        self._set_link(device, port, True)
 
     def _set_link(self, block: str, port: int, ok: bool) -> None:
         if block in self.spines:  # a spine switch's port: the same link seen from its block
@@ -301,6 +305,23 @@ class EmulatedFabric:
     def restart_agent(self, device: str) -> str:
         """Start the device's server again, on the same address."""
         return self._agent(device).start()
+
+    def kill_agents(self) -> None:
+        """Stop every device's gRPC server; the devices keep forwarding (fail static)."""
+        for agent in self.agents.values():
+            agent.stop(grace_s=0)
+
+    def restart_agents(self) -> None:
+        """Start every device's server again, on the same addresses."""
+        for agent in self.agents.values():
+            agent.start()
+
+    def counters(self, device: str) -> SwitchCounters:
+        """Block or spine switch ``device``'s counters, as its device API reports them."""
+        model = self.switches.get(device) or self.spines.get(device)
+        if model is None:
+            raise FabricError(f"no block or spine switch {device!r} in fabric {self.fabric.name!r}")
+        return switch_counters(model.counters())
 
     def move_agents(self) -> dict[str, str]:
         """Restart every agent on a new port and rewrite the devices file, as an emulator that

@@ -9,6 +9,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -39,9 +40,59 @@ class CrossConnectEntry:
         return now < self.ready_at
 
 
+class CircuitRealiser(Protocol):
+    """An optical data plane an OCS model drives (the packet-level fabric's OpenFlow bridge;
+    the flow-level fabric has none: its data plane reads :meth:`OcsDevice.optical_arrays`).
+
+    ``realise`` runs under the model's lock before an apply commits, with the circuits to
+    take down and those to light at once (the new ones when the mirrors move instantly,
+    none otherwise): raising :class:`~emulation.errors.ApplyAborted` aborts the apply, the
+    model unchanged. ``committed`` follows, still under the lock, with the new circuits."""
+
+    def realise(self, remove: set[CrossConnect], add: set[CrossConnect]) -> None: ...
+
+    def committed(self, added: set[CrossConnect]) -> None: ...
+
+
+class ServedOcs(Protocol):
+    """What the OCS servicer serves: an OcsDevice, or one realised by a bridge
+    (:class:`emulation.openflow.ocs.OpenFlowOcs`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def radix(self) -> int: ...
+    @property
+    def sides(self) -> str: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def switching_time_s(self) -> float: ...
+    @property
+    def powered(self) -> bool: ...
+
+    def cross_connects(self) -> tuple[int, list[tuple[CrossConnect, bool]]]: ...
+
+    def apply(
+        self,
+        request_id: str,
+        expected_generation: int,
+        remove: Iterable[tuple[int, int]],
+        add: Iterable[tuple[int, int]],
+    ) -> tuple[int, bool]: ...
+
+    def port_status(self, ports: Iterable[int] = ()) -> list[dict[str, object]]: ...
+
+    def subscribe(self) -> queue.SimpleQueue[OcsEvent]: ...
+
+    def unsubscribe(self, q: queue.SimpleQueue[OcsEvent]) -> None: ...
+
+
 class OcsDevice:
     """State of one OCS. ``sides`` is "split" (north ports 0..radix/2-1, south the rest) or
-    "any"."""
+    "any". ``fibres_lit``: whether light comes in at every port from the start (else each
+    port is dark until :meth:`set_fibre`). ``realiser``, when given, is programmed before
+    every apply commits (see CircuitRealiser)."""
 
     def __init__(
         self,
@@ -53,6 +104,8 @@ class OcsDevice:
         switching_time_s: float = DEFAULT_SWITCHING_TIME_S,
         tx_power_dbm: float = 0.0,
         seed: int = 0,
+        fibres_lit: bool = True,
+        realiser: CircuitRealiser | None = None,
     ) -> None:
         if sides not in ("split", "any"):
             raise ValueError(f"sides must be 'split' or 'any', got {sides!r}")
@@ -74,7 +127,8 @@ class OcsDevice:
         self._fibre_loss_db = rng.uniform(0.2, 0.8, radix)
         self._insertion_loss_db = rng.uniform(1.0, 2.5, radix)
         self._tx_power_dbm = tx_power_dbm
-        self._fibre_ok = np.ones(radix, dtype=bool)
+        self._fibre_ok = np.full(radix, fibres_lit, dtype=bool)
+        self.realiser = realiser
         self._replays: ReplayCache[int] = ReplayCache()
         self._fault: ApplyFault | None = None
         self._sequence = 0
@@ -175,6 +229,9 @@ class OcsDevice:
                     self.generation,
                 )
             self._validate(remove, add)
+            added = set(add) - set(remove)
+            if self.realiser is not None:
+                self.realiser.realise(set(remove) - set(add), set() if self.switching_time_s else added)
             fault, self._fault = self._fault, None
             snapshot = (self._peer.copy(), dict(self._entries), set(self._pending))
             now = self.clock.now()
@@ -195,6 +252,8 @@ class OcsDevice:
                 if c not in add:
                     self._emit("circuit_down", connect=c, reason="removed")
             self.tick(now)
+            if self.realiser is not None:
+                self.realiser.committed(added)
         self._notify_change()
         if fault is ApplyFault.REPLY_LOST:
             raise ReplyLost(f"agent failed after applying generation "
@@ -256,6 +315,35 @@ class OcsDevice:
                 self._connect(c, float("-inf"))
                 self._pending.discard(c)
         self._notify_change()
+
+    def adopt(self, connects: Iterable[CrossConnect], generation: int | None) -> None:
+        """Take ``connects`` as established circuits (announced up) at ``generation`` (the
+        next one when None), unrealised: what a restarted agent found its bridge holding."""
+        with self._lock:
+            for c in connects:
+                self._connect(c, self.clock.now())
+            self.generation = generation if generation is not None else self.generation + 1
+            self.tick(self.clock.now())
+
+    def settled(self, connects: Iterable[CrossConnect], now: float) -> set[CrossConnect]:
+        """Those of ``connects`` still held whose mirrors have stopped moving by ``now``."""
+        with self._lock:
+            return {c for c in connects if c in self._entries and not self._entries[c].switching(now)}
+
+    def drop(self, connects: Iterable[CrossConnect], reason: str) -> None:
+        """Take ``connects`` down (a new generation), each with a circuit_down event."""
+        connects = sorted(connects)
+        with self._lock:
+            for c in connects:
+                self._disconnect(c)
+            self.generation += 1
+            for c in connects:
+                self._emit("circuit_down", connect=c, reason=reason)
+        self._notify_change()
+
+    def fibre_ok(self, port: int) -> bool:
+        """Whether light comes in at ``port``."""
+        return bool(self._fibre_ok[port])
 
     def lose_power(self) -> int:
         """Power loss: every circuit is gone. Returns how many were lost."""

@@ -12,19 +12,31 @@ import grpc
 
 from emulation.admission.fencing import EpochFence, StaleEpoch
 from emulation.admission.limits import MAX_STREAM_S, StreamGate, check_count, stream_capacity
+from emulation.counters import switch_counters
 from emulation.errors import DeviceRefusal, MalformedRequest
-from emulation.ocs_device import OcsDevice
-from emulation.switch_device import BlockSwitch
-from southbound.errors import EPOCH_METADATA_KEY, GENERATION_METADATA_KEY
-from southbound.pb import common_pb2, ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
-from southbound.types import OcsEvent
+from emulation.ocs_device import ServedOcs
+from emulation.switch_device import ServedSwitch
+from southbound.grpc_native import convert
+from southbound.grpc_native.pb import (
+    ocs_pb2,
+    ocs_pb2_grpc,
+    packet_switch_pb2,
+    packet_switch_pb2_grpc,
+)
+from southbound.grpc_native.status import EPOCH_METADATA_KEY, GENERATION_METADATA_KEY
+from southbound.types import (
+    CrossConnectTable,
+    NextHopGroups,
+    OcsInfo,
+    OcsPortStatus,
+    SwitchInfo,
+    SwitchPort,
+)
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_UP, _DOWN = common_pb2.OPER_STATUS_UP, common_pb2.OPER_STATUS_DOWN
-_SIDE = {"north": ocs_pb2.PORT_SIDE_NORTH, "south": ocs_pb2.PORT_SIDE_SOUTH, "any": 0}
 _EVENT_POLL_S = 0.1
 
 
@@ -42,7 +54,7 @@ def _serve(context: grpc.ServicerContext, action: Callable[[], T]) -> T:
 
 
 class OcsServicer(ocs_pb2_grpc.OcsServiceServicer):
-    def __init__(self, device: OcsDevice, streams: StreamGate | None = None) -> None:
+    def __init__(self, device: ServedOcs, streams: StreamGate | None = None) -> None:
         self.device = device
         self.fence = EpochFence(device.name)
         self.streams = streams or StreamGate(stream_capacity(8))
@@ -51,34 +63,22 @@ class OcsServicer(ocs_pb2_grpc.OcsServiceServicer):
         d = self.device
         half = d.radix // 2
         split = d.sides == "split"
-        return ocs_pb2.OcsDeviceInfo(
+        return convert.ocs_info_to_proto(OcsInfo(
             name=d.name,
             radix=d.radix,
-            sides=ocs_pb2.OCS_SIDES_NORTH_SOUTH if split else ocs_pb2.OCS_SIDES_ANY,
-            north_ports=range(half) if split else [],
-            south_ports=range(half, d.radix) if split else [],
+            sides="north_south" if split else "any",
+            north_ports=tuple(range(half)) if split else (),
+            south_ports=tuple(range(half, d.radix)) if split else (),
             generation=d.generation,
-            switching_time_ms=round(d.switching_time_s * 1000),
+            switching_time_s=d.switching_time_s,
             powered=d.powered,
-            vendor="heliostat-emulator",
-            software_version="1",
-        )
+        ))
 
     def ListCrossConnects(self, request: Any, context: grpc.ServicerContext) -> Any:
         generation, items = self.device.cross_connects()
-        return ocs_pb2.ListCrossConnectsResponse(
-            generation=generation,
-            cross_connects=[
-                ocs_pb2.CrossConnect(
-                    port_a=c.a,
-                    port_b=c.b,
-                    state=ocs_pb2.CROSS_CONNECT_STATE_SWITCHING
-                    if switching
-                    else ocs_pb2.CROSS_CONNECT_STATE_ESTABLISHED,
-                )
-                for c, switching in items
-            ],
-        )
+        table = CrossConnectTable(generation, frozenset(c for c, _ in items),
+                                  frozenset(c for c, switching in items if switching))
+        return convert.cross_connects_to_proto(table)
 
     def ApplyCrossConnects(self, request: Any, context: grpc.ServicerContext) -> Any:
         def apply() -> tuple[int, bool]:
@@ -99,19 +99,7 @@ class OcsServicer(ocs_pb2_grpc.OcsServiceServicer):
             check_count("ports", len(request.ports), self.device.radix)
             return self.device.port_status(list(request.ports))
 
-        status = _serve(context, read)
-        ports = []
-        for s in status:
-            message = ocs_pb2.OcsPortStatus(
-                port=s["port"],
-                side=_SIDE[s["side"]],
-                oper_status=_UP if s["oper_up"] else _DOWN,
-                rx_power_dbm=s["rx_power_dbm"],
-                tx_power_dbm=s["tx_power_dbm"],
-            )
-            if s["connected_port"] is not None:
-                message.connected_port = s["connected_port"]
-            ports.append(message)
+        ports = [convert.port_status_to_proto(OcsPortStatus(**s)) for s in _serve(context, read)]
         return ocs_pb2.GetPortStatusResponse(generation=self.device.generation, ports=ports)
 
     def StreamEvents(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
@@ -126,43 +114,22 @@ class OcsServicer(ocs_pb2_grpc.OcsServiceServicer):
                         event = events.get(timeout=_EVENT_POLL_S)
                     except queue.Empty:
                         continue
-                    yield event_to_proto(event)
+                    yield convert.event_to_proto(event)
             finally:
                 self.device.unsubscribe(events)
-
-
-def event_to_proto(event: OcsEvent) -> ocs_pb2.OcsEvent:
-    message = ocs_pb2.OcsEvent(
-        sequence=event.sequence, time_s=event.time_s, generation=event.generation
-    )
-    connect = (
-        ocs_pb2.CrossConnect(port_a=event.cross_connect.a, port_b=event.cross_connect.b)
-        if event.cross_connect
-        else None
-    )
-    if event.kind == "circuit_up":
-        message.circuit_up.cross_connect.CopyFrom(connect)
-    elif event.kind == "circuit_down":
-        message.circuit_down.cross_connect.CopyFrom(connect)
-        message.circuit_down.reason = event.reason
-    elif event.kind == "power_loss":
-        message.power_loss.circuits_lost = event.circuits_lost
-    elif event.kind == "power_restored":
-        message.power_restored.SetInParent()
-    return message
 
 
 pb = packet_switch_pb2
 
 
 class PacketSwitchServicer(packet_switch_pb2_grpc.PacketSwitchServiceServicer):
-    def __init__(self, device: BlockSwitch) -> None:
+    def __init__(self, device: ServedSwitch) -> None:
         self.device = device
         self.fence = EpochFence(device.name)
 
     def GetDeviceInfo(self, request: Any, context: grpc.ServicerContext) -> Any:
         d = self.device
-        return pb.SwitchDeviceInfo(
+        return convert.switch_info_to_proto(SwitchInfo(
             name=d.name,
             block=d.block,
             num_ports=d.num_ports,
@@ -170,33 +137,21 @@ class PacketSwitchServicer(packet_switch_pb2_grpc.PacketSwitchServiceServicer):
             max_group_entries=d.max_group_entries,
             table_capacity=d.table_capacity,
             generation=d.generation,
-            vendor="heliostat-emulator",
-            software_version="1",
-            role=pb.SWITCH_ROLE_SPINE if d.role == "spine" else pb.SWITCH_ROLE_BLOCK,
-        )
+            role=d.role,
+        ))
 
     def ListPorts(self, request: Any, context: grpc.ServicerContext) -> Any:
-        ports = []
-        for p in self.device.ports():
-            message = pb.SwitchPort(
-                port=p["port"],
-                oper_status=_UP if p["oper_up"] else _DOWN,
-                drained=p["drained"],
-                speed_gbps=p["speed_gbps"],
-            )
-            if p["peer"] is not None:
-                message.peer.block, message.peer.port = p["peer"]
-            ports.append(message)
-        return pb.ListPortsResponse(ports=ports)
+        ports = [
+            SwitchPort(port=p["port"], oper_up=p["oper_up"], drained=p["drained"], speed_gbps=p["speed_gbps"],
+                       peer_block=p["peer"][0] if p["peer"] else None,
+                       peer_port=p["peer"][1] if p["peer"] else None)
+            for p in self.device.ports()
+        ]
+        return pb.ListPortsResponse(ports=[convert.port_to_proto(p) for p in ports])
 
     def GetNextHopGroups(self, request: Any, context: grpc.ServicerContext) -> Any:
         generation, source, transit, used = self.device.groups()
-        return pb.NextHopGroups(
-            generation=generation,
-            source=_groups_to_proto(source),
-            transit=_groups_to_proto(transit),
-            entries_used=used,
-        )
+        return convert.groups_to_proto(NextHopGroups(generation, source, transit, used))
 
     def SetNextHopGroups(self, request: Any, context: grpc.ServicerContext) -> Any:
         def apply() -> tuple[int, bool, int]:
@@ -211,8 +166,8 @@ class PacketSwitchServicer(packet_switch_pb2_grpc.PacketSwitchServiceServicer):
             return self.device.set_groups(
                 request.request_id,
                 request.expected_generation,
-                _groups_from_proto(request.source, self.device.name),
-                _groups_from_proto(request.transit, self.device.name),
+                _table(request.source),
+                _table(request.transit),
                 replace=request.replace,
                 delete_source=list(request.delete_source),
                 delete_transit=list(request.delete_transit),
@@ -240,46 +195,12 @@ class PacketSwitchServicer(packet_switch_pb2_grpc.PacketSwitchServiceServicer):
         return pb.DrainPortsResponse(drained_ports=_serve(context, undrain))
 
     def GetCounters(self, request: Any, context: grpc.ServicerContext) -> Any:
-        c = self.device.counters()
-        fields = ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets", "tx_drops", "rx_drops",
-                  "tx_drop_bytes", "rx_drop_bytes")
-        columns = [c[f].tolist() for f in fields]  # type: ignore[attr-defined]
-        ports = [
-            pb.PortCounters(port=port, **dict(zip(fields, row, strict=True)))
-            for port, row in enumerate(zip(*columns, strict=True))
-        ]
-        return pb.SwitchCounters(
-            time_s=c["time_s"],
-            ports=ports,
-            destinations=[
-                pb.DestinationCounter(destination_block=b, egress_bytes=v)
-                for b, v in c["egress"].items()  # type: ignore[attr-defined]
-            ],
-            no_route_drops=c["no_route_drops"],
-        )
+        return convert.counters_to_proto(switch_counters(self.device.counters()))
 
 
-def _groups_to_proto(table: dict[str, dict[str, int]]) -> list[Any]:
-    return [
-        pb.NextHopGroup(
-            destination_block=d,
-            next_hops=[pb.NextHop(via_block=v, weight=w) for v, w in sorted(g.items())],
-        )
-        for d, g in sorted(table.items())
-    ]
-
-
-def _groups_from_proto(groups: Any, device: str) -> dict[str, dict[str, int]]:
-    table: dict[str, dict[str, int]] = {}
-    for g in groups:
-        if g.destination_block in table:
-            raise MalformedRequest(f"two groups for {g.destination_block!r}")
-        group: dict[str, int] = {}
-        for hop in g.next_hops:
-            if hop.via_block in group:
-                raise MalformedRequest(
-                    f"group for {g.destination_block!r} names {hop.via_block!r} twice"
-                )
-            group[hop.via_block] = hop.weight
-        table[g.destination_block] = group
-    return table
+def _table(groups: Any) -> dict[str, dict[str, int]]:
+    """A request's groups; a destination or next hop named twice is refused."""
+    try:
+        return convert.table_from_proto(groups)
+    except convert.MalformedMessage as exc:
+        raise MalformedRequest(str(exc)) from exc

@@ -19,7 +19,7 @@ import numpy as np
 
 from emulation.admission.idempotency import ReplayCache, request_digest
 from emulation.clock import EmulatedClock
-from emulation.counters import CounterArray
+from emulation.counters import PORT_COUNTERS, CounterArray
 from emulation.errors import GenerationMismatch, MalformedRequest
 
 log = logging.getLogger(__name__)
@@ -27,10 +27,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_GROUP_ENTRIES = 128
 DEFAULT_TABLE_CAPACITY = 16384
 DEFAULT_PACKET_BYTES = 1000.0
-PORT_COUNTERS = (
-    "tx_bytes", "rx_bytes", "tx_packets", "rx_packets",
-    "tx_drops", "rx_drops", "tx_drop_bytes", "rx_drop_bytes",
-)
 
 Table = dict[str, dict[str, int]]
 
@@ -92,9 +88,81 @@ class ForwardingState:
     drained: np.ndarray  # per port bool
 
 
+@dataclass(frozen=True)
+class SwitchTables:
+    """What a switch forwards by: its groups, every port's installed trunk (node index, -1
+    none) and its drains. A realiser programs a data plane from these."""
+
+    source: Table
+    transit: Table
+    installed: np.ndarray
+    drained: np.ndarray
+
+
+class Realiser(Protocol):
+    """A data plane a switch model drives (the OpenFlow bridge of the packet-level fabric;
+    the flow-level fabric has none: its data plane reads :meth:`BlockSwitch.forwarding_state`).
+
+    The model calls ``realise`` under its lock with the tables a change would commit, before
+    committing it: raising :class:`~emulation.errors.ApplyAborted` aborts the change (the model
+    is unchanged). ``committed`` follows, still under the lock, once the change holds (or a
+    replay was answered: ``replayed``)."""
+
+    def realise(self, tables: SwitchTables) -> None: ...
+
+    def committed(self, replayed: bool) -> None: ...
+
+
+class ServedSwitch(Protocol):
+    """What the packet-switch servicer serves: a switch model (BlockSwitch, SpineDevice), or a
+    model realised by a bridge (:class:`emulation.openflow.block.OpenFlowBlockSwitch`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def block(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def nodes(self) -> tuple[str, ...]: ...
+    @property
+    def num_ports(self) -> int: ...
+    @property
+    def speed_gbps(self) -> float: ...
+    @property
+    def max_group_entries(self) -> int: ...
+    @property
+    def table_capacity(self) -> int: ...
+    @property
+    def generation(self) -> int: ...
+
+    def ports(self) -> list[dict[str, object]]: ...
+
+    def groups(self) -> tuple[int, Table, Table, int]: ...
+
+    def set_groups(
+        self,
+        request_id: str,
+        expected_generation: int,
+        source: Mapping[str, Mapping[str, int]],
+        transit: Mapping[str, Mapping[str, int]],
+        *,
+        replace: bool,
+        delete_source: Iterable[str] = (),
+        delete_transit: Iterable[str] = (),
+    ) -> tuple[int, bool, int]: ...
+
+    def drain(self, ports: Iterable[int]) -> list[int]: ...
+
+    def undrain(self, ports: Iterable[int]) -> list[int]: ...
+
+    def counters(self) -> dict[str, object]: ...
+
+
 class BlockSwitch:
     """State of one aggregation block switch. ``blocks`` are the fabric's blocks (the
-    destinations); ``spines`` its static spine switches, which are next hops too."""
+    destinations); ``spines`` its static spine switches, which are next hops too.
+    ``realiser``, when given, is programmed before every change commits (see Realiser)."""
 
     #: "block", or "spine" for :class:`emulation.spine_device.SpineDevice`
     role = "block"
@@ -113,6 +181,7 @@ class BlockSwitch:
         max_group_entries: int = DEFAULT_MAX_GROUP_ENTRIES,
         table_capacity: int = DEFAULT_TABLE_CAPACITY,
         packet_bytes: float = DEFAULT_PACKET_BYTES,
+        realiser: Realiser | None = None,
     ) -> None:
         if block not in blocks and self.role == "block":
             raise ValueError(f"block {block!r} is not among the fabric's blocks")
@@ -142,6 +211,7 @@ class BlockSwitch:
         self._egress = CounterArray(n)
         self._no_route = CounterArray(1)
         self._counted_until: float | None = None  # emulated time the counters are complete to
+        self.realiser = realiser
 
     # -- ports --------------------------------------------------------------------------
     def link_state(self) -> LinkState:
@@ -178,14 +248,22 @@ class BlockSwitch:
     def drain(self, ports: Iterable[int]) -> list[int]:
         idx = self._checked_ports(ports)
         with self._lock:
-            self._drained[idx] = True
+            drained = self._drained.copy()
+            drained[idx] = True
+            self._realise(SwitchTables(self._source, self._transit, self._installed, drained))
+            self._drained = drained
+            self._committed(replayed=False)
             return [int(p) for p in np.flatnonzero(self._drained)]
 
     def undrain(self, ports: Iterable[int]) -> list[int]:
         idx = self._checked_ports(ports)
         with self._lock:
-            self._drained[idx] = False
-            self.install_current_peers(idx.tolist())
+            drained, installed = self._drained.copy(), self._installed.copy()
+            drained[idx] = False
+            installed[idx] = self.link_state().peer_node[idx]  # the current peers join
+            self._realise(SwitchTables(self._source, self._transit, installed, drained))
+            self._drained, self._installed = drained, installed
+            self._committed(replayed=False)
             return [int(p) for p in np.flatnonzero(self._drained)]
 
     def _checked_ports(self, ports: Iterable[int]) -> np.ndarray:
@@ -227,6 +305,7 @@ class BlockSwitch:
         with self._lock:
             cached = self._replays.get(request_id, expected_generation, digest)
             if cached is not None:
+                self._committed(replayed=True)
                 return cached[0], True, cached[1]
             if expected_generation != self.generation:
                 raise GenerationMismatch(
@@ -245,12 +324,40 @@ class BlockSwitch:
                     f"the groups need {used} entries but the table holds "
                     f"{self.table_capacity}"
                 )
-            self._source, self._transit = new_source, new_transit
+            installed = self.link_state().peer_node  # the current peers become the members
+            self._realise(SwitchTables(new_source, new_transit, installed, self._drained))
+            self._source, self._transit, self._installed = new_source, new_transit, installed.copy()
             self._split_cache = None
             self.generation += 1
             self._replays.put(request_id, expected_generation, (self.generation, used), digest)
-            self.install_current_peers()
+            self._committed(replayed=False)
             return self.generation, False, used
+
+    def _realise(self, tables: SwitchTables) -> None:
+        if self.realiser is not None:
+            self.realiser.realise(tables)
+
+    def _committed(self, replayed: bool) -> None:
+        if self.realiser is not None:
+            self.realiser.committed(replayed)
+
+    def tables(self) -> SwitchTables:
+        """The committed tables (copies)."""
+        with self._lock:
+            return SwitchTables({d: dict(g) for d, g in self._source.items()},
+                                {d: dict(g) for d, g in self._transit.items()},
+                                self._installed.copy(), self._drained.copy())
+
+    def adopt(self, tables: SwitchTables, generation: int | None = None) -> None:
+        """Take ``tables`` (and ``generation``) as the committed state, unrealised: what a
+        restarted agent found its data plane forwarding by."""
+        with self._lock:
+            self._source = {d: dict(g) for d, g in tables.source.items()}
+            self._transit = {d: dict(g) for d, g in tables.transit.items()}
+            self._installed, self._drained = tables.installed.copy(), tables.drained.copy()
+            self._split_cache = None
+            if generation is not None:
+                self.generation = generation
 
     def _validated(self, table: Mapping[str, Mapping[str, int]], transit_table: bool) -> Table:
         which = "transit" if transit_table else "source"

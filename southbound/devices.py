@@ -15,17 +15,28 @@ YAML (or JSON, which is YAML)::
     devices:
       ocs-0:  {kind: ocs,   address: "127.0.0.1:40001"}
       blk-a:  {kind: block, address: "127.0.0.1:40002", tls: null}   # null: plaintext
+      blk-b:
+        kind: block
+        address: "10.0.0.2:9000"       # where every capability is served, unless named below
+        capabilities:                  # optional: a transport per capability
+          groups: {transport: p4runtime, address: "10.0.0.2:9559"}
+          counters: gnmi               # a transport alone: at the device's address
 
 ``kind`` is ``ocs``, ``block`` or ``spine`` (a spine switch of a hybrid fabric, which
-serves the packet-switch service as a block does). Relative TLS paths are relative to the file. Unknown
-keys are errors; every error is a :class:`~optimizer.errors.ConfigError` naming the file and
-the key, read through :mod:`optimizer.schema` like the fabric and controller configs.
+serves the packet-switch service as a block does). The capabilities
+(:data:`southbound.contracts.CAPABILITIES`) are ``groups``, ``counters`` and ``drain`` for a
+switch, ``circuits`` and ``events`` for an OCS; one not named uses the device's ``transport``
+and ``address``. Whether a transport is registered is checked by the driver registry
+(:meth:`~southbound.registry.DriverRegistry.check`), with an error naming the file and key.
+Relative TLS paths are relative to the file. Unknown keys are errors; every error is a
+:class:`~optimizer.errors.ConfigError` naming the file and the key, read through
+:mod:`optimizer.schema` like the fabric and controller configs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +45,26 @@ import yaml
 from optimizer import limits, schema
 from optimizer.config import parse_yaml
 from optimizer.errors import ConfigError
-from southbound.rpc import CallOptions, RetryPolicy
+from southbound.contracts import CAPABILITIES
+from southbound.options import CallOptions, RetryPolicy
 from southbound.tls import TlsConfig
 
 DEVICE_KINDS = ("ocs", "block", "spine")
 MAX_DEADLINE_S = 3600.0
 MAX_ATTEMPTS = 20
-_DEVICE_KEYS = {"kind", "address", "transport", "deadline_s", "max_attempts", "tls"}
-_DEFAULT_KEYS = _DEVICE_KEYS - {"kind", "address"}
+_DEVICE_KEYS = {"kind", "address", "transport", "deadline_s", "max_attempts", "tls", "capabilities"}
+_DEFAULT_KEYS = _DEVICE_KEYS - {"kind", "address", "capabilities"}
+_ROUTE_KEYS = {"transport", "address"}
 _TLS_KEYS = {"ca_cert", "client_cert", "client_key", "server_name"}
+
+
+@dataclass(frozen=True)
+class CapabilityRoute:
+    """Where and over which transport one capability of a device is served."""
+
+    capability: str
+    transport: str
+    address: str
 
 
 @dataclass(frozen=True)
@@ -53,6 +75,27 @@ class DeviceConfig:
     transport: str = "grpc"
     tls: TlsConfig | None = None
     options: CallOptions = field(default_factory=CallOptions)
+    #: capabilities served elsewhere than ``transport`` at ``address`` (by capability name)
+    routes: tuple[CapabilityRoute, ...] = ()
+    #: the file it was read from, for errors that name the file and key
+    source: str = field(default="<devices>", compare=False)
+
+    def route(self, capability: str) -> CapabilityRoute:
+        """The transport and address serving ``capability``."""
+        for r in self.routes:
+            if r.capability == capability:
+                return r
+        return CapabilityRoute(capability, self.transport, self.address)
+
+    def route_key(self, capability: str) -> str:
+        """The devices-file key that chose ``capability``'s transport."""
+        if any(r.capability == capability for r in self.routes):
+            return f"devices.{self.name}.capabilities.{capability}"
+        return f"devices.{self.name}.transport"
+
+    def for_route(self, route: CapabilityRoute) -> DeviceConfig:
+        """This device as one capability's transport sees it (its transport and address)."""
+        return replace(self, transport=route.transport, address=route.address, routes=())
 
 
 def load_devices_file(path: str | Path) -> dict[str, DeviceConfig]:
@@ -118,7 +161,33 @@ def _device(
         transport=transport,
         tls=tls,
         options=CallOptions(deadline, RetryPolicy(max_attempts=attempts)),
+        routes=_parse_routes(entry.get("capabilities"), kind, address, source, f"{where}.capabilities"),
+        source=source,
     )
+
+
+def _parse_routes(raw: Any, kind: str, address: str, source: str, where: str) -> tuple[CapabilityRoute, ...]:
+    """``capabilities``: capability -> a transport name, or {transport, address}."""
+    if raw is None:
+        return ()
+    table = schema.mapping(raw, source, where)
+    routes = []
+    for capability, value in table.items():
+        key = schema.join(where, schema.key_text(capability))
+        kinds = CAPABILITIES.get(capability) if isinstance(capability, str) else None
+        if kinds is None:
+            known = ", ".join(sorted(CAPABILITIES))
+            raise ConfigError(source, key, f"unknown capability (expected one of {known})")
+        if kind not in kinds:
+            raise ConfigError(source, key, f"a {kind} has no {capability} (only a {' or '.join(kinds)})")
+        if isinstance(value, str):
+            value = {"transport": value}
+        entry = schema.mapping(value, source, key)
+        schema.check_keys(entry, source, key, _ROUTE_KEYS, required=("transport",))
+        transport = schema.string(entry["transport"], source, f"{key}.transport", max_chars=64)
+        at = _address(entry["address"], source, f"{key}.address") if "address" in entry else address
+        routes.append(CapabilityRoute(capability, transport, at))
+    return tuple(sorted(routes, key=lambda r: r.capability))
 
 
 def _address(value: object, source: str, key: str) -> str:
@@ -172,6 +241,10 @@ def dump_devices(devices: Mapping[str, DeviceConfig]) -> dict[str, Any]:
             if d.tls.server_name:
                 tls["server_name"] = d.tls.server_name
             entry["tls"] = tls
+        if d.routes:
+            entry["capabilities"] = {
+                r.capability: {"transport": r.transport, "address": r.address} for r in d.routes
+            }
         out[name] = entry
     return {"version": 1, "devices": out}
 

@@ -1,26 +1,39 @@
-"""Domain errors of the southbound drivers, and the one place grpc.RpcError is mapped to them.
+"""Domain errors of the southbound drivers, with transport-neutral error codes.
 
 Hierarchy::
 
-    SouthboundError
+    SouthboundError         ``code``: an :class:`ErrorCode`; ``transport_code``: the transport's own
     ├── DeviceUnavailable   the device did not answer (after retries) or the deadline passed
     ├── StaleGeneration     compare-and-set refused: the device's generation moved on
     ├── Fenced              the call's leadership epoch is below one the device has seen (HA)
     ├── InvalidRequest      the device refused a malformed request (nothing changed)
     └── DeviceError         the device failed in some other way
         └── ApplyFailed     an apply failed; ``outcome`` says which state the device is in
+
+A transport turns its failures into these with :func:`device_error` (one place per
+transport: the gRPC one is :func:`southbound.grpc_native.status.map_rpc_error`); the class
+follows from the code, so callers may catch either.
 """
 
 from __future__ import annotations
 
 import enum
 
-import grpc
 
-#: Trailing-metadata key the devices use to report their current generation.
-GENERATION_METADATA_KEY = "heliostat-generation"
-#: Trailing-metadata key of a fencing refusal: the highest leadership epoch the device has seen.
-EPOCH_METADATA_KEY = "heliostat-epoch"
+class ErrorCode(enum.Enum):
+    """Why a device call failed, in words of no transport."""
+
+    UNAVAILABLE = "unavailable"  # the device could not be reached (retried)
+    DEADLINE = "deadline"  # no answer before the call's deadline
+    INVALID = "invalid"  # the device rejected the request as malformed; nothing changed
+    CONFLICT = "conflict"  # compare-and-set refused: the device's generation moved on
+    FENCED = "fenced"  # the caller is not the primary: a higher leadership epoch was seen
+    NOT_FOUND = "not_found"  # the device does not know what the request names
+    ABORTED = "aborted"  # the device gave up on the change
+    OVERLOADED = "overloaded"  # the device refused for lack of resources (too many streams...)
+    DENIED = "denied"  # not authenticated, or not allowed
+    UNSUPPORTED = "unsupported"  # the device does not implement the call
+    INTERNAL = "internal"  # any other failure
 
 
 class ApplyOutcome(enum.Enum):
@@ -35,16 +48,31 @@ class SouthboundError(Exception):
     """Base of every error the southbound drivers raise."""
 
     def __init__(
-        self, device: str, message: str, code: grpc.StatusCode | None = None
+        self,
+        device: str,
+        message: str,
+        code: ErrorCode = ErrorCode.INTERNAL,
+        transport_code: object | None = None,
     ) -> None:
         super().__init__(f"{device}: {message}")
         self.device = device
         self.message = message
         self.code = code
+        #: the transport's own code, for logs (a grpc.StatusCode for the gRPC transport)
+        self.transport_code = transport_code
 
 
 class DeviceUnavailable(SouthboundError):
     """The device could not be reached, or did not answer before the deadline."""
+
+    def __init__(
+        self,
+        device: str,
+        message: str,
+        code: ErrorCode = ErrorCode.UNAVAILABLE,
+        transport_code: object | None = None,
+    ) -> None:
+        super().__init__(device, message, code, transport_code)
 
 
 class StaleGeneration(SouthboundError):
@@ -54,10 +82,10 @@ class StaleGeneration(SouthboundError):
         self,
         device: str,
         message: str,
-        code: grpc.StatusCode | None = None,
+        transport_code: object | None = None,
         current_generation: int | None = None,
     ) -> None:
-        super().__init__(device, message, code)
+        super().__init__(device, message, ErrorCode.CONFLICT, transport_code)
         self.current_generation = current_generation
 
 
@@ -65,13 +93,18 @@ class Fenced(SouthboundError):
     """The device refused a call whose leadership epoch is below the highest it has seen (another
     controller replica leads now); it changed nothing. See southbound/fencing.py."""
 
-    def __init__(self, device: str, message: str, highest_epoch: int) -> None:
-        super().__init__(device, message, grpc.StatusCode.FAILED_PRECONDITION)
+    def __init__(
+        self, device: str, message: str, highest_epoch: int, transport_code: object | None = None
+    ) -> None:
+        super().__init__(device, message, ErrorCode.FENCED, transport_code)
         self.highest_epoch = highest_epoch
 
 
 class InvalidRequest(SouthboundError):
     """The device rejected the request as malformed and changed nothing."""
+
+    def __init__(self, device: str, message: str, transport_code: object | None = None) -> None:
+        super().__init__(device, message, ErrorCode.INVALID, transport_code)
 
 
 class DeviceError(SouthboundError):
@@ -82,39 +115,31 @@ class ApplyFailed(DeviceError):
     """An apply did not complete; ``outcome`` tells whether the old or new state holds."""
 
     def __init__(self, device: str, message: str, outcome: ApplyOutcome, cause: Exception) -> None:
-        super().__init__(device, f"{message} (device holds {outcome.value} state)")
+        code = cause.code if isinstance(cause, SouthboundError) else ErrorCode.INTERNAL
+        super().__init__(device, f"{message} (device holds {outcome.value} state)", code)
         self.outcome = outcome
         self.cause = cause
 
 
-def _int_from_metadata(error: grpc.RpcError, key: str = GENERATION_METADATA_KEY) -> int | None:
-    trailing = getattr(error, "trailing_metadata", None)
-    if trailing is None:
-        return None
-    try:
-        items = trailing() or ()
-    except Exception:  # a broken call object must not hide the real error
-        return None
-    for name, value in items:
-        if name == key:
-            try:
-                return int(value)
-            except (TypeError, ValueError):
-                return None
-    return None
+def device_error(
+    code: ErrorCode,
+    device: str,
+    message: str,
+    *,
+    transport_code: object | None = None,
+    current_generation: int | None = None,
+    highest_epoch: int | None = None,
+) -> SouthboundError:
+    """The error of class matching ``code`` (what every transport raises).
 
-
-def map_rpc_error(error: grpc.RpcError, device: str) -> SouthboundError:
-    """Turn a grpc.RpcError from a call to ``device`` into a SouthboundError."""
-    code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
-    details = (error.details() if hasattr(error, "details") else None) or str(code)
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-        return DeviceUnavailable(device, f"{code.name}: {details}", code)
-    if code == grpc.StatusCode.FAILED_PRECONDITION:
-        highest = _int_from_metadata(error, EPOCH_METADATA_KEY)
-        if highest is not None:
-            return Fenced(device, details, highest)
-        return StaleGeneration(device, details, code, _int_from_metadata(error))
-    if code == grpc.StatusCode.INVALID_ARGUMENT:
-        return InvalidRequest(device, details, code)
-    return DeviceError(device, f"{code.name}: {details}", code)
+    ``highest_epoch`` goes with FENCED (without it the refusal cannot be told from a stale
+    generation, and is one); ``current_generation`` with CONFLICT."""
+    if code in (ErrorCode.UNAVAILABLE, ErrorCode.DEADLINE):
+        return DeviceUnavailable(device, message, code, transport_code)
+    if code is ErrorCode.FENCED and highest_epoch is not None:
+        return Fenced(device, message, highest_epoch, transport_code)
+    if code in (ErrorCode.FENCED, ErrorCode.CONFLICT):
+        return StaleGeneration(device, message, transport_code, current_generation)
+    if code is ErrorCode.INVALID:
+        return InvalidRequest(device, message, transport_code)
+    return DeviceError(device, message, code, transport_code)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from southbound.errors import EPOCH_METADATA_KEY, Fenced
+from southbound.errors import Fenced
 
-__all__ = ["EPOCH_METADATA_KEY", "NO_ELECTION", "EpochSource", "Fenced", "NoElection"]
+__all__ = ["NO_ELECTION", "EpochSource", "Fenced", "NoElection"]
 
 
 class EpochSource(Protocol):

@@ -129,6 +129,11 @@ class PortCounters:
     rx_drop_bytes: int = 0
 
 
+#: PortCounters' counters, in their order
+PORT_COUNTER_FIELDS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets", "tx_drops", "rx_drops",
+                       "tx_drop_bytes", "rx_drop_bytes")
+
+
 @dataclass(frozen=True)
 class SwitchCounters:
     time_s: float

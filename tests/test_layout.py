@@ -33,8 +33,8 @@ PURE_CONTROLLER = (
     "controller.reconfig.stage_plan",
     "controller.reconfig.toe_run",
 )
-IMPURE = ("grpc", "controller.drivers", "southbound.rpc", "southbound.ocs_client",
-          "southbound.switch_client", "southbound.registry", "southbound.proto")
+IMPURE = ("grpc", "controller.drivers", "southbound.grpc_native", "southbound.registry",
+          "controller.northbound.proto")
 MAX_MODULES = 15
 
 

@@ -3,7 +3,7 @@ the way ``heliostat run`` reads them, without starting anything (Faucet's ``chec
 
 The same loaders as the daemon (``load_controller_config``, ``load_plannable_fabric``,
 ``load_devices_file``) and the same coverage rule as :class:`~controller.drivers.FabricDrivers`
-(every block and OCS has a device of its kind), so a config that passes here starts.
+(every block and OCS has a device of its kind, every transport a driver), so a config that passes here starts.
 :func:`check_controller_config` raises :class:`~optimizer.errors.ConfigError` naming the file
 and key of the first problem; only the handler prints.
 """
@@ -22,6 +22,7 @@ from optimizer.config import load_plannable_fabric
 from optimizer.errors import ConfigError
 from optimizer.fabric import Fabric
 from southbound.devices import DeviceConfig, load_devices_file
+from southbound.registry import default_registry
 
 
 @dataclass
@@ -54,6 +55,7 @@ def check_controller_config(path: str | Path) -> ConfigCheck:
     if config.devices.exists():
         check.devices = load_devices_file(config.devices)
         _check_coverage(fabric, check.devices, str(config.devices))
+        default_registry().check(check.devices)  # every transport it names has a driver
     else:
         check.warnings.append(
             f"{config.devices}: the devices file does not exist yet (`heliostat emulate "

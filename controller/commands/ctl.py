@@ -28,7 +28,7 @@ from controller.northbound.convert import status_to_json
 from controller.northbound.events import KIND_NAMES as EVENT_KINDS
 from controller.northbound.listen import DEFAULT_NORTHBOUND, ListenAddress, parse_listen_address
 from optimizer.errors import ConfigError
-from southbound.rpc import RetryPolicy
+from southbound.options import RetryPolicy
 from southbound.tls import TlsConfig, TlsConfigError
 
 ARGS = "<command line>"
@@ -126,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
     tls = tls_config(args)
     if not getattr(args, "verbose", 0):
         # The retries' "giving up" warning repeats what the error message says: only with -v.
-        logging.getLogger("southbound.rpc").setLevel(logging.ERROR)
+        logging.getLogger("southbound.grpc_native.rpc").setLevel(logging.ERROR)
     try:
         # Reads retry briefly (a daemon that is restarting answers within half a second);
         # actions are sent once (ControllerClient never retries them).

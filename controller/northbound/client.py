@@ -1,7 +1,7 @@
 """The northbound client: the ControllerApi operations over gRPC, as ``heliostat ctl`` uses them.
 
 Every call has a deadline. Reads retry a few times on UNAVAILABLE (the southbound
-:class:`~southbound.rpc.RpcCaller`); actions (trigger, pause, drain...) are sent once.
+:class:`~southbound.grpc_native.rpc.RpcCaller`); actions (trigger, pause, drain...) are sent once.
 Errors come back as the controller raised them (:class:`~controller.api.ApiError`) or as
 :class:`ControllerUnreachable` / :class:`ControllerCallFailed`.
 """
@@ -24,11 +24,11 @@ from controller.northbound.errors import (
     ControllerClientError,
     ControllerUnreachable,
 )
+from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
+from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
 from southbound.closing import ClosesOnExit
 from southbound.errors import SouthboundError
-from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
-from southbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
-from southbound.rpc import CallOptions, RetryPolicy, RpcCaller, open_channel
+from southbound.grpc_native.rpc import CallOptions, RetryPolicy, RpcCaller, open_channel
 from southbound.tls import TlsConfig
 
 T = TypeVar("T")
@@ -142,7 +142,7 @@ class ControllerClient(ClosesOnExit):
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.CANCELLED:
                 return
-            raise self._error(SouthboundError(f"controller {self.address}", exc.details() or "", exc.code()),
+            raise self._error(SouthboundError(f"controller {self.address}", exc.details() or ""),
                               self.deadline_s, exc) from exc
         finally:
             stream.cancel()

@@ -16,7 +16,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from controller.api import MaintenanceKind, Phase, StatusSnapshot
 from controller.northbound.errors import ConversionError
-from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
+from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ControllerService"].full_name
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from controller.northbound.convert import timestamp_to_pb
+from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 from optimizer.errors import HeliostatError
-from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 
 #: Watchers served at once (each holds one of the API's worker threads while it streams).
 MAX_WATCHERS = 4

@@ -32,9 +32,9 @@ from controller.northbound import convert
 from controller.northbound.errors import API_ERROR_METADATA_KEY, STATUS_OF_API_ERROR, NorthboundError
 from controller.northbound.events import EventHub, WatchersExhausted
 from controller.northbound.metrics_http import MetricsHttpServer, start_metrics_http
+from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
+from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
 from optimizer.fabric import Fabric
-from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
-from southbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
 from southbound.tls import ClientRoles, ServerTlsConfig, TlsConfigError, warn_if_exposed
 
 log = logging.getLogger(__name__)

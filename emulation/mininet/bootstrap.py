@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from optimizer.fabric import Fabric, SpineSwitch
 from optimizer.spine import spine_links
 from optimizer.topology import Circuit, Topology, uniform_mesh
-from southbound.ocs_client import OcsClient
-from southbound.switch_client import SwitchClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.switch_client import SwitchClient
 from southbound.types import CrossConnect, GroupTable
 
 log = logging.getLogger(__name__)

@@ -31,12 +31,14 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from emulation.mininet.plan import NetPlan, plan_network
+from emulation.openflow.spec import uplink_ofport
 from optimizer.config import load_fabric
 from optimizer.fabric import Fabric
 from southbound.devices import DeviceConfig, write_devices_file
-from southbound.ocs_client import OcsClient
-from southbound.switch_client import SwitchClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.switch_client import SwitchClient
 from southbound.tls import ServerTlsConfig, TlsConfig
+from southbound.types import SwitchCounters
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,8 @@ def free_tcp_port(host: str = "127.0.0.1") -> int:
 
 
 class PacketFabric:
+    """A :class:`~emulation.backend.FabricBackend` of real packets (see the module's text)."""
+
     def __init__(
         self,
         fabric: Fabric,
@@ -236,6 +240,51 @@ class PacketFabric:
         if self._agent is not None and self._agent.poll() is None:
             self._agent.kill()
             self._agent.wait(10)
+
+    # -- the FabricBackend verbs ----------------------------------------------------------
+    def kill_agents(self) -> None:
+        """One agent serves every device: SIGKILL it (forwarding goes on)."""
+        self.kill_agent()
+
+    def restart_agents(self) -> None:
+        """Start the agent again; it listens where the devices file says."""
+        self.start_agent()
+
+    def fail_link(self, device: str, port: int) -> None:
+        """Take block or spine switch ``device``'s port ``port`` down (``ip link set down``:
+        its far end loses carrier too, as at a fibre cut)."""
+        self._set_link(device, port, "down")
+
+    def restore_link(self, device: str, port: int) -> None:
+        self._set_link(device, port, "up")
+
+    def _set_link(self, device: str, port: int, state: str) -> None:
+        interface = self.interface_of(device, port)
+        done = subprocess.run(["ip", "link", "set", "dev", interface, state], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise PacketFabricError(f"ip link set dev {interface} {state}: {done.stderr.strip()}")
+
+    def interface_of(self, device: str, port: int) -> str:
+        """The bridge interface of block or spine switch ``device``'s fabric port ``port``."""
+        try:
+            bridge = self.plan.switch_of(device)
+        except KeyError:
+            raise PacketFabricError(f"no device {device!r} in fabric {self.fabric.name!r}") from None
+        if self.plan.switches[bridge]["kind"] == "ocs":
+            raise PacketFabricError(f"{device} is an OCS: cut the link at its block's port")
+        interface = f"{bridge}-eth{uplink_ofport(port)}"
+        if interface not in self.interfaces:
+            raise PacketFabricError(f"{device} has no fabric port {port} (or the network is not up)")
+        return interface
+
+    def counters(self, device: str) -> SwitchCounters:
+        """Block or spine switch ``device``'s counters, read through its device API."""
+        if device not in self.devices:
+            raise PacketFabricError(f"no device {device!r} is up in fabric {self.fabric.name!r}")
+        driver = self.driver(device)
+        if not isinstance(driver, SwitchClient):
+            raise PacketFabricError(f"{device} is an OCS: it has no counters")
+        return driver.counters()
 
     def stop(self) -> None:
         for driver in self._drivers.values():

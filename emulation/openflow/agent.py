@@ -24,11 +24,11 @@ from pathlib import Path
 
 from emulation.agent import DeviceAgent, ocs_agent, spine_agent, switch_agent
 from emulation.openflow.app import FabricDevices, HeliostatOpenFlowApp
-from emulation.openflow.block import OpenFlowBlockSwitch
+from emulation.openflow.block import OpenFlowBlockSwitch, block_switch
 from emulation.openflow.ocs import OpenFlowOcs
 from emulation.openflow.probes import ProbeNeighbours
 from emulation.openflow.spec import AgentSpec, load_spec
-from emulation.openflow.spine import OpenFlowSpineSwitch
+from emulation.openflow.spine import spine_switch
 from southbound.tls import ServerTlsConfig
 
 log = logging.getLogger(__name__)
@@ -45,12 +45,12 @@ def build_devices(spec: AgentSpec) -> FabricDevices:
                                  expiry_s=PROBE_EXPIRY_INTERVALS * spec.probe_interval_s)
     devices: dict[int, OpenFlowOcs | OpenFlowBlockSwitch] = {}
     for b in spec.blocks:
-        devices[b.dpid] = OpenFlowBlockSwitch(
+        devices[b.dpid] = block_switch(
             b, spec.block_names, neighbours, bucket_scheme=spec.bucket_scheme,
             max_group_entries=spec.max_group_entries, table_capacity=spec.table_capacity,
             spines=spec.spine_names, probe_interval_s=spec.probe_interval_s)
     for s in spec.spines:
-        devices[s.dpid] = OpenFlowSpineSwitch(
+        devices[s.dpid] = spine_switch(
             s, spec.block_names, neighbours, bucket_scheme=spec.bucket_scheme,
             max_group_entries=spec.max_group_entries, table_capacity=spec.table_capacity,
             probe_interval_s=spec.probe_interval_s)
@@ -68,7 +68,7 @@ def start_grpc(
     for device in devices.by_dpid.values():
         if isinstance(device, OpenFlowOcs):
             agent = ocs_agent(device, tls)
-        elif isinstance(device, OpenFlowSpineSwitch):
+        elif device.role == "spine":
             agent = spine_agent(device, tls)
         else:
             agent = switch_agent(device, tls)

@@ -13,9 +13,13 @@ Pipeline (one bridge per block)::
 
 The per-destination flows keep their match (their byte counts are the per-destination
 egress counters); what changes are the groups' buckets (pipeline.plan_groups), and the
-flow's action between its group and table 3 when the group empties or fills. Validation,
-generations, replays, drains and the "installed peer" semantics are the emulated
-BlockSwitch's: this class programs the bridge before a change commits.
+flow's action between its group and table 3 when the group empties or fills.
+
+The device semantics (validation, generations, replays, drains, the "installed peer" rule)
+are the switch model's, held as ``model`` (an emulated :class:`BlockSwitch`, or a
+:class:`SpineDevice` for a spine switch, :mod:`emulation.openflow.spine`): this class is the
+model's :class:`~emulation.switch_device.Realiser`, programming the bridge before a change
+commits, and reads the counters from the bridge.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from emulation.counters import PORT_COUNTERS
 from emulation.errors import ApplyAborted
 from emulation.openflow.channel import Channel, SwitchRejected, SwitchUnreachable
 from emulation.openflow.clock import WallClock
@@ -45,7 +50,7 @@ from emulation.openflow.pipeline import (
 from emulation.openflow.probes import ProbeNeighbours, parse_probe, probe_frame
 from emulation.openflow.spec import BlockSpec, block_prefix, uplink_index, uplink_ofport
 from emulation.openflow.state_flows import BridgeState, read_state, state_flow_mods
-from emulation.switch_device import BlockSwitch
+from emulation.switch_device import BlockSwitch, SwitchTables, Table
 
 log = logging.getLogger(__name__)
 
@@ -57,31 +62,51 @@ COOKIE_MASK_KIND = 0xFFFFFFFF00000000
 ETH_LLDP, ETH_IPV4 = 0x88CC, 0x0800
 #: OVS extension: add a group, or modify it if it exists (OFPGC_ADD_OR_MOD).
 GROUP_ADD_OR_MOD = 0x8000
-COUNTER_FIELDS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets", "tx_drops", "rx_drops",
-                  "tx_drop_bytes", "rx_drop_bytes")
 
 
-class OpenFlowBlockSwitch(BlockSwitch):
-    #: the table and group base whose per-destination flows count the egress bytes
-    EGRESS_TABLE, EGRESS_GROUP_BASE = TABLE_SOURCE, SOURCE_GROUP_BASE
+def block_switch(
+    spec: BlockSpec,
+    blocks: tuple[str, ...],
+    neighbours: ProbeNeighbours,
+    *,
+    bucket_scheme: str = "replicated",
+    max_group_entries: int = 128,
+    table_capacity: int = 4096,
+    spines: tuple[str, ...] = (),
+    probe_interval_s: float = 0.5,
+) -> OpenFlowBlockSwitch:
+    """A block switch: the emulated BlockSwitch model (on the wall clock, its peers from the
+    neighbour probes) realised by the block's bridge."""
+    model = BlockSwitch(spec.name, spec.name, blocks, spec.uplinks, spec.speed_gbps, WallClock(), neighbours,
+                        max_group_entries=max_group_entries, table_capacity=table_capacity, spines=spines)
+    return OpenFlowBlockSwitch(spec, model, neighbours, bucket_scheme=bucket_scheme,
+                               probe_interval_s=probe_interval_s)
+
+
+class OpenFlowBlockSwitch:
+    """A switch model realised by an OpenFlow bridge; serves the packet-switch service as the
+    model does (its attributes and verbs are the model's, its counters the bridge's)."""
 
     def __init__(
         self,
         spec: BlockSpec,
-        blocks: tuple[str, ...],
+        model: BlockSwitch,
         neighbours: ProbeNeighbours,
         *,
         bucket_scheme: str = "replicated",
-        max_group_entries: int = 128,
-        table_capacity: int = 4096,
-        spines: tuple[str, ...] = (),
         probe_interval_s: float = 0.5,
     ) -> None:
-        super().__init__(spec.name, spec.name, blocks, spec.uplinks, spec.speed_gbps, WallClock(),
-                         neighbours, max_group_entries=max_group_entries,
-                         table_capacity=table_capacity, spines=spines)
+        if model.realiser is not None:
+            raise ValueError(f"{model.name}: the switch model is realised elsewhere already")
         self.spec = spec
+        self.model = model
+        model.realiser = self
+        self.neighbours = neighbours
         self.bucket_scheme = bucket_scheme
+        spine = model.role == "spine"
+        #: the table and group base whose per-destination flows count the egress bytes
+        self.egress_table = TABLE_TRANSIT if spine else TABLE_SOURCE
+        self.egress_group_base = TRANSIT_GROUP_BASE if spine else SOURCE_GROUP_BASE
         self.channel: Channel | None = None
         self._programmed: dict[int, tuple[Bucket, ...]] = {}
         self._counters = MonotonicCounter()
@@ -94,12 +119,59 @@ class OpenFlowBlockSwitch(BlockSwitch):
         self._neighbours_known_at = 0.0
         self._probe_settle_s = 2.0 * probe_interval_s
 
+    # -- the model's face -----------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def block(self) -> str:
+        return self.model.block
+
+    @property
+    def role(self) -> str:
+        return self.model.role
+
+    @property
+    def blocks(self) -> tuple[str, ...]:
+        return self.model.blocks
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return self.model.nodes
+
+    @property
+    def num_ports(self) -> int:
+        return self.model.num_ports
+
+    @property
+    def speed_gbps(self) -> float:
+        return self.model.speed_gbps
+
+    @property
+    def max_group_entries(self) -> int:
+        return self.model.max_group_entries
+
+    @property
+    def table_capacity(self) -> int:
+        return self.model.table_capacity
+
+    @property
+    def generation(self) -> int:
+        return self.model.generation
+
+    def ports(self) -> list[dict[str, object]]:
+        return self.model.ports()
+
+    def groups(self) -> tuple[int, Table, Table, int]:
+        return self.model.groups()
+
     # -- connection ---------------------------------------------------------------------
     def attach(self, channel: Channel) -> None:
         """A (re)connected bridge. A fresh agent adopts the groups the bridge holds (a
         restarted agent must not change forwarding: fail static); otherwise the bridge is
         made to hold this agent's state."""
-        with self._lock:
+        with self.model._lock:
             self.channel = channel
             self._neighbours_known_at = time.monotonic() + self._probe_settle_s
             held = self._read_groups(channel)
@@ -124,37 +196,37 @@ class OpenFlowBlockSwitch(BlockSwitch):
         rounded to the hash slots for the replicated one). The state flows, when the bridge
         has them (:mod:`emulation.openflow.state_flows`), give back the generation, the
         drained ports and every port's installed peer (spine and drained ports too)."""
-        installed = np.full(self.num_ports, -1, dtype=np.int64)
+        num_ports, nodes = self.num_ports, self.nodes
+        installed = np.full(num_ports, -1, dtype=np.int64)
         for d in range(len(self.blocks)):
             for port, _ in held.get(group_id("transit", d), ()):
-                if 0 <= port < self.num_ports:
+                if 0 <= port < num_ports:
                     installed[port] = d
-        drained = np.zeros(self.num_ports, dtype=bool)
+        drained = np.zeros(num_ports, dtype=bool)
+        generation = None
         if state is not None:
             for port, node in state.installed.items():
-                if 0 <= port < self.num_ports and node < len(self.nodes):
+                if 0 <= port < num_ports and node < len(nodes):
                     installed[port] = node
             for port, flag in state.drained.items():
-                if 0 <= port < self.num_ports:
+                if 0 <= port < num_ports:
                     drained[port] = flag
-            if state.generation is not None:
-                self.generation = state.generation
-        self._drained = drained
+            generation = state.generation
         source: dict[str, dict[str, int]] = {}
         for d, dest in enumerate(self.blocks):
             weights: dict[str, int] = {}
             for port, weight in held.get(group_id("source", d), ()):
-                if 0 <= port < self.num_ports and installed[port] >= 0:
-                    via = self.nodes[int(installed[port])]
+                if 0 <= port < num_ports and installed[port] >= 0:
+                    via = nodes[int(installed[port])]
                     weights[via] = weights.get(via, 0) + weight
             if weights and set(weights) != {dest}:  # direct only is the default
                 divisor = math.gcd(*weights.values())
                 source[dest] = {via: w // divisor for via, w in weights.items()}
-        self._installed, self._source, self._transit = installed, source, {}
+        self.model.adopt(SwitchTables(source, {}, installed, drained), generation)
         self._programmed = dict(held)
 
     def detach(self, channel: Channel) -> None:
-        with self._lock:
+        with self.model._lock:
             if self.channel is channel:
                 self.channel = None
 
@@ -169,7 +241,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
             held[int(desc.group_id)] = tuple(buckets)
         return held
 
-    # -- changing -----------------------------------------------------------------------
+    # -- changing: the model decides, the bridge is programmed before it commits ------------
     def set_groups(
         self,
         request_id: str,
@@ -181,54 +253,28 @@ class OpenFlowBlockSwitch(BlockSwitch):
         delete_source: Iterable[str] = (),
         delete_transit: Iterable[str] = (),
     ) -> tuple[int, bool, int]:
-        delete_source, delete_transit = list(delete_source), list(delete_transit)
         self._await_neighbours()
-        with self._lock:
-            fresh = (self._replays.get(request_id, expected_generation) is None
-                     and expected_generation == self.generation)
-            if fresh:
-                new_source = self._validated(source, transit_table=False)
-                new_transit = self._validated(transit, transit_table=True)
-                if not replace:
-                    new_source = self._merged(self._source, new_source, delete_source)
-                    new_transit = self._merged(self._transit, new_transit, delete_transit)
-                used = sum(sum(g.values()) for t in (new_source, new_transit) for g in t.values())
-                if used <= self.table_capacity:  # else the emulated logic refuses it below
-                    installed = self.link_state().peer_node
-                    self._push(plan_groups(self.block, self.blocks, self.nodes, new_source, new_transit,
-                                           installed, self._drained, self.bucket_scheme))
-            result = super().set_groups(
-                request_id, expected_generation, source, transit, replace=replace,
-                delete_source=delete_source, delete_transit=delete_transit)
-            self._resync()  # the peers may have moved since; usually a no-op
-            if not result[1]:
-                self._record_state()
-            return result
+        return self.model.set_groups(request_id, expected_generation, source, transit, replace=replace,
+                                     delete_source=delete_source, delete_transit=delete_transit)
 
     def drain(self, ports: Iterable[int]) -> list[int]:
-        idx = self._checked_ports(list(ports))
-        with self._lock:
-            drained = self._drained.copy()
-            drained[idx] = True
-            self._push(plan_groups(self.block, self.blocks, self.nodes, self._source, self._transit,
-                                   self._installed, drained, self.bucket_scheme))
-            result = super().drain(idx.tolist())
-            self._record_state()
-            return result
+        return self.model.drain(ports)
 
     def undrain(self, ports: Iterable[int]) -> list[int]:
-        idx = self._checked_ports(list(ports))
         self._await_neighbours()
-        with self._lock:
-            drained, installed = self._drained.copy(), self._installed.copy()
-            drained[idx] = False
-            installed[idx] = self.link_state().peer_node[idx]
-            self._push(plan_groups(self.block, self.blocks, self.nodes, self._source, self._transit,
-                                   installed, drained, self.bucket_scheme))
-            result = super().undrain(idx.tolist())
-            self._resync()
+        return self.model.undrain(ports)
+
+    def realise(self, tables: SwitchTables) -> None:
+        """Program the bridge for ``tables`` (Realiser; ApplyAborted leaves it as it was)."""
+        self._push(plan_groups(self.block, self.blocks, self.nodes, tables.source, tables.transit,
+                               tables.installed, tables.drained, self.bucket_scheme))
+
+    def committed(self, replayed: bool) -> None:
+        """After a change (or a replay): bring the bridge in line if the peers moved since,
+        and record the new state on it."""
+        self._resync()
+        if not replayed:
             self._record_state()
-            return result
 
     def _await_neighbours(self) -> None:
         wait = self._neighbours_known_at - time.monotonic()
@@ -242,8 +288,9 @@ class OpenFlowBlockSwitch(BlockSwitch):
         channel = self.channel
         if channel is None:
             return
+        tables = self.model.tables()
         try:
-            channel.transact(state_flow_mods(channel, self.generation, self._installed, self._drained,
+            channel.transact(state_flow_mods(channel, self.generation, tables.installed, tables.drained,
                                              uplink_ofport))
         except (SwitchUnreachable, SwitchRejected) as exc:
             log.warning("%s: recording the state on the bridge failed: %s", self.name, exc)
@@ -258,8 +305,9 @@ class OpenFlowBlockSwitch(BlockSwitch):
             log.warning("%s: bridge not in line with the committed groups: %s", self.name, exc)
 
     def _plan(self) -> GroupPlan:
-        return plan_groups(self.block, self.blocks, self.nodes, self._source, self._transit, self._installed,
-                           self._drained, self.bucket_scheme)
+        t = self.model.tables()
+        return plan_groups(self.block, self.blocks, self.nodes, t.source, t.transit, t.installed, t.drained,
+                           self.bucket_scheme)
 
     def _push(self, plan: GroupPlan) -> None:
         """Make the bridge's groups those of ``plan``; on failure restore the old ones and
@@ -388,12 +436,12 @@ class OpenFlowBlockSwitch(BlockSwitch):
         heard = parse_probe(data)
         port = uplink_index(in_port)
         if heard is not None and 0 <= port < self.num_ports:
-            self._links.heard(self.block, port, heard[0], heard[1])  # type: ignore[attr-defined]
+            self.neighbours.heard(self.block, port, heard[0], heard[1])
 
     def port_changed(self, ofport: int, state: int) -> None:
         port = uplink_index(ofport)
         if 0 <= port < self.num_ports and state & 1:  # OFPPS_LINK_DOWN
-            self._links.link_down(self.block, port)  # type: ignore[attr-defined]
+            self.neighbours.link_down(self.block, port)
 
     # -- counters -----------------------------------------------------------------------
     def counters(self) -> dict[str, object]:
@@ -408,7 +456,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
                     log.warning("%s: counters unavailable: %s", self.name, exc)
             if self._last_counters is None:
                 zeros = np.zeros(self.num_ports, dtype=np.uint64)
-                self._last_counters = {f: zeros for f in COUNTER_FIELDS} | {
+                self._last_counters = {f: zeros for f in PORT_COUNTERS} | {
                     "time_s": time.time(),
                     "egress": {b: 0 for b in self.blocks if b != self.block},
                     "no_route_drops": 0,
@@ -419,12 +467,12 @@ class OpenFlowBlockSwitch(BlockSwitch):
         p, ofp, dp = channel.parser, channel.ofp, channel.datapath
         ports = channel.multipart(p.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
         flows = channel.multipart(p.OFPFlowStatsRequest(
-            dp, table_id=self.EGRESS_TABLE, cookie=COOKIE_ROUTE, cookie_mask=COOKIE_MASK_KIND))
+            dp, table_id=self.egress_table, cookie=COOKIE_ROUTE, cookie_mask=COOKIE_MASK_KIND))
         dropped = channel.multipart(p.OFPFlowStatsRequest(
             dp, table_id=TABLE_NO_ROUTE, cookie=COOKIE_NO_ROUTE, cookie_mask=COOKIE_MASK_KIND))
         now = time.time()
         c = self._counters
-        columns = {f: np.zeros(self.num_ports, dtype=np.uint64) for f in COUNTER_FIELDS}
+        columns = {f: np.zeros(self.num_ports, dtype=np.uint64) for f in PORT_COUNTERS}
         for stat in ports:
             port = uplink_index(stat.port_no)
             if not 0 <= port < self.num_ports:
@@ -441,7 +489,7 @@ class OpenFlowBlockSwitch(BlockSwitch):
                 columns[f"{way}_drop_bytes"][port] = int(columns[f"{way}_drops"][port]) * mean
         egress = {b: c.value(("dest", b)) for b in self.blocks if b != self.block}
         for stat in flows:
-            d = (stat.cookie & 0xFFFFFFFF) - self.EGRESS_GROUP_BASE
+            d = (stat.cookie & 0xFFFFFFFF) - self.egress_group_base
             if 0 <= d < len(self.blocks) and self.blocks[d] != self.block:
                 egress[self.blocks[d]] = c.update(("dest", self.blocks[d]), int(stat.byte_count))
         for stat in dropped:

@@ -10,12 +10,15 @@ emulated OCS (fixed per-port losses), with the fibre "lit" when the OpenFlow por
 up (port description and port-status events).
 
 Validation, generations, compare-and-set, request-id replays and events are the emulated
-OcsDevice's: this class only adds the programming of the bridge before a change commits.
+OcsDevice's, held as ``model``: this class is the model's
+:class:`~emulation.ocs_device.CircuitRealiser`, programming the bridge before a change
+commits and lighting new circuits once their mirrors have moved.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -26,7 +29,7 @@ from emulation.openflow.channel import Channel, SwitchRejected, SwitchUnreachabl
 from emulation.openflow.clock import WallClock
 from emulation.openflow.spec import OcsSpec, ocs_ofport, ocs_port_index
 from emulation.openflow.state_flows import read_state, state_flow_mods
-from southbound.types import CrossConnect
+from southbound.types import CrossConnect, OcsEvent
 
 log = logging.getLogger(__name__)
 
@@ -38,24 +41,70 @@ COOKIE_OCS = 0x4F43530000000000  # "OCS"
 SETTLE_MARGIN_S = 0.002
 
 
-class OpenFlowOcs(OcsDevice):
+class OpenFlowOcs:
+    """An OCS model realised by an OpenFlow bridge; serves the OCS service as the model does."""
+
     def __init__(self, spec: OcsSpec, clock: WallClock | None = None,
                  switching_time_s: float = 0.0) -> None:
         if switching_time_s < 0:
             raise ValueError("the switching time cannot be negative")
-        super().__init__(spec.name, spec.ports, clock or WallClock(), sides=spec.sides,
-                         switching_time_s=switching_time_s)
+        # Dark until the switch tells us its ports are up.
+        self.model = OcsDevice(spec.name, spec.ports, clock or WallClock(), sides=spec.sides,
+                               switching_time_s=switching_time_s, fibres_lit=False, realiser=self)
         self.spec = spec
         self.channel: Channel | None = None
-        # Dark until the switch tells us its ports are up.
-        for port in range(spec.ports):
-            self._fibre_ok[port] = False
+
+    # -- the model's face -----------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def radix(self) -> int:
+        return self.model.radix
+
+    @property
+    def sides(self) -> str:
+        return self.model.sides
+
+    @property
+    def generation(self) -> int:
+        return self.model.generation
+
+    @property
+    def switching_time_s(self) -> float:
+        return self.model.switching_time_s
+
+    @property
+    def powered(self) -> bool:
+        return self.model.powered
+
+    def cross_connects(self) -> tuple[int, list[tuple[CrossConnect, bool]]]:
+        return self.model.cross_connects()
+
+    def port_status(self, ports: Iterable[int] = ()) -> list[dict[str, object]]:
+        return self.model.port_status(ports)
+
+    def apply(
+        self,
+        request_id: str,
+        expected_generation: int,
+        remove: Iterable[tuple[int, int]],
+        add: Iterable[tuple[int, int]],
+    ) -> tuple[int, bool]:
+        return self.model.apply(request_id, expected_generation, remove, add)
+
+    def subscribe(self) -> queue.SimpleQueue[OcsEvent]:
+        return self.model.subscribe()
+
+    def unsubscribe(self, q: queue.SimpleQueue[OcsEvent]) -> None:
+        self.model.unsubscribe(q)
 
     # -- connection ---------------------------------------------------------------------
     def attach(self, channel: Channel) -> None:
         """A (re)connected bridge: adopt the circuits it holds when this agent has none
         (a restarted agent must not cut live circuits), else make it hold ours."""
-        with self._lock:
+        with self.model._lock:
             self.channel = channel
             held = self._read_cross_connects(channel)
             items = self.cross_connects()[1]
@@ -65,10 +114,7 @@ class OpenFlowOcs(OcsDevice):
                 recorded = read_state(channel).generation
                 log.info("%s: adopting %d cross-connects from the bridge (generation %s)", self.name,
                          len(held), recorded)
-                for c in held:
-                    self._connect(c, self.clock.now())
-                self.generation = recorded if recorded is not None else self.generation + 1
-                self.tick(self.clock.now())
+                self.model.adopt(held, recorded)
             else:
                 self._program(remove=held - ours, add=settled - held, rollback=False)
             self._record_generation()
@@ -86,7 +132,7 @@ class OpenFlowOcs(OcsDevice):
             log.warning("%s: recording the generation on the bridge failed: %s", self.name, exc)
 
     def detach(self, channel: Channel) -> None:
-        with self._lock:
+        with self.model._lock:
             if self.channel is channel:
                 self.channel = None
 
@@ -119,56 +165,37 @@ class OpenFlowOcs(OcsDevice):
         index = ocs_port_index(ofport)
         if 0 <= index < self.radix:
             link_down = bool(state & 1)  # OFPPS_LINK_DOWN
-            if bool(self._fibre_ok[index]) == link_down:
-                self.set_fibre(index, not link_down)
+            if self.model.fibre_ok(index) == link_down:
+                self.model.set_fibre(index, not link_down)
 
-    # -- changing -----------------------------------------------------------------------
-    def apply(
-        self,
-        request_id: str,
-        expected_generation: int,
-        remove: Iterable[tuple[int, int]],
-        add: Iterable[tuple[int, int]],
-    ) -> tuple[int, bool]:
-        remove, add = list(remove), list(add)
-        with self._lock:
-            fresh = (self._replays.get(request_id, expected_generation) is None
-                     and expected_generation == self.generation and self.powered)
-            if fresh:
-                removed = [CrossConnect(a, b) for a, b in remove]
-                added = [CrossConnect(a, b) for a, b in add]
-                self._validate(removed, added)
-                new = set(added) - set(removed)
-                self._program(remove=set(removed) - set(added),
-                              add=set() if self.switching_time_s else new)
-                result = super().apply(request_id, expected_generation, remove, add)
-                self._record_generation()
-                if self.switching_time_s and new:
-                    timer = threading.Timer(self.switching_time_s + SETTLE_MARGIN_S, self._settle,
-                                            args=(new,))
-                    timer.daemon = True
-                    timer.start()
-                return result
-            return super().apply(request_id, expected_generation, remove, add)
+    # -- changing: the model decides, the bridge is programmed before it commits ------------
+    def realise(self, remove: set[CrossConnect], add: set[CrossConnect]) -> None:
+        """Take ``remove``'s flow pairs off the bridge and put ``add``'s on (CircuitRealiser;
+        ApplyAborted after restoring the old flows)."""
+        self._program(remove=remove, add=add)
+
+    def committed(self, added: set[CrossConnect]) -> None:
+        """Record the new generation; light ``added`` once the mirrors have moved."""
+        self._record_generation()
+        if self.switching_time_s and added:
+            timer = threading.Timer(self.switching_time_s + SETTLE_MARGIN_S, self._settle, args=(added,))
+            timer.daemon = True
+            timer.start()
 
     def _settle(self, connects: set[CrossConnect]) -> None:
         """The mirrors of ``connects`` have moved: install their flows (those still wanted
         and due) and announce them. A bridge error takes the circuits down instead."""
-        with self._lock:
-            now = self.clock.now()
-            due = {c for c in connects
-                   if c in self._entries and not self._entries[c].switching(now)}
+        model = self.model
+        with model._lock:
+            now = model.clock.now()
+            due = model.settled(connects, now)
             if due:
                 try:
                     self._program(remove=set(), add=due, rollback=False)
                 except ApplyAborted as exc:
                     log.error("%s: circuits %s did not come up: %s", self.name, sorted(due), exc)
-                    for c in due:
-                        self._disconnect(c)
-                    self.generation += 1
-                    for c in sorted(due):
-                        self._emit("circuit_down", connect=c, reason="the bridge refused the flows")
-            self.tick(now)
+                    model.drop(due, reason="the bridge refused the flows")
+            model.tick(now)
             self._record_generation()
 
     def _program(self, *, remove: set[CrossConnect], add: set[CrossConnect],

@@ -20,7 +20,7 @@ from controller.commands.ctl import CTL_READ_RETRY
 from controller.metrics import ControllerMetrics
 from controller.northbound import ControllerClient, start_northbound
 from controller.northbound.events import EventHub, event_message
-from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
+from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 from tests.support import ROOT
 from tests.support.cli_helpers import run_cli
 from tests.support.daemon_support import free_port, wait_for

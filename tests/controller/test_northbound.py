@@ -29,13 +29,13 @@ from controller.northbound import (
     start_northbound,
 )
 from controller.northbound.errors import API_ERROR_METADATA_KEY, STATUS_OF_API_ERROR
+from controller.northbound.proto import TREE
+from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
+from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
 from controller.northbound.server import DEFAULT_HISTORY_LIMIT
 from optimizer.errors import ConfigError
 from optimizer.fabric import Block, Fabric, Ocs
-from southbound.proto import regen
-from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
-from southbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
-from southbound.rpc import RetryPolicy
+from southbound.options import RetryPolicy
 from southbound.tls import ServerTlsConfig, TlsConfig
 from tests.support.northbound_fake import (
     HISTORY,
@@ -479,10 +479,9 @@ def test_many_concurrent_calls_are_served(served: Served) -> None:
 # -- stubs -------------------------------------------------------------------------------------
 
 
-def test_regen_compiles_the_controller_proto_beside_the_southbound_ones() -> None:
-    files = {str(p) for p in regen.proto_files()}
-    assert "heliostat/controller/v1/controller.proto" in files
-    assert "heliostat/southbound/v1/ocs.proto" in files
+def test_the_controller_proto_lives_with_the_northbound_package() -> None:
+    files = {str(p) for p in TREE.proto_files()}
+    assert files == {"heliostat/controller/v1/controller.proto"}
     service = pb.DESCRIPTOR.services_by_name["ControllerService"]
     assert pb.DESCRIPTOR.package == "heliostat.controller.v1"
     assert {m.name for m in service.methods} == {

@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from emulation.admission.limits import MAX_REQUEST_BYTES, STREAMS_PER_CLIENT, StreamGate, stream_capacity
-from southbound.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2
+from southbound.grpc_native.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2
 from tests.support.southbound_fixtures import served_ocs, served_switch
 
 
@@ -101,7 +101,7 @@ def test_a_message_over_the_size_limit_is_refused() -> None:
 
 def test_switch_requests_are_bounded_by_the_device() -> None:
     with served_switch() as (device, agent, _, _):
-        from southbound.pb import packet_switch_pb2_grpc
+        from southbound.grpc_native.pb import packet_switch_pb2_grpc
 
         with grpc.insecure_channel(agent.address) as channel:
             stub = packet_switch_pb2_grpc.PacketSwitchServiceStub(channel)

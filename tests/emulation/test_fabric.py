@@ -17,8 +17,8 @@ from optimizer.topology import uniform_mesh
 from optimizer.traffic import uniform_matrix
 from southbound.devices import load_devices_file
 from southbound.errors import DeviceUnavailable
+from southbound.grpc_native.switch_client import SwitchClient
 from southbound.registry import default_registry
-from southbound.switch_client import SwitchClient
 from southbound.tls import ServerTlsConfig, TlsConfig
 from southbound.types import CrossConnect, OcsEvent
 from tests.support import ROOT

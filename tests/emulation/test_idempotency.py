@@ -10,7 +10,7 @@ import pytest
 from emulation.admission.idempotency import ReplayCache, request_digest
 from emulation.admission.limits import MAX_REQUEST_ID_CHARS
 from emulation.errors import MalformedRequest
-from southbound.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
+from southbound.grpc_native.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
 from tests.support.southbound_fixtures import served_ocs, served_switch
 
 

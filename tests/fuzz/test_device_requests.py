@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from southbound.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
+from southbound.grpc_native.pb import ocs_pb2, ocs_pb2_grpc, packet_switch_pb2, packet_switch_pb2_grpc
 from tests.fuzz.test_parsers import FUZZ
 from tests.support.southbound_fixtures import BLOCKS, served_ocs, served_switch
 

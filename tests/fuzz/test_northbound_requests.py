@@ -17,8 +17,8 @@ from controller.config import load_controller_config
 from controller.daemon import Daemon
 from controller.daemon_api import DaemonApi
 from controller.northbound import start_northbound
-from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
-from southbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
+from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
+from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
 from tests.fuzz.test_parsers import FUZZ
 from tests.support.daemon_support import CONFIGS, controller_config, running_fabric
 

@@ -21,8 +21,8 @@ from controller.reconfig.journal import Journal
 from emulation.mininet.fabric import PacketFabric
 from optimizer.topology import Circuit, Topology, uniform_mesh
 from southbound.errors import SouthboundError
-from southbound.ocs_client import OcsClient
-from southbound.switch_client import SwitchClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.switch_client import SwitchClient
 from tests.support.daemon_support import controller_config, start_daemon_process, stop_process, wait_for
 from tests.support.packet_fixtures import FABRIC_4, ping_failures, requires_packet_fabric
 

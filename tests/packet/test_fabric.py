@@ -13,9 +13,9 @@ import pytest
 
 from southbound.devices import load_devices_file
 from southbound.errors import InvalidRequest, StaleGeneration
-from southbound.ocs_client import OcsClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.switch_client import SwitchClient
 from southbound.registry import default_registry
-from southbound.switch_client import SwitchClient
 from southbound.types import CrossConnect
 from tests.support.packet_fixtures import (
     Running,

@@ -29,7 +29,7 @@ from controller.northbound.client import ControllerClient
 from emulation.mininet.fabric import PacketFabric
 from optimizer.topology import uniform_mesh
 from southbound.errors import SouthboundError
-from southbound.switch_client import SwitchClient
+from southbound.grpc_native.switch_client import SwitchClient
 from tests.support.daemon_support import (
     controller_config,
     free_port,

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from optimizer.errors import ConfigError
+from southbound.contracts import SWITCH_CAPABILITIES
 from southbound.devices import DeviceConfig, load_devices_file, write_devices_file
-from southbound.ocs_client import OcsClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.switch_client import SwitchClient
 from southbound.registry import DriverRegistry, UnknownTransport, default_registry
-from southbound.switch_client import SwitchClient
 from tests.support.southbound_fixtures import served_ocs
 
 
@@ -116,14 +118,18 @@ def test_registry_makes_grpc_clients_that_talk_to_the_device(tmp_path: Path) -> 
 def test_registry_plugs_in_another_transport_and_reports_missing_ones() -> None:
     registry = DriverRegistry()
     made: list[str] = []
-    registry.register("openflow", "block", lambda d: made.append(d.name) or "of-client")
+
+    def openflow(device: DeviceConfig) -> Any:
+        made.append(device.name)
+        return "of-client"
+
+    for capability in SWITCH_CAPABILITIES:
+        registry.register(capability, "openflow", openflow)
     device = DeviceConfig("blk", "block", "127.0.0.1:6653", transport="openflow")
-    assert registry.create(device) == "of-client" and made == ["blk"]
+    assert registry.switch(device) == "of-client" and made == ["blk"]  # one driver for all three
     assert registry.transports() == {"openflow"}
-    with pytest.raises(UnknownTransport, match="no driver for transport 'grpc' and kind 'ocs'"):
+    with pytest.raises(UnknownTransport, match="no driver for transport 'grpc' and capability 'circuits'"):
         registry.create(DeviceConfig("o", "ocs", "127.0.0.1:1"))
-
-
 
 
 def test_written_tls_paths_are_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,13 +15,15 @@ from southbound.errors import (
     ApplyOutcome,
     DeviceError,
     DeviceUnavailable,
+    ErrorCode,
+    Fenced,
     InvalidRequest,
     StaleGeneration,
-    map_rpc_error,
 )
-from southbound.ocs_client import OcsClient
-from southbound.rpc import CallOptions, RetryPolicy, RpcCaller
-from southbound.switch_client import SwitchClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.rpc import CallOptions, RetryPolicy, RpcCaller
+from southbound.grpc_native.status import map_rpc_error
+from southbound.grpc_native.switch_client import SwitchClient
 from southbound.types import CrossConnect
 from tests.support.southbound_fixtures import FAST, served_ocs, served_switch
 
@@ -37,7 +39,8 @@ def test_down_device_raises_device_unavailable_after_bounded_retries() -> None:
         elapsed = time.monotonic() - started
         assert not client.is_serving()
     assert info.value.device == "gone"
-    assert info.value.code == grpc.StatusCode.UNAVAILABLE
+    assert info.value.code is ErrorCode.UNAVAILABLE
+    assert info.value.transport_code == grpc.StatusCode.UNAVAILABLE
     assert elapsed < 5.0
 
 
@@ -92,7 +95,8 @@ def test_slow_device_hits_the_deadline_instead_of_hanging() -> None:
     finally:
         release.set()
         server.stop(0)
-    assert info.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert info.value.code is ErrorCode.DEADLINE
+    assert info.value.transport_code == grpc.StatusCode.DEADLINE_EXCEEDED
     assert len(calls) == 1  # DEADLINE_EXCEEDED is not retried
     assert elapsed < 3.0
 
@@ -109,7 +113,8 @@ def test_unimplemented_is_a_device_error() -> None:
             client.device_info()
     finally:
         server.stop(0)
-    assert info.value.code == grpc.StatusCode.UNIMPLEMENTED
+    assert info.value.code is ErrorCode.UNSUPPORTED
+    assert info.value.transport_code == grpc.StatusCode.UNIMPLEMENTED
     assert not isinstance(info.value, DeviceUnavailable)
 
 
@@ -170,22 +175,35 @@ def test_caller_gives_up_after_max_attempts_and_never_retries_other_codes() -> N
 
 
 @pytest.mark.parametrize(
-    ("code", "kind"),
+    ("status", "kind", "code"),
     [
-        (grpc.StatusCode.UNAVAILABLE, DeviceUnavailable),
-        (grpc.StatusCode.DEADLINE_EXCEEDED, DeviceUnavailable),
-        (grpc.StatusCode.FAILED_PRECONDITION, StaleGeneration),
-        (grpc.StatusCode.INVALID_ARGUMENT, InvalidRequest),
-        (grpc.StatusCode.ABORTED, DeviceError),
-        (grpc.StatusCode.INTERNAL, DeviceError),
+        (grpc.StatusCode.UNAVAILABLE, DeviceUnavailable, ErrorCode.UNAVAILABLE),
+        (grpc.StatusCode.DEADLINE_EXCEEDED, DeviceUnavailable, ErrorCode.DEADLINE),
+        (grpc.StatusCode.FAILED_PRECONDITION, StaleGeneration, ErrorCode.CONFLICT),
+        (grpc.StatusCode.INVALID_ARGUMENT, InvalidRequest, ErrorCode.INVALID),
+        (grpc.StatusCode.ABORTED, DeviceError, ErrorCode.ABORTED),
+        (grpc.StatusCode.NOT_FOUND, DeviceError, ErrorCode.NOT_FOUND),
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, DeviceError, ErrorCode.OVERLOADED),
+        (grpc.StatusCode.PERMISSION_DENIED, DeviceError, ErrorCode.DENIED),
+        (grpc.StatusCode.UNAUTHENTICATED, DeviceError, ErrorCode.DENIED),
+        (grpc.StatusCode.UNIMPLEMENTED, DeviceError, ErrorCode.UNSUPPORTED),
+        (grpc.StatusCode.INTERNAL, DeviceError, ErrorCode.INTERNAL),
+        (grpc.StatusCode.UNKNOWN, DeviceError, ErrorCode.INTERNAL),
     ],
 )
-def test_error_mapping(code: grpc.StatusCode, kind: type) -> None:
-    error = map_rpc_error(_FakeRpcError(code, "why", (("heliostat-generation", "7"),)), "dev-1")
+def test_error_mapping(status: grpc.StatusCode, kind: type, code: ErrorCode) -> None:
+    error = map_rpc_error(_FakeRpcError(status, "why", (("heliostat-generation", "7"),)), "dev-1")
     assert type(error) is kind
+    assert error.code is code and error.transport_code == status
     assert error.device == "dev-1" and "why" in str(error)
     if kind is StaleGeneration:
         assert error.current_generation == 7
+
+
+def test_a_refusal_naming_an_epoch_is_fenced_not_stale() -> None:
+    metadata = (("heliostat-epoch", "9"), ("heliostat-generation", "7"))
+    error = map_rpc_error(_FakeRpcError(grpc.StatusCode.FAILED_PRECONDITION, "old leader", metadata), "d")
+    assert isinstance(error, Fenced) and error.code is ErrorCode.FENCED and error.highest_epoch == 9
 
 
 def test_switch_set_groups_to_a_down_device_is_apply_failed() -> None:
@@ -197,7 +215,7 @@ def test_switch_set_groups_to_a_down_device_is_apply_failed() -> None:
 
 
 def test_retry_policy_rejects_nonsense() -> None:
-    from southbound.rpc import RetryPolicyError
+    from southbound.options import RetryPolicyError
 
     with pytest.raises(RetryPolicyError):
         RetryPolicy(max_attempts=0)

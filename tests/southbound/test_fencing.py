@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from southbound.errors import Fenced
+from southbound.errors import ErrorCode, Fenced
 from southbound.types import CrossConnect
 from tests.support.southbound_fixtures import served_ocs, served_switch
 
@@ -34,7 +34,8 @@ def test_ocs_refuses_a_lower_epoch_and_changes_nothing() -> None:
             client.apply(expected_generation=first.generation, add=[CrossConnect(1, 9)])
         table = client.cross_connects()
     assert refused.value.highest_epoch == 7
-    assert refused.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert refused.value.code is ErrorCode.FENCED
+    assert refused.value.transport_code == grpc.StatusCode.FAILED_PRECONDITION
     assert "below 7" in str(refused.value)
     assert old.refusals == [("ocs-t", 7)] and new.refusals == []
     assert table.generation == first.generation  # the refused apply changed nothing

@@ -11,7 +11,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 )
 
 from emulation.ocs_device import DARK_DBM, ApplyFault
-from southbound.errors import ApplyFailed, ApplyOutcome, InvalidRequest, StaleGeneration
+from southbound.errors import ApplyFailed, ApplyOutcome, ErrorCode, InvalidRequest, StaleGeneration
 from southbound.types import CrossConnect, OcsEvent
 from tests.support.southbound_fixtures import served_ocs, wait_for
 
@@ -85,7 +85,8 @@ def test_stale_generation_is_refused_and_reports_the_current_one() -> None:
         with pytest.raises(StaleGeneration) as info:
             client.apply(expected_generation=1, add=[XC(1, 9)])
         assert info.value.current_generation == 2
-        assert info.value.code == grpc.StatusCode.FAILED_PRECONDITION
+        assert info.value.code is ErrorCode.CONFLICT
+        assert info.value.transport_code == grpc.StatusCode.FAILED_PRECONDITION
         assert client.cross_connects().cross_connects == {XC(0, 8)}
 
 
@@ -111,7 +112,8 @@ def test_malformed_apply_is_invalid_argument_and_changes_nothing(
             # a valid add rides along: it must not be applied either
             client.apply(expected_generation=2, remove=remove, add=[XC(5, 13), *add])
         assert message in str(info.value)
-        assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert info.value.code is ErrorCode.INVALID
+        assert info.value.transport_code == grpc.StatusCode.INVALID_ARGUMENT
         assert client.cross_connects() == before
         assert device.generation == 2
 
@@ -131,7 +133,8 @@ def test_apply_failing_halfway_rolls_back_and_the_driver_says_old_state() -> Non
         with pytest.raises(ApplyFailed) as info:
             client.apply(expected_generation=2, remove=[XC(0, 8)], add=[XC(1, 9), XC(2, 10)])
         assert info.value.outcome is ApplyOutcome.OLD_STATE
-        assert info.value.cause.code == grpc.StatusCode.ABORTED
+        assert info.value.cause.code is ErrorCode.ABORTED
+        assert info.value.cause.transport_code == grpc.StatusCode.ABORTED
         assert client.cross_connects() == before
 
 

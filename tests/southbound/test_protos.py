@@ -1,11 +1,16 @@
-"""The committed stubs match what the pinned grpcio-tools generates from the protos."""
+"""The committed stubs match what the pinned grpcio-tools generates from the protos: the device
+API's (southbound/grpc_native/proto) and the northbound API's (controller/northbound/proto)."""
 
 from __future__ import annotations
 
 import filecmp
 from pathlib import Path
 
-from southbound.proto import regen
+import pytest
+
+from controller.northbound import proto as northbound_proto
+from southbound.grpc_native import proto as southbound_proto
+from southbound.grpc_native.protoc import ProtoTree, regenerate
 
 
 def _tree(root: Path) -> set[Path]:
@@ -16,22 +21,33 @@ def _tree(root: Path) -> set[Path]:
     }
 
 
-def test_committed_stubs_match_regenerated(tmp_path: Path) -> None:
-    written = regen.regenerate(tmp_path)
+@pytest.mark.parametrize(
+    "tree", [southbound_proto.TREE, northbound_proto.TREE], ids=["southbound", "northbound"]
+)
+def test_committed_stubs_match_regenerated(tree: ProtoTree, tmp_path: Path) -> None:
+    written = regenerate(tree, tmp_path)
     assert written, "regeneration wrote nothing"
-    committed = _tree(regen.DEFAULT_OUT)
+    committed = _tree(tree.out)
     fresh = _tree(tmp_path)
     assert fresh == committed, f"file sets differ: {sorted(fresh ^ committed)}"
     differing = [
         str(p)
         for p in sorted(fresh)
-        if not filecmp.cmp(tmp_path / p, regen.DEFAULT_OUT / p, shallow=False)
+        if not filecmp.cmp(tmp_path / p, tree.out / p, shallow=False)
     ]
     assert not differing, f"stale stubs, run `make protos`: {differing}"
 
 
+def test_each_proto_lives_with_the_package_that_serves_it() -> None:
+    northbound = [str(p) for p in northbound_proto.TREE.proto_files()]
+    assert northbound == ["heliostat/controller/v1/controller.proto"]
+    assert {str(p) for p in southbound_proto.TREE.proto_files()} == {
+        f"heliostat/southbound/v1/{name}.proto" for name in ("common", "ocs", "packet_switch")
+    }
+
+
 def test_stubs_import_and_describe_both_services() -> None:
-    from southbound import pb
+    from southbound.grpc_native import pb
 
     ocs = pb.ocs_pb2.DESCRIPTOR.services_by_name["OcsService"]
     switch = pb.packet_switch_pb2.DESCRIPTOR.services_by_name["PacketSwitchService"]

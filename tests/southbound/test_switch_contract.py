@@ -8,7 +8,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
-from southbound.errors import InvalidRequest, StaleGeneration
+from southbound.errors import ErrorCode, InvalidRequest, StaleGeneration
 from tests.support.southbound_fixtures import served_switch
 
 
@@ -100,7 +100,8 @@ def test_malformed_groups_are_invalid_argument_and_change_nothing(
             client.set_groups(expected_generation=2, source={"d": {"d": 1}, **source},
                               transit=transit)
         assert message in str(info.value)
-        assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert info.value.code is ErrorCode.INVALID
+        assert info.value.transport_code == grpc.StatusCode.INVALID_ARGUMENT
         assert client.groups() == before
         assert device.generation == 2
 

@@ -8,9 +8,9 @@ import pytest
 
 from southbound.devices import load_devices_file
 from southbound.errors import DeviceUnavailable
-from southbound.ocs_client import OcsClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.options import CallOptions, RetryPolicy
 from southbound.registry import default_registry
-from southbound.rpc import CallOptions, RetryPolicy
 from southbound.tls import ServerTlsConfig, TlsConfig, TlsConfigError
 from tests.support.southbound_fixtures import FAST, served_ocs
 from tests.support.tls_ca import SERVER_NAME, Pki, make_pki

@@ -23,8 +23,8 @@ from emulation.mininet.bootstrap import bootstrap
 from emulation.mininet.fabric import PacketFabric, missing_requirements
 from optimizer.topology import Circuit
 from southbound.errors import SouthboundError
-from southbound.ocs_client import OcsClient
-from southbound.switch_client import SwitchClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.switch_client import SwitchClient
 from tests.support import ROOT
 
 REPO = ROOT

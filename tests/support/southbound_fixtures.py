@@ -10,9 +10,9 @@ from emulation.agent import DeviceAgent, ocs_agent, switch_agent
 from emulation.clock import EmulatedClock
 from emulation.ocs_device import OcsDevice
 from emulation.switch_device import BlockSwitch, StaticLinks
-from southbound.ocs_client import OcsClient
-from southbound.rpc import CallOptions, RetryPolicy
-from southbound.switch_client import SwitchClient
+from southbound.grpc_native.ocs_client import OcsClient
+from southbound.grpc_native.switch_client import SwitchClient
+from southbound.options import CallOptions, RetryPolicy
 
 FAST = CallOptions(deadline_s=2.0, retry=RetryPolicy(max_attempts=3, initial_backoff_s=0.01))
 BLOCKS = ("a", "b", "c", "d")

@@ -22,9 +22,9 @@ from emulation.agent import DeviceAgent
 from emulation.mininet.plan import plan_network
 from emulation.openflow.agent import build_devices, start_grpc
 from emulation.openflow.spec import spec_from_json
-from southbound.pb import ocs_pb2, ocs_pb2_grpc
+from southbound.grpc_native.pb import ocs_pb2, ocs_pb2_grpc
+from southbound.options import RetryPolicy
 from southbound.pki import API_SERVER_NAME, DEVICE_SERVER_NAME, Pki, write_pki
-from southbound.rpc import RetryPolicy
 from southbound.tls import ClientRoles, ServerTlsConfig, TlsConfig, TlsConfigError
 from tests.support import shipped_fabric
 from tests.support.northbound_fake import client_for, serving

@@ -1,0 +1,8 @@
+"""``python -m controller.northbound.proto``: regenerate the northbound API's stubs."""
+
+import sys
+
+from controller.northbound.proto import TREE
+from southbound.grpc_native.protoc import main
+
+sys.exit(main(TREE))

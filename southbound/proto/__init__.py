@@ -1,1 +1,0 @@
-"""Southbound protos (heliostat.southbound.v1) and their committed generated stubs."""
