@@ -47,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "run the controller against an emulated fabric through a demand shift",
     ),
     "emulate": ("emulation.service", "run an emulated fabric as a service"),
+    "emuctl": (
+        "controller.commands.emuctl",
+        "poke a running emulated fabric: demand, fibres, OCSes, agents, blocks",
+    ),
     "ctl": ("controller.commands.ctl", "query and steer a running controller"),
     "config": ("controller.commands.config_check", "validate a controller config and the files it names"),
     "certs": ("controller.commands.certs", "issue a CA and the TLS certificates for the API and the devices"),

@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+from emulation.control import ControlServer, FabricControl
 from emulation.fabric import Demand, EmulatedFabric, FabricError
 from emulation.signals import stop_on_signals
 from optimizer.config import load_fabric
@@ -63,6 +64,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="OCS switching time (default: %(default)s)")
     p.add_argument("--duration", type=float, default=0.0,
                    help="stop after this many real seconds (default: run until interrupted)")
+    p.add_argument("--control", default=None, metavar="HOST:PORT",
+                   help="serve a control endpoint (loopback only; port 0 picks one) that `heliostat emuctl` "
+                   "pokes: demand, fibres, OCS power, agents, blocks; its URL goes to the devices file's "
+                   "name + .control")
     add_tls_arguments(p)
 
 
@@ -93,6 +98,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     try:
         check_output_file(args.devices_file, "--devices-file")
+        control = control_address(args.control)
         fabric_model = load_fabric(args.fabric)
         demand = _demand(args, fabric_model)
         server_tls, client_tls = tls_from_args(args)
@@ -109,7 +115,22 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
 
     with stop_on_signals() as stop:
-        return _serve(fabric, demand, stop, args.speed, args.duration)
+        return _serve(fabric, demand, stop, args.speed, args.duration, control)
+
+
+def control_address(text: str | None) -> tuple[str, int] | None:
+    """``--control HOST:PORT`` (``[v6]:PORT``) as (host, port); None when not given."""
+    if text is None:
+        return None
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError("<command line>", "--control", f"expected HOST:PORT, got {text[:80]!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def control_file(devices_file: Path) -> Path:
+    """Where a running emulator writes its control endpoint's URL: beside its devices file."""
+    return devices_file.with_name(devices_file.name + ".control")
 
 
 def check_output_file(path: Path, option: str) -> None:
@@ -142,6 +163,7 @@ def _serve(
     stop: threading.Event,
     speed: float,
     duration_s: float,
+    control: tuple[str, int] | None = None,
 ) -> int:
     fabric_model = fabric.fabric
     with fabric:
@@ -149,10 +171,21 @@ def _serve(
             fabric.set_demand(demand)
         print(f"fabric {fabric_model.name}: {len(fabric.agents)} devices; "
               f"devices file {fabric.devices_file.resolve()}")
+        server = None
+        if control is not None:
+            server = ControlServer(FabricControl(fabric), *control)
+            url = server.start()
+            control_file(fabric.devices_file).write_text(url + "\n")
+            print(f"control endpoint {url} (heliostat emuctl --devices-file {fabric.devices_file} status)")
         for name, agent in fabric.agents.items():
             print(f"  {name:12s} {agent.kind:6s} {agent.address}")
         sys.stdout.flush()
-        run(fabric, stop, speed=speed, duration_s=duration_s)
+        try:
+            run(fabric, stop, speed=speed, duration_s=duration_s)
+        finally:
+            if server is not None:
+                server.stop()
+                control_file(fabric.devices_file).unlink(missing_ok=True)
         stats = fabric.stats()
         print(f"stopped at t={stats.time_s:.1f}s: mlu={stats.mlu:.3f} "
               f"delivered={stats.delivered_bytes:.3e}B dropped={stats.dropped_bytes:.3e}B "
