@@ -3,10 +3,13 @@ block-to-block traffic of each phase of an iteration and over time (issue 31).
 
 The face of the package: :func:`load_job`, :func:`parse_job` and :class:`JobSpec`
 (:mod:`optimizer.jobs.spec`); :func:`job_traffic`, :class:`JobTraffic`, :class:`Phase` and
-:func:`jobs_series` (:mod:`optimizer.jobs.traffic`). The formulas are in
+:func:`jobs_series` (:mod:`optimizer.jobs.traffic`); :func:`job_iteration_seconds`,
+:func:`completion_times` and :func:`max_min_rates` (:mod:`optimizer.jobs.completion`: how long
+a job's transfers take when they share the fabric max-min fairly). The formulas are in
 :mod:`optimizer.jobs.collectives`. Pure: no I/O but reading a job file, no clock.
 """
 
+from optimizer.jobs.completion import completion_times, job_iteration_seconds, max_min_rates
 from optimizer.jobs.spec import Collective, JobSpec, load_job, parse_job
 from optimizer.jobs.traffic import JobTraffic, Phase, job_traffic, jobs_series
 
@@ -15,8 +18,11 @@ __all__ = [
     "JobSpec",
     "JobTraffic",
     "Phase",
+    "completion_times",
+    "job_iteration_seconds",
     "job_traffic",
     "jobs_series",
     "load_job",
+    "max_min_rates",
     "parse_job",
 ]

@@ -62,6 +62,17 @@ class JobTraffic:
         """The iteration's bytes as an average rate (Gbit/s) over its period."""
         return TrafficMatrix(self.blocks, self.iteration_bytes() * BITS_PER_BYTE / self.period / 1e9)
 
+    def pair_gbytes(self) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray]:
+        """The block pairs the job sends between (fabric block indices) and, per pair, the GB of
+        its all-reduce and of its compute phase in one iteration."""
+        reduce = next((p.bytes for p in self.phases if p.name == "all-reduce"), None)
+        compute = next(p.bytes for p in self.phases if p.name == "compute")
+        total = compute if reduce is None else compute + reduce
+        pairs = [(int(i), int(j)) for i, j in zip(*np.nonzero(total), strict=True)]
+        reduce_gb = np.array([0.0 if reduce is None else reduce[i, j] / 1e9 for i, j in pairs])
+        compute_gb = np.array([compute[i, j] / 1e9 for i, j in pairs])
+        return pairs, reduce_gb, compute_gb
+
     def peak(self) -> TrafficMatrix:
         """Per pair, the highest rate of any phase (what a burst asks of the fabric)."""
         return TrafficMatrix(self.blocks, np.max([p.gbps() for p in self.phases], axis=0))

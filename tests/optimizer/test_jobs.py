@@ -218,3 +218,48 @@ def test_the_shipped_jobs_load_and_the_cli_writes_their_matrix_and_series(tmp_pa
     assert len(series) > 6 and series.gbps[-1].sum() == 0
     bad = run_cli(*args[:4], "--series", "2")
     assert bad.returncode == 2 and "--series: needs --job" in bad.stderr
+
+
+# -- sharing the fabric: max-min fair rates and completion times ------------------------------
+
+
+def test_two_transfers_on_one_link_get_half_each_and_the_rest_is_freed_when_one_ends() -> None:
+    from optimizer.jobs import completion_times, max_min_rates
+
+    usage = np.array([[1.0], [1.0]])
+    assert max_min_rates(usage, np.array([100.0])) == pytest.approx([50.0, 50.0])
+    # 1 GB and 2 GB: both at 50 Gbit/s until the first is done at 8/50 s, then the second alone
+    # at 100 for its last GB: 8/100 s more
+    assert completion_times(usage, np.array([100.0]), np.array([1.0, 2.0])) == pytest.approx([0.16, 0.24])
+
+
+def test_progressive_filling_gives_what_a_bottleneck_leaves_to_the_others() -> None:
+    from optimizer.jobs import max_min_rates
+
+    # A on link 0 (100); B on links 0 and 1 (30): B is held to 30 by link 1, A takes the 70 left
+    usage = np.array([[1.0, 0.0], [1.0, 1.0]])
+    assert max_min_rates(usage, np.array([100.0, 30.0])) == pytest.approx([70.0, 30.0])
+
+
+def test_a_split_transfer_is_held_by_the_share_on_its_busiest_path() -> None:
+    from optimizer.jobs.completion import link_usage, max_min_rates
+
+    nodes = ["a", "b", "c"]
+    capacity = np.array([[0, 100.0, 40.0], [100.0, 0, 100.0], [40.0, 100.0, 0]])
+    tables = {"a": {"c": {"c": 1, "b": 1}}}  # half direct (40G), half through b
+    usage, links = link_usage(nodes, tables, capacity, [(0, 2)])
+    # r / 2 <= 40 on a -> c: 80 Gbit/s, though the path through b could take 100 more
+    assert max_min_rates(usage, links) == pytest.approx([80.0])
+
+
+def test_a_job_s_iteration_time_grows_when_another_job_shares_its_links() -> None:
+    from optimizer.jobs import job_iteration_seconds
+
+    alone = [job_traffic(parse_job(job(), "<t>", FABRIC), FABRIC)]
+    other = job(name="k", placement={"accelerators_per_block": 2, "blocks": ["b2", "b1"]})
+    both = [*alone, job_traffic(parse_job(other, "<t>", FABRIC), FABRIC)]
+    capacity = np.array([[0, 800.0, 0], [800.0, 0, 0], [0, 0, 0.0]])  # one 800G trunk each way
+    solo = job_iteration_seconds(alone, FABRIC.block_names, {}, capacity)["j"]
+    assert solo == pytest.approx(1.5 * 8 / 800)  # 1.5 GB each way at the full 800 Gbit/s
+    shared = job_iteration_seconds(both, FABRIC.block_names, {}, capacity)
+    assert shared["j"] == pytest.approx(2 * solo) and shared["k"] == pytest.approx(2 * solo)
