@@ -1,0 +1,1 @@
+"""Benchmarks of the training-job model (issue 31): ``python -m benchmarks.jobs.comm_time``."""
