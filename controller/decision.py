@@ -15,7 +15,8 @@ The rules, in order of precedence:
    the one TE last ran on (circuits lost, restored or changed), when maintenance changed,
    when the estimator says the matrix moved meaningfully, or when the weights in force no
    longer fit the traffic: they give the latest matrix an MLU more than ``te_stale_ratio``
-   times what is possible on the live topology (:class:`WeightsFit`). A matrix that steps and
+   times what is possible on the live topology (:class:`WeightsFit`; not below an MLU of
+   ``te_stale_floor``, where nothing is at risk). A matrix that steps and
    then holds moves no more, so only this last rule re-plans for it; it re-plans at most
    ``max_stale_runs`` times in a row (a fit no re-plan improves, e.g. the integer weights'
    rounding, does not make TE run every cycle). TE needs a measured matrix.
@@ -123,6 +124,7 @@ class Settings:
     toe_check_interval: float = 300.0
     policy: ReconfigurePolicy = field(default_factory=ReconfigurePolicy)
     te_stale_ratio: float = 1.10  # re-plan when the weights in force give more than this x optimum
+    te_stale_floor: float = 0.05  # ... and an MLU of at least this (an idle fabric risks nothing)
     max_stale_runs: int = 2  # re-plans in a row for stale weights alone
 
 
@@ -136,8 +138,8 @@ class WeightsFit:
     possible: float
     exact: bool = True
 
-    def stale(self, ratio: float) -> bool:
-        return self.exact and self.in_force > ratio * self.possible + 1e-12
+    def stale(self, ratio: float, floor: float = 0.0) -> bool:
+        return self.exact and self.in_force >= floor and self.in_force > ratio * self.possible + 1e-12
 
 
 @dataclass(frozen=True)
@@ -270,7 +272,7 @@ def te_reason(state: ControlState, obs: Observation, settings: Settings | None =
         return "traffic matrix changed"
     fit = obs.weights_fit
     patient = state.te_stale_runs < settings.max_stale_runs
-    if fit is not None and fit.stale(settings.te_stale_ratio) and patient:
+    if fit is not None and fit.stale(settings.te_stale_ratio, settings.te_stale_floor) and patient:
         return f"{STALE_REASON} MLU {fit.in_force:.4f} where {fit.possible:.4f} is possible; re-planning"
     return None
 

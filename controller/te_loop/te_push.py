@@ -38,6 +38,10 @@ from optimizer.traffic import TrafficMatrix
 
 log = logging.getLogger(__name__)
 
+#: weights_fit reuses the policy's best MLU while the matrix moved by at most this share of its
+#: volume (relative L1): the optimum moves about as much, well inside the 10% staleness margin.
+REUSE_POSSIBLE = 0.02
+
 
 @dataclass(frozen=True)
 class TeRun:
@@ -134,6 +138,10 @@ class TePusher:
         self.spine: tuple[SpineSwitch, ...] | None = None
         self.spine_devices: frozenset[str] = frozenset()
         self._lock = threading.Lock()
+        # (circuits, spine), matrix, the policy's best MLU for it: weights_fit's last LP
+        self._possible_cache: (
+            tuple[tuple[frozenset[Circuit], tuple[SpineSwitch, ...]], TrafficMatrix, float] | None
+        ) = None
 
     def set_spine(self, spine: Iterable[SpineSwitch] | None, devices: Iterable[str] = ()) -> None:
         """The spine TE may route over from now on (see :func:`optimizer.spine.spine_in_service`)."""
@@ -204,9 +212,9 @@ class TePusher:
             before = self.pushed
             # An intermediate state goes only to the blocks it changes (one block at a time in
             # an ordered transition); the final one to every block, mending any drift.
-            wanted = tables if final or before is None else {
-                b: t for b, t in tables.items() if before.get(b) != t
-            }
+            wanted = (
+                tables if final or before is None else {b: t for b, t in tables.items() if before.get(b) != t}
+            )
             self.pushed = None  # unknown until the push succeeds everywhere
             generations = self.drivers.push_groups(wanted, request_prefix + suffix)
             self.pushed = tables
@@ -237,8 +245,9 @@ class TePusher:
             return None
         nodes, index, capacity = self._capacity(circuits)
         demand = self._ordered(matrix)
-        loads = source_loads(fractions(self._known_hops(self.pushed, index) or {}, self.fabric.block_names,
-                                       nodes), demand)
+        loads = source_loads(
+            fractions(self._known_hops(self.pushed, index) or {}, self.fabric.block_names, nodes), demand
+        )
         in_force = mix_utilisation(loads, loads, capacity)
         n = len(self.fabric.block_names)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -247,7 +256,26 @@ class TePusher:
         bound = float(np.nanmax(np.concatenate([out_ratio, in_ratio])))
         if in_force <= stale_ratio * bound:
             return WeightsFit(in_force, bound, exact=False)
-        return WeightsFit(in_force, self.min_mlu(Topology.from_circuits(self.fabric, circuits), matrix))
+        return WeightsFit(in_force, self._possible(circuits, matrix))
+
+    def _possible(self, circuits: frozenset[Circuit], matrix: TrafficMatrix) -> float:
+        """The best MLU the policy can give ``matrix``: the LP optimum under its hedge (a hedged
+        policy never aims lower: hedge S = 1 is the oblivious routing, whose MLU is its own),
+        reused while the matrix stays within :data:`REUSE_POSSIBLE` of the one it was solved for
+        on the same capacity (traffic that holds costs one LP, not one a cycle)."""
+        spine = self.spine_in_service()
+        cached = self._possible_cache
+        if cached is not None and cached[0] == (circuits, spine):
+            before = np.asarray(cached[1].gbps)
+            moved = float(np.abs(np.asarray(matrix.gbps) - before).sum())
+            if moved <= REUSE_POSSIBLE * max(float(before.sum()), 1e-12):
+                return cached[2]
+        topology = Topology.from_circuits(self.fabric, circuits)
+        with self._lock:
+            solver = self.exact if self.policy.hedge is None else self.solver
+            value = solver.min_mlu(topology, matrix, spine)
+        self._possible_cache = ((circuits, spine), matrix, value)
+        return value
 
     def _ordered(self, matrix: TrafficMatrix) -> np.ndarray:
         """``matrix`` in the fabric's block order."""
@@ -283,7 +311,10 @@ class TePusher:
         if transition.worst > limit + 1e-6:
             log.warning(
                 "TE: the change of groups may load a link to %.4f on the estimated matrix, over the "
-                "limit %.4f, even in %d steps", transition.worst, limit, len(transition.steps),
+                "limit %.4f, even in %d steps",
+                transition.worst,
+                limit,
+                len(transition.steps),
             )
         return transition.steps
 

@@ -26,7 +26,7 @@ from controller.replay.series import Series
 from controller.te_loop.te_push import TePusher, group_tables
 from optimizer.te import TeSolver
 from optimizer.topology import Topology, uniform_mesh
-from optimizer.traffic import hotspot_matrix, uniform_matrix
+from optimizer.traffic import gravity_matrix, hotspot_matrix, uniform_matrix
 from tests.support import CONFIGS, shipped_fabric
 from tests.support.shaped_series import series_of, settled_ratios, shapes, steps
 
@@ -155,3 +155,26 @@ def test_a_demand_over_capacity_is_reported_as_such(tmp_path: Path, caplog: pyte
         replay("fabric-8", series_of(FABRIC8, [over] * 3, "over"), tmp_path)
     assert "cannot carry the demand" in caplog.text
     assert "no routing does better than 1.3" in caplog.text
+
+
+def test_a_hedged_policy_on_traffic_that_holds_is_not_re_planned(tmp_path: Path) -> None:
+    """Stale is against what the policy can do: a hedge (S = 1 is the oblivious routing) never
+    reaches the unhedged optimum, and re-planning for that would only push the same groups."""
+    from optimizer.te import TeMethod, TePolicy
+
+    hot = gravity_matrix(FABRIC8, 3, 0.6).gbps
+    series = series_of(FABRIC8, [hot] * 8, "hold")
+    path = CONFIGS / "fabric-8.yaml"
+    base = ControllerConfig("<test>", path, tmp_path / "devices.yaml", tmp_path / "journal.db")
+    for hedge in (1.0, 0.5):
+        policy = TePolicy(method=TeMethod.MIN_MLU, hedge=hedge)
+        config = replace(base, te=policy, intervals=replace(base.intervals, te_interval=30.0))
+        result = ReplayEngine(path, FABRIC8, series, config, toe=False).run()
+        assert result.te_runs == 1, f"hedge {hedge}: {result.te_runs} TE runs on one matrix"
+
+
+def test_weights_on_an_idle_fabric_are_never_stale() -> None:
+    """A handful of bytes on a fresh fabric (a packet fabric's first pings) gave MLU 1e-9 against
+    a possible 5e-10 and re-pushed every group for nothing."""
+    _, actions = dec.decide(settled_state(), observe(dec.WeightsFit(1e-9, 5e-10)), 130.0, SETTINGS)
+    assert actions == []
