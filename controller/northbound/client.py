@@ -17,6 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from controller.api import ApiError, ApiErrorCode, MaintenanceKind, StatusSnapshot, ToeRequestResult
 from controller.northbound import convert
+from controller.northbound.diagnose import connection_failure
 from controller.northbound.errors import (
     API_ERROR_METADATA_KEY,
     STATUS_OF_API_ERROR,
@@ -192,12 +193,14 @@ class ControllerClient(ClosesOnExit):
         if api_code is not None:
             return ApiError(api_code, details)
         if code == grpc.StatusCode.UNAVAILABLE:
-            tls_problem = tls_failure(details, self.tls is not None)
-            if tls_problem is not None:
-                where = self.address
-                return ControllerUnreachable(f"TLS with the controller at {where} failed: {tls_problem}")
+            failure = connection_failure(details, self.tls)
+            if failure.is_tls:
+                return ControllerUnreachable(
+                    f"TLS with the controller at {self.address} failed ({failure.cause}): {failure.advice}; "
+                    f"{details}"
+                )
             return ControllerUnreachable(
-                f"cannot reach the controller at {self.address} (is `heliostat run` running?): {details}"
+                f"cannot reach the controller at {self.address}: {failure.advice}; {details}"
             )
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return ControllerUnreachable(
@@ -207,25 +210,6 @@ class ControllerClient(ClosesOnExit):
 
     def close(self) -> None:
         self._channel.close()
-
-
-def tls_failure(details: str, using_tls: bool) -> str | None:
-    """What went wrong when a connection failure is TLS's doing, else None (the daemon is not
-    running, the address is wrong...). gRPC reports a refused handshake as "Socket closed"
-    on the side that did not cause it, so that case is explained from what this side sent."""
-    text = details.lower()
-    if any(word in text for word in ("handshake", "ssl", "tls", "certificate")):
-        hint = ("check --ca-cert (the CA that signed the server's certificate) and --server-name"
-                if "verify" in text else "is the API served over TLS? (--ca-cert turns TLS on)")
-        return f"{hint}; {details}"
-    if "socket closed" in text:
-        if using_tls:
-            return ("the server closed the connection during the TLS handshake: it may want a client "
-                    "certificate its CA signed (--cert/--key), or serve plaintext (drop --ca-cert); "
-                    + details)
-        return ("the server closed the connection at once: if it serves TLS, pass --ca-cert "
-                "(and --cert/--key for mutual TLS); " + details)
-    return None
 
 
 def _api_error_code(error: grpc.RpcError) -> ApiErrorCode | None:
