@@ -25,6 +25,8 @@ from controller.northbound.errors import (
     ControllerClientError,
     ControllerUnreachable,
 )
+from optimizer.limits import MAX_NAME_CHARS, MAX_RECORD_ID
+from optimizer.schema import shown
 from southbound.closing import ClosesOnExit
 from southbound.errors import SouthboundError
 from southbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
@@ -118,6 +120,9 @@ class ControllerClient(ClosesOnExit):
         self._call(self._actions, self._stub.ResumeToe, pb.ResumeToeRequest())
 
     def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool, force: bool = False) -> str:
+        if len(name) > MAX_NAME_CHARS:
+            raise ApiError(ApiErrorCode.INVALID_ARGUMENT,
+                           f"name: {shown(name, 40)} is longer than a name's {MAX_NAME_CHARS} characters")
         request = pb.SetMaintenanceRequest(
             kind=convert.kind_to_pb(kind), name=name, drained=drained, force=force
         )
@@ -128,6 +133,9 @@ class ControllerClient(ClosesOnExit):
         return convert.load_json(reply.plan_json, "plan")
 
     def reconfiguration(self, intent_id: int) -> dict[str, Any]:
+        if type(intent_id) is not int or not 1 <= intent_id <= MAX_RECORD_ID:
+            raise ApiError(ApiErrorCode.INVALID_ARGUMENT,
+                           f"id: a reconfiguration id is 1..{MAX_RECORD_ID}, got {shown(intent_id, 40)}")
         request = pb.GetReconfigurationRequest(id=intent_id)
         reply = self._call(self._reads, self._stub.GetReconfiguration, request)
         return convert.reconfiguration_from_pb(reply.reconfiguration)
