@@ -32,7 +32,6 @@ from controller.northbound import convert
 from controller.northbound.errors import API_ERROR_METADATA_KEY, STATUS_OF_API_ERROR, NorthboundError
 from controller.northbound.events import EventHub, UnknownEventKinds, WatchersExhausted
 from controller.northbound.metrics_http import MetricsHttpServer, start_metrics_http
-from emulation.admission.limits import client_of
 from optimizer import limits
 from optimizer.fabric import Fabric
 from optimizer.schema import shown
@@ -256,6 +255,17 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
             code, details = grpc.StatusCode.INTERNAL, f"{rpc} failed: {type(exc).__name__}: {exc}"
         context.abort(code, details)
         raise NorthboundError(f"{rpc}: grpc context.abort returned")  # abort always raises
+
+
+def client_of(context: grpc.ServicerContext) -> str:
+    """Who calls, for per-client bounds: the certificate's common name under mutual TLS, else
+    the peer's host without its port (as the device servers count their clients)."""
+    auth = context.auth_context() or {}
+    names = auth.get("x509_common_name") or ()
+    if names:
+        return "cn:" + names[0].decode("utf-8", "replace")
+    peer = context.peer() or "unknown"
+    return peer.rsplit(":", 1)[0] if peer.count(":") >= 2 else peer
 
 
 def certificate_names(context: grpc.ServicerContext) -> set[str]:
