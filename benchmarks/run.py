@@ -17,8 +17,9 @@ from benchmarks.machine import machine_summary
 
 HERE = Path(__file__).resolve().parent
 ORDER = ("te", "mapping", "toe", "toe_limit", "southbound", "controller")
-#: Results written by long runs that ``make bench`` does not start (``python -m benchmarks.soak``).
-EXTRA_SECTIONS = ("soak",)
+#: Results written by runs that ``make bench`` does not start (``python -m benchmarks.soak``,
+#: ``python -m benchmarks.scale.mesh_sweep``).
+EXTRA_SECTIONS = ("mesh", "soak")
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -188,6 +189,7 @@ def _command_of(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    quiet_grpc_core(argv)
     if argv[:1] == ["emulate"] and "--packet" in argv:
         # The packet-level fabric has its own options (and needs root); it lives apart from
         # the flow-level emulator so that importing the CLI never needs Mininet.
@@ -210,6 +212,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"heliostat: error: {exc}", file=sys.stderr)
         return exit_code_of(exc)
+
+
+def quiet_grpc_core(argv: Sequence[str]) -> None:
+    """Keep gRPC's C-core log lines (``E1202 ... Invalid private key``) off the terminal: the
+    commands explain failures themselves. Must run before grpc is imported; with -v the core's
+    errors are kept; a GRPC_VERBOSITY already set is left alone."""
+    verbose = any(re.fullmatch(r"-v+|--verbose", arg) for arg in argv)
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR" if verbose else "NONE")
 
 
 # -- logging: the level from -v/-q, the format from --log-format ------------------------------

@@ -29,6 +29,8 @@ from controller.reconfig.journal import IntentRecord, JournalError, StepRecord
 from controller.reconfig.reviewed import PlanNotFound
 from controller.ui.facts import devices_json, fabric_json, reconfiguration_json
 from optimizer.errors import HeliostatError
+from optimizer.limits import MAX_NAME_CHARS, MAX_RECORD_ID
+from optimizer.schema import shown
 from optimizer.topology import Topology
 from optimizer.traffic import TrafficMatrix
 
@@ -221,6 +223,9 @@ class DaemonApi(ControllerApi):
         return out
 
     def reconfiguration(self, intent_id: int) -> dict[str, Any]:
+        if type(intent_id) is not int or not 1 <= intent_id <= MAX_RECORD_ID:
+            raise ApiError(ApiErrorCode.INVALID_ARGUMENT,
+                           f"id: a reconfiguration id is 1..{MAX_RECORD_ID}, got {shown(intent_id)}")
         journal = self.daemon.journal
         if journal is None:
             raise ApiError(ApiErrorCode.UNAVAILABLE, "the controller is starting")
@@ -290,7 +295,10 @@ class DaemonApi(ControllerApi):
         try:
             target_kind = MaintenanceTarget(MaintenanceKind(kind).value)
         except ValueError as exc:
-            raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"unknown maintenance kind {kind!r}") from exc
+            raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"unknown maintenance kind {shown(kind)}") from exc
+        if not isinstance(name, str) or len(name) > MAX_NAME_CHARS:
+            raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"name: {shown(name, 40)} is not a name of at most "
+                           f"{MAX_NAME_CHARS} characters")
         fabric = self.daemon.fabric
         known = {
             MaintenanceTarget.BLOCK: fabric.has_block(name),

@@ -14,6 +14,7 @@ The accepted form::
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,12 @@ class _LimitedLoader(yaml.SafeLoader):
 
 
 _LimitedLoader.add_constructor("tag:yaml.org,2002:int", _LimitedLoader.construct_yaml_int)
+
+
+#: A number with an exponent and no dot (``1e-9``, ``5E3``) or no exponent sign (``1.5e3``):
+#: YAML 1.1 reads these as strings, YAML 1.2 and every operator as numbers.
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_LimitedLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
 
 
 def _children(node: Any) -> list[Any]:

@@ -48,6 +48,8 @@ MAX_DEMAND_GBPS = 1e9
 MAX_LOAD = 100.0
 #: Seeds of the generators.
 MAX_SEED = 2**63 - 1
+#: A journal record id (a reconfiguration's): a SQLite INTEGER, a protobuf int64.
+MAX_RECORD_ID = 2**63 - 1
 
 #: Controller intervals and timeouts, seconds.
 MIN_TE_INTERVAL_S = 0.05

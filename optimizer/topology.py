@@ -273,17 +273,30 @@ def uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
 def _uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
     candidates: list[tuple[Circuit, ...]] = []
     builders = [_shift_mesh, _shift_mesh_per_domain]
-    builders += [partial(_assigned_mesh, seed=seed) for seed in range(_ASSIGNMENT_TRIES)]
+    builders += [partial(_assigned_mesh, seed=seed) for seed in range(_assignment_tries(fabric))]
+    floor = (_fewest_gaps(fabric), 0)  # no mesh scores lower: the first to reach it is kept
+    scores: list[tuple[int, int]] = []
     for build in builders:
         circuits = build(fabric)
         score = _mesh_score(fabric, circuits)
-        if score == (0, 0):
+        if score <= floor:
             return circuits
         candidates.append(circuits)
-    best = min(candidates, key=lambda c: _mesh_score(fabric, c))
-    if (exact := _exact_mesh(fabric)) is not None:
-        best = min((best, exact), key=lambda c: _mesh_score(fabric, c))
+        scores.append(score)
+    best_score, best = min(zip(scores, candidates, strict=True), key=lambda sc: sc[0])
+    if (exact := _exact_mesh(fabric)) is not None and _mesh_score(fabric, exact) < best_score:
+        best = exact
     return best
+
+
+def _fewest_gaps(fabric: Fabric) -> int:
+    """A floor under the pairs any mesh leaves apart: a block with ``k`` ports joins at most
+    ``min(k, n - 1)`` pairs, so at most half their sum are joined (sparse fabrics, where
+    blocks have fewer ports than partners, reach it with one circuit a pair)."""
+    n = fabric.n_blocks
+    ports = Counter(w.block for w in fabric.wiring)
+    joinable = sum(min(ports[b], n - 1) for b in fabric.block_names) // 2
+    return max(0, n * (n - 1) // 2 - joinable)
 
 
 #: The exact mesh is tried on fabrics with at most this many (OCS, north block, south block)
@@ -309,6 +322,9 @@ def _exact_mesh(fabric: Fabric) -> tuple[Circuit, ...] | None:
     names = fabric.block_names
     n = len(names)
     sides = [_sides(fabric, ocs) for ocs in fabric.ocs]
+    n_arcs = sum(len(north) * len(south) - len(north.keys() & south.keys()) for north, south in sides)
+    if n_arcs > _EXACT_MESH_ARCS:
+        return None
     arcs = [(o, a, b) for o, (north, south) in enumerate(sides)
             for a in range(n) if names[a] in north for b in range(n) if b != a and names[b] in south]
     if not arcs or len(arcs) > _EXACT_MESH_ARCS:
@@ -320,16 +336,22 @@ def _exact_mesh(fabric: Fabric) -> tuple[Circuit, ...] | None:
               for p in range(len(pairs)) for di, d in enumerate(domains)}
     size = z + 1 + len(excess)
     rows: list[tuple[list[int], list[float], float, float]] = []
+    arcs_out: dict[tuple[int, int], list[int]] = {}
+    arcs_in: dict[tuple[int, int], list[int]] = {}
+    arcs_of_pair: dict[tuple[int, int], list[int]] = {}
+    for i, (o, a, b) in enumerate(arcs):
+        arcs_out.setdefault((o, a), []).append(i)
+        arcs_in.setdefault((o, b), []).append(i)
+        arcs_of_pair.setdefault((min(a, b), max(a, b)), []).append(i)
     for o, (north, south) in enumerate(sides):
         for a in range(n):
-            out = [i for i, (oi, ai, _) in enumerate(arcs) if oi == o and ai == a]
-            into = [i for i, (oi, _, bi) in enumerate(arcs) if oi == o and bi == a]
+            out, into = arcs_out.get((o, a), []), arcs_in.get((o, a), [])
             if out:
                 rows.append((out, [1.0] * len(out), 0.0, float(len(north.get(names[a], ())))))
             if into:
                 rows.append((into, [1.0] * len(into), 0.0, float(len(south.get(names[a], ())))))
     for p, (a, b) in enumerate(pairs):
-        pair = [i for i, (_, ai, bi) in enumerate(arcs) if {ai, bi} == {a, b}]
+        pair = arcs_of_pair.get((a, b), [])
         if not pair:
             return None  # no OCS can join them: the ports do not allow a full mesh
         rows.append((pair, [1.0] * len(pair), 1.0, np.inf))
@@ -368,7 +390,22 @@ def _exact_mesh(fabric: Fabric) -> tuple[Circuit, ...] | None:
 
 def _mesh_score(fabric: Fabric, circuits: tuple[Circuit, ...]) -> tuple[int, int]:
     """(pairs left apart, pair-domain counts over the balance limit): lower is better."""
-    return len(mesh_gaps(fabric, circuits)), _domain_excess(fabric, circuits)
+    i, j, domain = _circuit_arrays(fabric, circuits)
+    n = fabric.n_blocks
+    pair = np.minimum(i, j) * n + np.maximum(i, j)
+    gaps = n * (n - 1) // 2 - len(np.unique(pair))
+    return gaps, _domain_excess(fabric, circuits, (pair, domain))
+
+
+def _circuit_arrays(fabric: Fabric, circuits: Iterable[Circuit]) -> tuple[np.ndarray, ...]:
+    """Per circuit: the block index of each end and the OCS's domain, as arrays."""
+    block_of = fabric.derived(
+        "port_block_index", lambda: {(w.ocs, w.port): fabric.block_index(w.block) for w in fabric.wiring}
+    )
+    domain_of = {o.name: o.domain for o in fabric.ocs}
+    rows = [(block_of[(c.ocs, c.a)], block_of[(c.ocs, c.b)], domain_of[c.ocs]) for c in circuits]
+    table = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    return table[:, 0], table[:, 1], table[:, 2]
 
 
 def mesh_gaps(fabric: Fabric, circuits: Iterable[Circuit] | None = None) -> list[tuple[str, str]]:
@@ -394,6 +431,23 @@ _FORBIDDEN = 1e9
 #: Assignments tried (the first in plain order, the others with the OCS order rotated and
 #: ties broken at random, seeded) while pairs stay apart or domains over their share.
 _ASSIGNMENT_TRIES = 6
+
+
+#: Assignment cells (north ports x south ports of a round, summed over rounds, OCSes and tries)
+#: the builders may spend: 6 tries up to ~128 blocks with one port per side of an OCS, fewer
+#: above, none from ~360 (those keep the shift cycle's mesh, every pair joined where the
+#: ports allow, domains as balanced as the cycle leaves them).
+_ASSIGNMENT_WORK = 8_000_000
+
+
+def _assignment_tries(fabric: Fabric) -> int:
+    """How many assignments :func:`_uniform_mesh` tries within ``_ASSIGNMENT_WORK``."""
+    work = 0
+    for ocs in fabric.ocs:
+        north, south = _sides(fabric, ocs)
+        rounds = max((len(v) for v in (*north.values(), *south.values())), default=0)
+        work += rounds * len(north) * len(south)
+    return min(_ASSIGNMENT_TRIES, _ASSIGNMENT_WORK // max(work, 1))
 
 
 def _assigned_mesh(fabric: Fabric, seed: int = 0) -> tuple[Circuit, ...]:
@@ -451,18 +505,34 @@ def _close_gaps(fabric: Fabric, circuits: list[Circuit], pair_counts: np.ndarray
     For a pair ``a, b`` without a circuit, circuits ``a - x`` and ``y - b`` on one OCS (``a``'s
     port on the side opposite ``b``'s) become ``a - b`` and ``y - x`` when ``a - x`` and
     ``y - b`` each keep another circuit. The pair to take from is the one with most circuits.
+
+    Only blocks with a pair of two or more circuits can give one up, so pairs of other blocks
+    are passed over without a look; a block's circuits are found through an index by OCS and
+    block (:class:`_CircuitIndex`), and the swaps looked at are bounded by ``_GAP_SWAP_WORK``
+    (past it the remaining gaps stay: a very large fabric keeps the assignment's mesh).
     """
     names = fabric.block_names
-    index = {b: i for i, b in enumerate(names)}
     n = len(names)
     by_ocs: dict[str, list[Circuit]] = {}
     for c in circuits:
         by_ocs.setdefault(c.ocs, []).append(c)
+    at = _CircuitIndex(fabric, by_ocs)
+    donors = (pair_counts >= 2).sum(axis=1)  # per block: partners it could give a circuit from
+    work = 0
     for i in range(n):
-        for j in range(i + 1, n):
-            if pair_counts[i, j]:
+        if not donors[i]:
+            continue
+        for j in np.flatnonzero(pair_counts[i, i + 1:] == 0) + i + 1:
+            j = int(j)
+            if not donors[i]:
+                break
+            if not donors[j] or pair_counts[i, j]:
                 continue
-            swap = _best_gap_swap(fabric, by_ocs, index, pair_counts, i, j)
+            work += at.looks(i, j)
+            if work > _GAP_SWAP_WORK:
+                _rebalance(fabric, by_ocs)
+                return tuple(c for ocs in fabric.ocs for c in by_ocs.get(ocs.name, ()))
+            swap = _best_gap_swap(at, pair_counts, i, j)
             if swap is None:
                 continue
             ocs, old, new = swap
@@ -470,13 +540,59 @@ def _close_gaps(fabric: Fabric, circuits: list[Circuit], pair_counts: np.ndarray
             for c in old:
                 ocs_circuits.remove(c)
             ocs_circuits.extend(new)
+            at.replace(ocs, old, new)
             for c in (*old, *new):
-                pa, pb = c.blocks(fabric)
+                pa, pb = at.blocks_of(c)
                 step = -1 if c in old else 1
-                pair_counts[index[pa], index[pb]] += step
-                pair_counts[index[pb], index[pa]] += step
+                for p, q in ((pa, pb), (pb, pa)):
+                    before = pair_counts[p, q]
+                    pair_counts[p, q] += step
+                    donors[p] += int(pair_counts[p, q] >= 2) - int(before >= 2)
     _rebalance(fabric, by_ocs)
     return tuple(c for ocs in fabric.ocs for c in by_ocs.get(ocs.name, ()))
+
+
+#: Candidate swaps (pairs of circuits) :func:`_close_gaps` looks at in all before it stops.
+_GAP_SWAP_WORK = 4_000_000
+
+
+class _CircuitIndex:
+    """The circuits on each OCS with an end at each block, in the OCS's circuit order, as
+    ``(this end, the other end, circuit)``: what :func:`_best_gap_swap` scans for a pair."""
+
+    def __init__(self, fabric: Fabric, by_ocs: Mapping[str, list[Circuit]]) -> None:
+        self.fabric = fabric
+        self.index = {b: i for i, b in enumerate(fabric.block_names)}
+        self.ocs_order = list(by_ocs)
+        self.at: dict[tuple[str, int], list[tuple[WiredPort, WiredPort, Circuit]]] = {}
+        for ocs, cs in by_ocs.items():
+            for c in cs:
+                self._add(ocs, c)
+
+    def _add(self, ocs: str, c: Circuit) -> None:
+        pa, pb = c.ends(self.fabric)
+        for mine, other in ((pa, pb), (pb, pa)):
+            self.at.setdefault((ocs, self.index[mine.block]), []).append((mine, other, c))
+
+    def replace(self, ocs: str, old: Iterable[Circuit], new: Iterable[Circuit]) -> None:
+        for c in old:
+            pa, pb = c.ends(self.fabric)
+            for end in (pa, pb):
+                entries = self.at[(ocs, self.index[end.block])]
+                entries[:] = [e for e in entries if e[2] != c]
+        for c in new:
+            self._add(ocs, c)
+
+    def blocks_of(self, c: Circuit) -> tuple[int, int]:
+        pa, pb = c.ends(self.fabric)
+        return self.index[pa.block], self.index[pb.block]
+
+    def of(self, ocs: str, block: int) -> list[tuple[WiredPort, WiredPort, Circuit]]:
+        return self.at.get((ocs, block), [])
+
+    def looks(self, i: int, j: int) -> int:
+        """How many circuit pairs a gap swap between blocks ``i`` and ``j`` looks at."""
+        return sum(len(self.of(o, i)) * len(self.of(o, j)) for o in self.ocs_order) + len(self.ocs_order)
 
 
 def _rebalance(fabric: Fabric, by_ocs: dict[str, list[Circuit]], rounds: int = 3) -> None:
@@ -554,25 +670,13 @@ def _rebalance(fabric: Fabric, by_ocs: dict[str, list[Circuit]], rounds: int = 3
 
 
 def _best_gap_swap(
-    fabric: Fabric,
-    by_ocs: Mapping[str, list[Circuit]],
-    index: Mapping[str, int],
-    pair_counts: np.ndarray,
-    i: int,
-    j: int,
+    at: _CircuitIndex, pair_counts: np.ndarray, i: int, j: int
 ) -> tuple[str, tuple[Circuit, Circuit], tuple[Circuit, Circuit]] | None:
-    a, b = fabric.block_names[i], fabric.block_names[j]
     best: tuple[int, str, tuple[Circuit, Circuit], tuple[Circuit, Circuit]] | None = None
-    for ocs, ocs_circuits in by_ocs.items():
-        at_a: list[tuple[WiredPort, WiredPort, Circuit]] = []
-        at_b: list[tuple[WiredPort, WiredPort, Circuit]] = []
-        for c in ocs_circuits:
-            pa, pb = c.ends(fabric)
-            for mine, other in ((pa, pb), (pb, pa)):
-                if mine.block == a and other.block != b:
-                    at_a.append((mine, other, c))
-                elif mine.block == b and other.block != a:
-                    at_b.append((mine, other, c))
+    index = at.index
+    for ocs in at.ocs_order:
+        at_a = [(mine, other, c) for mine, other, c in at.of(ocs, i) if index[other.block] != j]
+        at_b = [(mine, other, c) for mine, other, c in at.of(ocs, j) if index[other.block] != i]
         for pa, px, ca in at_a:
             x = index[px.block]
             if pair_counts[i, x] < 2:
@@ -598,33 +702,41 @@ def _without_two_cycles(
     to ``a`` give the pair two circuits where the cost saw one: rewire ``b -> a`` and another
     ``c -> d`` into ``b -> d`` and ``c -> a`` (both new pairs) when such an edge exists.
     """
-    col_of_block = {int(b_idx[j]): j for j in range(len(b_idx))}
-    row_of_block = {int(a_idx[i]): i for i in range(len(a_idx))}
-
-    def block_to(row: int) -> int:
-        return int(b_idx[succ[row]])
+    a_of = [int(x) for x in a_idx]
+    b_of = [int(x) for x in b_idx]
+    col_of_block = {b: j for j, b in enumerate(b_of)}
+    row_of_block = {a: i for i, a in enumerate(a_of)}
+    joined: Counter[tuple[int, int]] = Counter(_pair_of(a_of[r], b_of[col]) for r, col in succ.items())
 
     for row in sorted(succ):
-        a = int(a_idx[row])
-        b = block_to(row)
+        a = a_of[row]
+        b = b_of[succ[row]]
         back = row_of_block.get(b)
-        if back is None or back not in succ or block_to(back) != a:
+        if back is None or back not in succ or b_of[succ[back]] != a:
             continue
         best: tuple[float, int] | None = None
-        joined = {frozenset((int(a_idx[r]), block_to(r))) for r in succ}
-        for other in succ:
-            c, d = int(a_idx[other]), block_to(other)
+        for other, col in succ.items():
+            c, d = a_of[other], b_of[col]
             if other in (row, back) or c in (a, b) or d in (a, b):
                 continue
-            if frozenset((b, d)) in joined or frozenset((c, a)) in joined:
+            if joined[_pair_of(b, d)] or joined[_pair_of(c, a)]:
                 continue
-            delta = cost[back, succ[other]] + cost[other, col_of_block[a]]
+            delta = cost[back, col] + cost[other, col_of_block[a]]
             if best is None or delta < best[0]:
                 best = (delta, other)
         if best is not None:
             other = best[1]
+            d = b_of[succ[other]]
+            c = a_of[other]
+            for gone, made in (((b, a), (b, d)), ((c, d), (c, a))):
+                joined[_pair_of(*gone)] -= 1
+                joined[_pair_of(*made)] += 1
             succ[back], succ[other] = succ[other], col_of_block[a]
     return succ
+
+
+def _pair_of(a: int, b: int) -> tuple[int, int]:
+    return (a, b) if a <= b else (b, a)
 
 
 def _interleaved_by_domain(fabric: Fabric) -> list[Ocs]:
@@ -640,6 +752,12 @@ def _interleaved_by_domain(fabric: Fabric) -> list[Ocs]:
 
 
 def _sides(fabric: Fabric, ocs: Ocs) -> tuple[dict[str, list[WiredPort]], dict[str, list[WiredPort]]]:
+    """An OCS's north and south ports by block (computed once per fabric: do not modify)."""
+    every = fabric.derived("ocs_sides", lambda: {o.name: _sides_of(fabric, o) for o in fabric.ocs})
+    return every[ocs.name]  # type: ignore[no-any-return]
+
+
+def _sides_of(fabric: Fabric, ocs: Ocs) -> tuple[dict[str, list[WiredPort]], dict[str, list[WiredPort]]]:
     ports = fabric.ports_on_ocs(ocs.name)
     if ocs.sides is OcsSides.SPLIT:
         return _by_block(p for p in ports if p.side is Side.NORTH), _by_block(
@@ -661,8 +779,7 @@ def _shift_mesh(fabric: Fabric, restart_per_domain: bool = False) -> tuple[Circu
     for ocs in sorted(fabric.ocs, key=lambda o: o.domain) if restart_per_domain else fabric.ocs:
         if restart_per_domain and ocs.domain != domain:
             slot, domain = 0, ocs.domain
-        ports = fabric.ports_on_ocs(ocs.name)
-        made, slot = _mesh_one_ocs(fabric, ocs, ports, slot, pair_counts)
+        made, slot = _mesh_one_ocs(fabric, ocs, slot, pair_counts)
         circuits.extend(made)
     return tuple(circuits)
 
@@ -679,43 +796,42 @@ def _domain_balanced(fabric: Fabric, circuits: Iterable[Circuit]) -> bool:
     return _domain_excess(fabric, circuits) == 0
 
 
-def _domain_excess(fabric: Fabric, circuits: Iterable[Circuit]) -> int:
+def _domain_excess(
+    fabric: Fabric, circuits: Iterable[Circuit], arrays: tuple[np.ndarray, np.ndarray] | None = None
+) -> int:
     """Circuits over ``ceil(L * the domain's share of the ports)`` (over one where a pair has
     fewer circuits than there are domains: those go to distinct domains), summed over pairs
-    and domains."""
-    per_domain: Counter[tuple[int, tuple[str, str]]] = Counter()
-    totals: Counter[tuple[str, str]] = Counter()
-    for c in circuits:
-        pair = _pair(*c.blocks(fabric))
-        per_domain[(fabric.ocs_named(c.ocs).domain, pair)] += 1
-        totals[pair] += 1
-    ports = Counter(fabric.ocs_named(w.ocs).domain for w in fabric.wiring)
+    and domains. ``arrays``: each circuit's pair key and domain, when the caller has them."""
+    if arrays is None:
+        i, j, domain = _circuit_arrays(fabric, circuits)
+        n = fabric.n_blocks
+        arrays = (np.minimum(i, j) * n + np.maximum(i, j), domain)
+    pair, domain = arrays
+    if not len(pair):
+        return 0
+    ports: Counter[int] = Counter()
+    for o in fabric.ocs:
+        if wired := len(fabric.ports_on_ocs(o.name)):
+            ports[o.domain] += wired
     total_ports = sum(ports.values())
     n_domains = len(ports)
-
-    def limit(domain: int, pair: tuple[str, str]) -> int:
-        share = -(-totals[pair] * ports[domain] // total_ports)
-        return min(share, 1) if totals[pair] < n_domains else share
-
-    return sum(max(0, count - limit(domain, pair)) for (domain, pair), count in per_domain.items())
+    _, pair_at, totals = np.unique(pair, return_inverse=True, return_counts=True)
+    keys, per_domain = np.unique(np.stack([pair_at, domain], axis=1), axis=0, return_counts=True)
+    total = totals[keys[:, 0]]
+    domain_ports = np.array([ports[int(d)] for d in keys[:, 1]], dtype=np.int64)
+    share = -(-total * domain_ports // total_ports)
+    limit = np.where(total < n_domains, np.minimum(share, 1), share)
+    return int(np.maximum(0, per_domain - limit).sum())
 
 
 def _mesh_one_ocs(
     fabric: Fabric,
     ocs: Ocs,
-    ports: tuple[WiredPort, ...],
     slot: int,
     pair_counts: Counter[tuple[str, str]],
 ) -> tuple[list[Circuit], int]:
     n = fabric.n_blocks
-    if ocs.sides is OcsSides.SPLIT:
-        north = _by_block(p for p in ports if p.side is Side.NORTH)
-        south = _by_block(p for p in ports if p.side is Side.SOUTH)
-    else:
-        north, south = {}, {}
-        for block, plist in _by_block(ports).items():
-            half = len(plist) // 2
-            north[block], south[block] = plist[:half], plist[half:]
+    north, south = _sides(fabric, ocs)
     shares = {len(v) for v in north.values()} | {len(v) for v in south.values()}
     if len(shares) == 1 and len(north) == n and len(south) == n and n > 1:
         share = shares.pop()

@@ -28,6 +28,8 @@ from controller.northbound.convert import status_to_json
 from controller.northbound.events import KIND_NAMES as EVENT_KINDS
 from controller.northbound.listen import DEFAULT_NORTHBOUND, ListenAddress, parse_listen_address
 from optimizer.errors import ConfigError
+from optimizer.limits import MAX_NAME_CHARS, MAX_RECORD_ID
+from optimizer.schema import shown
 from southbound.options import RetryPolicy
 from southbound.tls import TlsConfig, TlsConfigError
 
@@ -336,6 +338,9 @@ def _resume(client: ControllerClient, args: argparse.Namespace) -> int:
 
 def _maintenance(client: ControllerClient, args: argparse.Namespace) -> int:
     kind = MaintenanceKind(args.kind)
+    if len(args.name) > MAX_NAME_CHARS:
+        raise ConfigError(ARGS, "name", f"{shown(args.name, 40)} has {len(args.name):,} characters; a "
+                          f"{kind.value} name has at most {MAX_NAME_CHARS}")
     message = client.set_maintenance(kind, args.name, args.drained, getattr(args, "force", False))
     data = {"kind": kind.value, "name": args.name, "drained": args.drained, "message": message}
     return _show(args, data, lambda: f"{message}\n")
@@ -347,9 +352,9 @@ def _plan(client: ControllerClient, args: argparse.Namespace) -> int:
 
 
 def _reconfig(client: ControllerClient, args: argparse.Namespace) -> int:
-    if args.id < 1:
-        raise ConfigError(ARGS, "id", f"a reconfiguration id (`ctl history` lists them) is at least 1, "
-                          f"got {args.id}")
+    if not 1 <= args.id <= MAX_RECORD_ID:
+        raise ConfigError(ARGS, "id", "a reconfiguration id (`ctl history` lists them) is "
+                          f"1..{MAX_RECORD_ID}, got {shown(args.id, 40)}")
     entry = client.reconfiguration(args.id)
     return _show(args, entry, lambda: ctl_tables.reconfiguration_text(entry))
 

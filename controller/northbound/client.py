@@ -17,6 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from controller.api import ApiError, ApiErrorCode, MaintenanceKind, StatusSnapshot, ToeRequestResult
 from controller.northbound import convert
+from controller.northbound.diagnose import connection_failure
 from controller.northbound.errors import (
     API_ERROR_METADATA_KEY,
     STATUS_OF_API_ERROR,
@@ -26,6 +27,8 @@ from controller.northbound.errors import (
 )
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
+from optimizer.limits import MAX_NAME_CHARS, MAX_RECORD_ID
+from optimizer.schema import shown
 from southbound.closing import ClosesOnExit
 from southbound.errors import SouthboundError
 from southbound.grpc_native.rpc import CallOptions, RetryPolicy, RpcCaller, open_channel
@@ -117,6 +120,9 @@ class ControllerClient(ClosesOnExit):
         self._call(self._actions, self._stub.ResumeToe, pb.ResumeToeRequest())
 
     def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool, force: bool = False) -> str:
+        if len(name) > MAX_NAME_CHARS:
+            raise ApiError(ApiErrorCode.INVALID_ARGUMENT,
+                           f"name: {shown(name, 40)} is longer than a name's {MAX_NAME_CHARS} characters")
         request = pb.SetMaintenanceRequest(
             kind=convert.kind_to_pb(kind), name=name, drained=drained, force=force
         )
@@ -127,6 +133,9 @@ class ControllerClient(ClosesOnExit):
         return convert.load_json(reply.plan_json, "plan")
 
     def reconfiguration(self, intent_id: int) -> dict[str, Any]:
+        if type(intent_id) is not int or not 1 <= intent_id <= MAX_RECORD_ID:
+            raise ApiError(ApiErrorCode.INVALID_ARGUMENT,
+                           f"id: a reconfiguration id is 1..{MAX_RECORD_ID}, got {shown(intent_id, 40)}")
         request = pb.GetReconfigurationRequest(id=intent_id)
         reply = self._call(self._reads, self._stub.GetReconfiguration, request)
         return convert.reconfiguration_from_pb(reply.reconfiguration)
@@ -192,12 +201,14 @@ class ControllerClient(ClosesOnExit):
         if api_code is not None:
             return ApiError(api_code, details)
         if code == grpc.StatusCode.UNAVAILABLE:
-            tls_problem = tls_failure(details, self.tls is not None)
-            if tls_problem is not None:
-                where = self.address
-                return ControllerUnreachable(f"TLS with the controller at {where} failed: {tls_problem}")
+            failure = connection_failure(details, self.tls)
+            if failure.is_tls:
+                return ControllerUnreachable(
+                    f"TLS with the controller at {self.address} failed ({failure.cause}): {failure.advice}; "
+                    f"{details}"
+                )
             return ControllerUnreachable(
-                f"cannot reach the controller at {self.address} (is `heliostat run` running?): {details}"
+                f"cannot reach the controller at {self.address}: {failure.advice}; {details}"
             )
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return ControllerUnreachable(
@@ -207,25 +218,6 @@ class ControllerClient(ClosesOnExit):
 
     def close(self) -> None:
         self._channel.close()
-
-
-def tls_failure(details: str, using_tls: bool) -> str | None:
-    """What went wrong when a connection failure is TLS's doing, else None (the daemon is not
-    running, the address is wrong...). gRPC reports a refused handshake as "Socket closed"
-    on the side that did not cause it, so that case is explained from what this side sent."""
-    text = details.lower()
-    if any(word in text for word in ("handshake", "ssl", "tls", "certificate")):
-        hint = ("check --ca-cert (the CA that signed the server's certificate) and --server-name"
-                if "verify" in text else "is the API served over TLS? (--ca-cert turns TLS on)")
-        return f"{hint}; {details}"
-    if "socket closed" in text:
-        if using_tls:
-            return ("the server closed the connection during the TLS handshake: it may want a client "
-                    "certificate its CA signed (--cert/--key), or serve plaintext (drop --ca-cert); "
-                    + details)
-        return ("the server closed the connection at once: if it serves TLS, pass --ca-cert "
-                "(and --cert/--key for mutual TLS); " + details)
-    return None
 
 
 def _api_error_code(error: grpc.RpcError) -> ApiErrorCode | None:

@@ -24,6 +24,11 @@ from optimizer.errors import HeliostatError
 
 #: Watchers served at once (each holds one of the API's worker threads while it streams).
 MAX_WATCHERS = 4
+#: Watchers one client may hold (its certificate name under mutual TLS, else its host), so that
+#: one client cannot take every slot.
+WATCHERS_PER_CLIENT = 2
+#: The kinds a watcher may ask for (EVENT_KIND_UNSPECIFIED is no kind).
+VALID_KINDS = frozenset(v for v in pb.EventKind.values() if v != pb.EVENT_KIND_UNSPECIFIED)
 #: Events a watcher may fall behind by before it loses the oldest ones.
 BACKLOG = 1000
 
@@ -55,6 +60,22 @@ KIND_NAMES = {
 
 class WatchersExhausted(HeliostatError):
     """As many clients as the controller serves already watch its events."""
+
+
+class UnknownEventKinds(HeliostatError):
+    """A watcher asked for event kinds that do not exist."""
+
+
+def check_kinds(kinds: Collection[int]) -> frozenset[int]:
+    """The kinds as a set; UnknownEventKinds naming the first few that are not EventKinds."""
+    unknown = sorted(set(kinds) - VALID_KINDS)
+    if unknown:
+        shown = ", ".join(str(k) for k in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        raise UnknownEventKinds(
+            f"kinds: unknown event kind(s) {shown}; the kinds are "
+            + ", ".join(f"{pb.EventKind.Name(k)} ({k})" for k in sorted(VALID_KINDS))
+        )
+    return frozenset(kinds)
 
 
 def _num(details: Mapping[str, Any], key: str) -> float:
@@ -129,9 +150,10 @@ class Subscription:
 
     _CLOSED = object()
 
-    def __init__(self, hub: EventHub, kinds: frozenset[int]) -> None:
+    def __init__(self, hub: EventHub, kinds: frozenset[int], client: str = "") -> None:
         self._hub = hub
         self.kinds = kinds
+        self.client = client
         self._queue: queue.Queue[object] = queue.Queue(maxsize=BACKLOG)
 
     def offer(self, event: pb.Event) -> None:
@@ -166,8 +188,14 @@ class Subscription:
 class EventHub:
     """Fans the daemon's events out to watchers. Thread-safe; ``publish`` never blocks."""
 
-    def __init__(self, max_watchers: int = MAX_WATCHERS, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        max_watchers: int = MAX_WATCHERS,
+        clock: Callable[[], float] = time.time,
+        per_client: int = WATCHERS_PER_CLIENT,
+    ) -> None:
         self.max_watchers = max_watchers
+        self.per_client = per_client
         self._clock = clock
         self._lock = threading.Lock()
         self._watchers: list[Subscription] = []
@@ -185,13 +213,17 @@ class EventHub:
         for watcher in watchers:
             watcher.offer(event)
 
-    def subscribe(self, kinds: Collection[int] = ()) -> Subscription:
+    def subscribe(self, kinds: Collection[int] = (), client: str = "") -> Subscription:
+        """A new watcher for ``client`` (who calls: see :func:`check_kinds` for ``kinds``)."""
+        wanted = check_kinds(kinds)
         with self._lock:
             if self._closed:
                 raise WatchersExhausted("the controller is stopping")
             if len(self._watchers) >= self.max_watchers:
                 raise WatchersExhausted(f"{self.max_watchers} clients watch the events already; try later")
-            subscription = Subscription(self, frozenset(kinds))
+            if client and sum(w.client == client for w in self._watchers) >= self.per_client:
+                raise WatchersExhausted(f"at most {self.per_client} event streams per client ({client})")
+            subscription = Subscription(self, wanted, client)
             self._watchers.append(subscription)
             return subscription
 

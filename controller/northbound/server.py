@@ -30,11 +30,13 @@ from controller.config import ListenAddress, parse_listen_address
 from controller.metrics import ControllerMetrics
 from controller.northbound import convert
 from controller.northbound.errors import API_ERROR_METADATA_KEY, STATUS_OF_API_ERROR, NorthboundError
-from controller.northbound.events import EventHub, WatchersExhausted
+from controller.northbound.events import EventHub, UnknownEventKinds, WatchersExhausted
 from controller.northbound.metrics_http import MetricsHttpServer, start_metrics_http
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
+from optimizer import limits
 from optimizer.fabric import Fabric
+from optimizer.schema import shown
 from southbound.tls import ClientRoles, ServerTlsConfig, TlsConfigError, warn_if_exposed
 
 log = logging.getLogger(__name__)
@@ -120,8 +122,9 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
         self, request: pb.GetReconfigurationRequest, context: grpc.ServicerContext
     ) -> pb.GetReconfigurationResponse:
         def handle() -> pb.GetReconfigurationResponse:
-            if request.id < 1:
-                raise _invalid("id", "a reconfiguration id (from ListReconfigurations) is at least 1")
+            if not 1 <= request.id <= limits.MAX_RECORD_ID:
+                raise _invalid("id", "a reconfiguration id (from ListReconfigurations) is "
+                               f"1..{limits.MAX_RECORD_ID}, got {request.id}")
             entry = self._api.reconfiguration(request.id)
             return pb.GetReconfigurationResponse(reconfiguration=convert.reconfiguration_to_pb(entry))
 
@@ -136,7 +139,10 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
             context.abort(grpc.StatusCode.UNIMPLEMENTED, "this controller does not stream its events")
             return  # abort raises; this ends the generator if it ever did not
         try:
-            subscription = events.subscribe(request.kinds)
+            subscription = events.subscribe(request.kinds, client=client_of(context))
+        except UnknownEventKinds as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            return
         except WatchersExhausted as exc:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
             return
@@ -201,6 +207,9 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
             name = request.name
             if not name.strip():
                 raise _invalid("name", f"the {kind.value} name must not be empty")
+            if len(name) > limits.MAX_NAME_CHARS:
+                raise _invalid("name", f"{shown(name, 40)} has {len(name):,} characters; a {kind.value} "
+                               f"name has at most {limits.MAX_NAME_CHARS}")
             self._check_known(kind, name)
             message = self._api.set_maintenance(kind, name, request.drained, request.force)
             return pb.SetMaintenanceResponse(message=str(message))
@@ -246,6 +255,17 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
             code, details = grpc.StatusCode.INTERNAL, f"{rpc} failed: {type(exc).__name__}: {exc}"
         context.abort(code, details)
         raise NorthboundError(f"{rpc}: grpc context.abort returned")  # abort always raises
+
+
+def client_of(context: grpc.ServicerContext) -> str:
+    """Who calls, for per-client bounds: the certificate's common name under mutual TLS, else
+    the peer's host without its port (as the device servers count their clients)."""
+    auth = context.auth_context() or {}
+    names = auth.get("x509_common_name") or ()
+    if names:
+        return "cn:" + names[0].decode("utf-8", "replace")
+    peer = context.peer() or "unknown"
+    return peer.rsplit(":", 1)[0] if peer.count(":") >= 2 else peer
 
 
 def certificate_names(context: grpc.ServicerContext) -> set[str]:

@@ -8,7 +8,10 @@ The page itself (``static/``: one HTML file, a script and a style sheet) ships i
 and is served with a content security policy that forbids anything from elsewhere.
 
 The standard library's threading HTTP server in a background thread: GET and HEAD only,
-bounded answers (``limit`` is checked against the API's bounds), a slow client times out.
+bounded answers (``limit`` is checked against the API's bounds). Slow and idle clients are
+held off by :mod:`controller.northbound.guarded_http`: a request arrives whole within a
+deadline, a client holds at most a few connections, and a new client takes the place of a
+connection still waiting for its request.
 """
 
 from __future__ import annotations
@@ -27,14 +30,14 @@ from urllib.parse import parse_qs, urlsplit
 from controller.api import ApiError, ApiErrorCode, ControllerApi
 from controller.config import ListenAddress
 from controller.northbound.convert import dump_json, status_to_json
+from controller.northbound.guarded_http import MAX_CONNECTIONS, ConnectionGuard, GuardedHandler, GuardedServer
 from optimizer.errors import HeliostatError
 
 log = logging.getLogger(__name__)
 
-_POLL_INTERVAL_S = 0.05  # how quickly stop() is noticed
-_CLIENT_TIMEOUT_S = 10.0  # a client that sends nothing for this long is dropped
-#: Requests answered at once (a thread each); more are refused 503 at once.
-MAX_REQUESTS = 16
+_POLL_INTERVAL_S = 0.05  # how quickly stop() is noticed (and connections past their deadline)
+#: Connections served at once (a thread each) in all and per client; see guarded_http.
+MAX_REQUESTS = MAX_CONNECTIONS
 
 STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -119,9 +122,8 @@ def _limit(query: dict[str, list[str]], what: str) -> int:
     return int(text)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GuardedHandler, BaseHTTPRequestHandler):
     server: _Server
-    timeout = _CLIENT_TIMEOUT_S
     server_version = "heliostat"
     sys_version = ""
 
@@ -183,35 +185,14 @@ def _error_body(message: str, code: str = "error") -> bytes:
     return json.dumps({"error": code, "message": message}).encode()
 
 
-class _Server(ThreadingHTTPServer):
+class _Server(GuardedServer, ThreadingHTTPServer):
     daemon_threads = True
     endpoints: Endpoints
+    busy_message = _error_body("busy: every connection is answering a request; try again")
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         super().__init__(address, handler)
-        self._slots = threading.BoundedSemaphore(MAX_REQUESTS)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            try:
-                body = _error_body(f"busy: {MAX_REQUESTS} requests are being answered; try again")
-                request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                                + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-            except OSError:
-                pass
-            self.shutdown_request(request)
-            return
-        super().process_request(request, client_address)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A failure outside an answer (a client that went away): logged, never printed."""
-        log.debug("web: request from %s failed", client_address, exc_info=True)
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
+        self.guard = ConnectionGuard()
 
 
 class _Server6(_Server):

@@ -17,6 +17,7 @@ from controller.config import load_controller_config
 from controller.daemon import Daemon
 from controller.daemon_api import DaemonApi
 from controller.northbound import start_northbound
+from controller.northbound.events import EventHub
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
 from tests.fuzz.test_parsers import FUZZ
@@ -32,7 +33,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, pb_g
     with running_fabric(fabric_file, tmp) as fabric:
         daemon = Daemon(load_controller_config(controller_config(tmp, fabric_file, fabric.devices_file)))
         daemon.start()
-        servers = start_northbound(DaemonApi(daemon), "127.0.0.1:0", fabric=daemon.fabric)
+        servers = start_northbound(DaemonApi(daemon), "127.0.0.1:0", fabric=daemon.fabric, events=EventHub())
         try:
             with grpc.insecure_channel(str(servers.grpc_address)) as channel:
                 yield daemon, pb_grpc.ControllerServiceStub(channel)
@@ -103,5 +104,61 @@ def test_northbound_requests(api: tuple, tmp_path: Path) -> None:
             assert daemon.requests.qsize() == queued  # already in that state: said so, nothing queued
         elif action != "history":
             assert daemon.requests.qsize() == queued + 1
+
+    run()
+
+
+#: The longest error a refusal may carry: names and ids are quoted by a short prefix only.
+MAX_DETAILS = 400
+
+
+def _refused_briefly(method, request) -> grpc.StatusCode:  # type: ignore[no-untyped-def]
+    try:
+        method(request, timeout=5)
+    except grpc.RpcError as exc:
+        assert exc.code() in REFUSALS, f"{exc.code()}: {exc.details()[:200]}"
+        assert len(exc.details()) <= MAX_DETAILS, f"{len(exc.details())}-character details"
+        return exc.code()
+    return grpc.StatusCode.OK
+
+
+def test_northbound_ids_names_plans_and_event_kinds(api: tuple) -> None:
+    """Issue 32: ids over the whole uint64 range, names of any length, plan ids, and
+    WatchEvents kinds; every answer is OK or a short refusal and nothing is queued."""
+    daemon, stub = api
+    kinds = st.lists(st.integers(-(2**31), 2**31 - 1) | st.sampled_from(list(pb.EventKind.values())),
+                     max_size=8)
+
+    @FUZZ
+    @given(
+        intent=st.integers(0, 2**64 - 1) | st.sampled_from([2**63 - 1, 2**63, 2**64 - 1]),
+        name=st.text(min_size=60, max_size=3000) | st.just("b" * 100_000),
+        plan_id=st.text(max_size=300),
+        kinds=kinds,
+        action=st.sampled_from(["reconfig", "maintenance", "plan", "watch"]),
+    )
+    def run(intent, name, plan_id, kinds, action) -> None:
+        queued, journaled = daemon.requests.qsize(), _journaled(daemon)
+        if action == "reconfig":
+            code = _refused_briefly(stub.GetReconfiguration, pb.GetReconfigurationRequest(id=intent))
+            assert code is not grpc.StatusCode.OK  # the daemon journaled no reconfiguration
+        elif action == "maintenance":
+            request = pb.SetMaintenanceRequest(kind=pb.MAINTENANCE_KIND_BLOCK, name=name, drained=True)
+            assert _refused_briefly(stub.SetMaintenance, request) is grpc.StatusCode.INVALID_ARGUMENT
+        elif action == "plan":
+            if not plan_id:
+                return  # an empty plan id with dry_run would plan: not this test's business
+            request = pb.TriggerToeRequest(dry_run=True, plan_id=plan_id)
+            assert _refused_briefly(stub.TriggerToe, request) is not grpc.StatusCode.OK
+        else:
+            valid = set(kinds) <= set(pb.EventKind.values()) - {pb.EVENT_KIND_UNSPECIFIED}
+            stream = stub.WatchEvents(pb.WatchEventsRequest(kinds=kinds), timeout=0.3)
+            try:
+                for _ in stream:
+                    pass
+            except grpc.RpcError as exc:
+                expected = grpc.StatusCode.DEADLINE_EXCEEDED if valid else grpc.StatusCode.INVALID_ARGUMENT
+                assert exc.code() in (expected, grpc.StatusCode.RESOURCE_EXHAUSTED), exc.details()[:200]
+        assert daemon.requests.qsize() == queued and _journaled(daemon) == journaled
 
     run()

@@ -25,9 +25,10 @@ from controller.config import ListenAddress, controller_config_from_dict, load_c
 from controller.daemon import Daemon
 from controller.northbound import ControllerClient
 from controller.northbound.convert import status_to_json
+from controller.northbound.guarded_http import PER_CLIENT
 from controller.ui.facts import fabric_json
 from controller.ui.recorder import Recorder
-from controller.ui.web import MAX_REQUESTS, STATIC, WebError, start_web, static_file
+from controller.ui.web import STATIC, WebError, start_web, static_file
 from optimizer.errors import ConfigError
 from optimizer.traffic import uniform_matrix
 from tests.support import CONFIGS
@@ -219,15 +220,17 @@ class _SlowApi:
 
 
 def test_requests_beyond_the_bound_are_refused_at_once_and_the_rest_answered() -> None:
+    """One client's requests being answered fill its share of the connections; the next is
+    refused at once (nothing waiting for its request could give way)."""
     api = _SlowApi()
     page = start_web(api, ListenAddress("127.0.0.1", 0))  # type: ignore[arg-type]
     answers: list[int] = []
     pending = [threading.Thread(target=lambda: answers.append(get(page.url + "api/status")[0]))
-               for _ in range(MAX_REQUESTS)]
+               for _ in range(PER_CLIENT)]
     try:
         for thread in pending:
             thread.start()
-        for _ in range(MAX_REQUESTS):
+        for _ in range(PER_CLIENT):
             assert api.waiting.acquire(timeout=10)
         status, _headers, body = get(page.url + "api/status")
         assert status == 503 and "busy" in json.loads(body)["message"]
@@ -236,7 +239,7 @@ def test_requests_beyond_the_bound_are_refused_at_once_and_the_rest_answered() -
         for thread in pending:
             thread.join(timeout=10)
         page.stop()
-    assert answers == [503] * MAX_REQUESTS  # each answered, with the API's refusal
+    assert answers == [503] * PER_CLIENT  # each answered, with the API's refusal
 
 
 def test_a_port_in_use_is_a_clear_error() -> None:

@@ -1,0 +1,1 @@
+"""Benchmarks of how the code scales with fabric size."""
