@@ -2,7 +2,7 @@
 
 Where to look first: :mod:`controller.decision` (the pure rules: state and one observation in,
 actions out), :mod:`controller.daemon` (the shim that polls, decides and acts),
-:mod:`controller.config`, :mod:`controller.api` / :mod:`controller.daemon_api`
+:mod:`controller.config`, :mod:`controller.northbound.api` / :mod:`controller.northbound.daemon_api`
 (what the northbound API serves), :mod:`controller.northbound` and :mod:`controller.commands`.
 
 The three loops, each a subpackage:

@@ -33,10 +33,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.config import StepTimeouts
 from controller.device_view import FabricPort, PortsByBlock, merge_ports, ports_of_circuits
 from controller.reconfig.journal import IntentState, Journal, RecoveryPoint, StepName, StepRecord, StepState
 from controller.reconfig.stage_plan import StageSpec, stage_count, stage_spec
+from controller.reconfig.step_timeouts import StepTimeouts
 from controller.sensing.qualify import qualified_links
 from controller.te_loop.te_push import TePusher, TeRun, usable_circuits
 from optimizer.errors import HeliostatError

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.api import ApiError, ApiErrorCode, MaintenanceKind
 from controller.northbound import ControllerClient, ControllerClientError
+from controller.northbound.api import ApiError, ApiErrorCode, MaintenanceKind
 from controller.reconfig.journal import IntentState, Journal, StepState
 from optimizer.topology import Circuit
 from optimizer.traffic import TrafficMatrix, hotspot_matrix, uniform_matrix

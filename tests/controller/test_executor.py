@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from controller.api import ApiError, ApiErrorCode, MaintenanceKind, Phase
 from controller.config import load_controller_config
 from controller.daemon import Daemon
-from controller.daemon_api import DaemonApi
+from controller.northbound.api import ApiError, ApiErrorCode, MaintenanceKind, Phase
+from controller.northbound.daemon_api import DaemonApi
 from controller.reconfig.journal import IntentState, StepState
 from emulation.fabric import EmulatedFabric
 from optimizer.topology import Circuit

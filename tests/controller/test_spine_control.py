@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from controller.api import MaintenanceKind
 from controller.config import load_controller_config
 from controller.daemon import Daemon
-from controller.daemon_api import DaemonApi
+from controller.northbound.api import MaintenanceKind
+from controller.northbound.daemon_api import DaemonApi
 from emulation.fabric import EmulatedFabric
 from optimizer.traffic import hotspot_matrix
 from tests.support.daemon_support import CONFIGS, controller_config, running_fabric, wait_for

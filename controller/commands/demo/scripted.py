@@ -24,10 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from controller.commands.emulator import EmulatedFabric, run_fabric
 from controller.config import load_controller_config
 from controller.daemon import Daemon
-from emulation.fabric import EmulatedFabric
-from emulation.service import run as run_fabric
 from optimizer.errors import ConfigError, HeliostatError
 from optimizer.traffic import hotspot_matrix, uniform_matrix
 

@@ -10,13 +10,13 @@ import pytest
 import yaml
 from prometheus_client import generate_latest
 
-from controller.api import ApiError, ApiErrorCode
 from controller.config import load_controller_config
 from controller.daemon import Daemon
 from controller.daemon.leadership import NotLeading
-from controller.daemon_api import DaemonApi
 from controller.decision import ToeTrigger
 from controller.ha.election import Role
+from controller.northbound.api import ApiError, ApiErrorCode
+from controller.northbound.daemon_api import DaemonApi
 from optimizer.topology import Circuit
 from optimizer.traffic import uniform_matrix
 from southbound.errors import Fenced

@@ -1,4 +1,4 @@
-"""The daemon's :class:`~controller.api.ControllerApi`: quick, thread-safe, long work queued.
+"""The daemon's :class:`~controller.northbound.api.ControllerApi`: quick, thread-safe, long work queued.
 
 Reads come from the status board and the journal (both thread-safe); requests that change
 something are validated here (a bad one raises :class:`ApiError`, the daemon keeps running)
@@ -13,7 +13,10 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
-from controller.api import (
+from controller.daemon.leadership import NotLeading
+from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, SetToePaused, ToeTrigger
+from controller.drain_guard import check_drain
+from controller.northbound.api import (
     ApiError,
     ApiErrorCode,
     ControllerApi,
@@ -22,9 +25,6 @@ from controller.api import (
     StatusSnapshot,
     ToeRequestResult,
 )
-from controller.daemon.leadership import NotLeading
-from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, SetToePaused, ToeTrigger
-from controller.drain_guard import check_drain
 from controller.reconfig.journal import IntentRecord, JournalError, StepRecord
 from controller.reconfig.reviewed import PlanNotFound
 from controller.ui.facts import devices_json, fabric_json, reconfiguration_json
