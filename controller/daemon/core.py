@@ -39,10 +39,10 @@ from controller.metrics import ControllerMetrics
 from controller.operator_requests import RequestJournal
 from controller.reconfig.executor import (
     ExecutorInterrupted,
-    PausePoint,
 )
 from controller.reconfig.journal import Journal, JournalError
 from controller.reconfig.journal_lock import JournalLock
+from controller.reconfig.pause import PausePoint
 from controller.reconfig.reviewed import ReviewedPlans
 from controller.sensing.estimation import RateEstimator, TrafficEstimation
 from controller.status import StatusBoard

@@ -24,13 +24,13 @@ from controller.dry_runs import DryRunner
 from controller.metrics import ControllerMetrics
 from controller.operator_requests import RequestJournal
 from controller.reconfig.executor import (
-    PausePoint,
     StageExecutor,
     StageOutcome,
     TeInputs,
 )
 from controller.reconfig.journal import Journal, JournalError
 from controller.reconfig.journal_lock import JournalLock
+from controller.reconfig.pause import PausePoint
 from controller.reconfig.reviewed import ReviewedPlans
 from controller.reconfig.toe_run import Proposal, ToePlanner
 from controller.sensing.estimation import RateEstimator, TrafficEstimation

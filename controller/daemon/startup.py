@@ -108,7 +108,7 @@ class StartUp(Leadership):
                 ),
             ),
             stop=self._term_stop,
-            pause=self.pause,
+            checkpoint=None if self.pause is None else self.pause.checkpoint(self._term_stop),
             listener=self._step_event,
             **({} if self._wait is None else {"clock": self.clock, "wait": self._wait}),
         )

@@ -1,7 +1,7 @@
 """The shared journal of HA replicas: the SQLite journal's interface, kept in etcd.
 
 Same records, same rules, same errors as :class:`controller.reconfig.journal.Journal` (the
-one test suite runs against both: tests/controller/test_journal.py), so the executor and
+one test suite runs against both: tests/controller/reconfig/test_journal.py), so the executor and
 the daemon use either without knowing which. Keys under ``<prefix>/journal/``::
 
     intents/<id>        an IntentRecord (JSON)       steps/<id>      a StepRecord

@@ -73,25 +73,6 @@ class ExecutorSettings:
 
 
 @dataclass(frozen=True)
-class PausePoint:
-    """A test hook: stop (until killed) before or after taking a step."""
-
-    step: str
-    when: str = "before"
-
-    @classmethod
-    def parse(cls, text: str) -> PausePoint:
-        step, _, when = text.partition(":")
-        when = when or "before"
-        if step not in {s.value for s in STEPS} | {"rollback"} or when not in ("before", "after"):
-            raise ValueError(
-                f"pause point must be STEP[:before|:after] with STEP one of "
-                f"{', '.join(s.value for s in STEPS)} or rollback; got {text!r}"
-            )
-        return cls(step, when)
-
-
-@dataclass(frozen=True)
 class TeInputs:
     """What TE needs from the daemon: the recent matrices and what maintenance keeps out."""
 
@@ -134,6 +115,12 @@ class _Stage:
 
 
 StepListener = Callable[[int, int, str, str], None]  # intent, stage, step, event
+#: Called with (step, "before" | "after") around each step, and ("rollback", "before"); it may
+#: raise ExecutorInterrupted to end the stage there, as a crash would
+#: (:class:`controller.reconfig.pause.PausePoint` is one).
+StepCheckpoint = Callable[[str, str], None]
+#: A step's work: (stage, its journaled payload, deadline) -> the result to journal.
+StepAction = Callable[["_Stage", Any, float], dict[str, Any]]
 
 
 class StageExecutor:
@@ -148,7 +135,7 @@ class StageExecutor:
         te_inputs: Callable[[], TeInputs],
         settings: ExecutorSettings | None = None,
         stop: threading.Event | None = None,
-        pause: PausePoint | None = None,
+        checkpoint: StepCheckpoint | None = None,
         listener: StepListener | None = None,
         clock: Callable[[], float] = time.monotonic,
         wait: Callable[[float], bool] | None = None,
@@ -160,11 +147,19 @@ class StageExecutor:
         self.te_inputs = te_inputs
         self.settings = settings or ExecutorSettings()
         self.stop = stop or threading.Event()
-        self.pause = pause
+        self.checkpoint = checkpoint
         self.listener = listener
         self.clock = clock
         # seconds -> True when stopping; a simulated clock (replay) moves instead of sleeping
         self.wait = wait if wait is not None else self.stop.wait
+        #: what each step does, in the order of STEPS
+        self.actions: dict[StepName, StepAction] = {
+            StepName.DRAIN: self._do_drain,
+            StepName.VERIFY_DRAIN: self._do_verify_drain,
+            StepName.APPLY_OCS: self._do_apply_ocs,
+            StepName.QUALIFY: self._do_qualify,
+            StepName.UNDRAIN: self._do_undrain,
+        }
 
     # -- running a stage -------------------------------------------------------------------
 
@@ -211,7 +206,7 @@ class StageExecutor:
         self._notify(stage, name.value, "started")
         self._pause_if(name.value, "before")
         deadline = self.clock() + self.settings.timeouts.for_step(name.value)
-        action = getattr(self, f"_do_{name.value}")
+        action = self.actions[name]
         try:
             result = action(stage, payload, deadline)
             # qualify waits until its timeout on purpose, then judges what qualified
@@ -229,10 +224,8 @@ class StageExecutor:
         self._notify(stage, name.value, "done")
 
     def _pause_if(self, step: str, when: str) -> None:
-        if self.pause is not None and self.pause.step == step and self.pause.when == when:
-            log.warning("executor paused %s %s (test hook); waiting to be killed", when, step)
-            self.stop.wait()
-            raise ExecutorInterrupted(f"stopped while paused {when} {step}")
+        if self.checkpoint is not None:
+            self.checkpoint(step, when)
 
     def _wait(self, seconds: float) -> None:
         if self.wait(seconds):

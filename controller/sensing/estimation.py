@@ -234,9 +234,6 @@ class RateEstimator:
     def stale_sources(self, now: float, stale_after: float) -> list[Hashable]:
         return [k for k, s in self._sources.items() if now - s.received > stale_after]
 
-    def forget(self, key: Hashable) -> None:
-        self._sources.pop(key, None)
-
     def traffic_matrix(self, blocks: Sequence[str], now: float, stale_after: float) -> MatrixEstimate:
         """The TE matrix from the sources keyed ``(src, dst)`` over ``blocks``."""
         names = tuple(blocks)

@@ -13,7 +13,7 @@ import pytest
 from controller import decision as dec
 from controller.decision import Maintenance, MaintenanceTarget
 from controller.device_view import OcsReading, circuit_ends, ports_without
-from controller.reconfig.executor import PausePoint
+from controller.reconfig.pause import PausePoint
 from controller.reconfig.toe_run import ToePlanner
 from controller.sensing.observe import (
     fresh_fabric,

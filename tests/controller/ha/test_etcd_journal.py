@@ -1,5 +1,5 @@
 """What only the etcd journal does: writes fenced by the leader's lease, bounded history.
-(The journal's own rules run against both backends in tests/controller/test_journal.py.)"""
+(The journal's own rules run against both backends in tests/controller/reconfig/test_journal.py.)"""
 
 from __future__ import annotations
 
