@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 from controller import decision as dec
 from controller.daemon.parts import (
@@ -21,7 +22,7 @@ from controller.reconfig.executor import (
 from controller.reconfig.in_service import maintenance_conflict, planning_view
 from controller.reconfig.journal import IntentState, JournalError
 from controller.reconfig.reviewed import PlanRefused, apply_problem
-from controller.reconfig.stage_plan import stage_count, stage_spec
+from controller.reconfig.stage_plan import Plan
 from controller.reconfig.toe_run import Proposal
 from controller.sensing.observe import (
     blocks_out,
@@ -82,7 +83,7 @@ class Reconfiguration(DaemonParts):
             reason=proposal.verdict.reason,
             current_mlu=proposal.current_mlu,
             planned_mlu=proposal.planned_mlu,
-            stages=len(proposal.plan.get("stages", ())),
+            stages=len(proposal.plan.stages),
             changed=proposal.changed,
         )
         if not proposal.verdict.apply:
@@ -91,9 +92,9 @@ class Reconfiguration(DaemonParts):
             return
         self._start_reconfiguration(proposal.plan, trigger, now)
 
-    def _start_reconfiguration(self, plan: dict[str, object], trigger: str, now: float) -> int:
+    def _start_reconfiguration(self, plan: Plan, trigger: str, now: float) -> int:
         intent_id = self.executor.begin(plan, trigger, self.installed)
-        total = stage_count(plan)
+        total = len(plan.stages)
         self.metrics.reconfigurations.labels("started").inc()
         self.metrics.reconfiguration(0, total, None)
         self.state = dec.reconfiguration_started(self.state, now, intent_id, total)
@@ -116,13 +117,14 @@ class Reconfiguration(DaemonParts):
             view=view,
         )
         self.metrics.toe_solve_seconds.observe(time.monotonic() - started)
-        proposal.plan["planned_at"] = now
-        if trigger == "dry_run" and proposal.plan.get("stages"):
-            proposal.plan["plan_id"] = self.reviewed.add(proposal.plan, self.installed)
+        proposal = replace(proposal, plan=replace(proposal.plan, planned_at=now))
+        if trigger == "dry_run" and proposal.plan.stages:
+            plan_id = self.reviewed.add(proposal.plan, self.installed)
+            proposal = replace(proposal, plan=replace(proposal.plan, plan_id=plan_id))
         self._journal().put_state(
             "last_plan",
             {
-                **proposal.plan,
+                **proposal.plan.to_json(),
                 "verdict": {
                     "apply": proposal.verdict.apply,
                     "reason": proposal.verdict.reason,
@@ -149,7 +151,7 @@ class Reconfiguration(DaemonParts):
             )
             if problem is not None:
                 raise PlanRefused(f"plan {request.plan_id} refused: {problem}")
-            plan = {**reviewed.plan, "trigger": "operator", "reason": f"reviewed plan {request.plan_id}"}
+            plan = replace(reviewed.plan, trigger="operator", reason=f"reviewed plan {request.plan_id}")
             intent_id = self._start_reconfiguration(plan, "operator", now)
         except HeliostatError as exc:
             log.warning("ctl toe --apply: %s", exc)
@@ -183,7 +185,7 @@ class Reconfiguration(DaemonParts):
         """Stop a reconfiguration (before the stage starts) whose next stage would switch an
         OCS or a block drained for maintenance since it was planned; True if it stopped.
         Every stage ends consistent, so nothing is rolled back; ToE re-plans around it."""
-        spec = stage_spec(self._journal().intent(action.intent_id).plan, action.stage)
+        spec = self._journal().intent(action.intent_id).plan.stage(action.stage)
         maintenance = self.state.maintenance
         ocs_out = [m.name for m in maintenance if m.kind is dec.MaintenanceTarget.OCS]
         conflict = maintenance_conflict(self.fabric, spec.remove, spec.add, ocs_out, blocks_out(maintenance))
@@ -204,7 +206,7 @@ class Reconfiguration(DaemonParts):
         if outcome.te is not None:
             self._te_done(outcome.te, now)
         if outcome.next_stage is not None and not outcome.finished:
-            total = stage_count(self._journal().intent(outcome.intent_id).plan)
+            total = len(self._journal().intent(outcome.intent_id).plan.stages)
             self.state = dec.stage_advanced(
                 self.state, now, outcome.intent_id, total, outcome.next_stage, outcome.circuits,
                 te_ran=outcome.te is not None,

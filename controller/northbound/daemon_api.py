@@ -58,7 +58,7 @@ def _matrix_json(matrix: TrafficMatrix | None) -> dict[str, dict[str, float]] | 
 def reconfiguration_view(intent: IntentRecord, steps: list[StepRecord]) -> dict[str, Any]:
     """One reconfiguration as ``ControllerApi.reconfiguration`` returns it: the plan's stages
     (what each removes and adds, its MLU checks) and every step the executor journaled."""
-    plan = intent.plan if isinstance(intent.plan, dict) else {}
+    plan = intent.plan.to_json()
 
     def number(value: Any) -> float | None:
         return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
@@ -205,7 +205,7 @@ class DaemonApi(ControllerApi):
             raise ApiError(ApiErrorCode.UNAVAILABLE, self._no_journal())
         out = []
         for intent in journal.reconfigurations(limit):
-            plan = intent.plan if isinstance(intent.plan, dict) else {}
+            plan = intent.plan.to_json()
             out.append(
                 {
                     **intent.summary_json(),
@@ -252,8 +252,8 @@ class DaemonApi(ControllerApi):
                 raise ApiError(ApiErrorCode.FAILED_PRECONDITION, f"cannot plan: {exc}") from exc
             finally:
                 self._dry_run_slots.release()
-            plan_id = proposal.plan.get("plan_id")
-            return ToeRequestResult(True, True, proposal.verdict.reason, proposal.plan, plan_id)
+            plan_id = proposal.plan.plan_id
+            return ToeRequestResult(True, True, proposal.verdict.reason, proposal.plan.to_json(), plan_id)
         if self.daemon.board.get("reconfiguration_id") is not None:
             raise ApiError(ApiErrorCode.FAILED_PRECONDITION, "a reconfiguration is already in flight")
         self._queue(ToeTrigger("operator"))

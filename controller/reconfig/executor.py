@@ -35,7 +35,7 @@ from typing import Any
 
 from controller.device_view import FabricPort, PortsByBlock, merge_ports, ports_of_circuits
 from controller.reconfig.journal import IntentState, Journal, RecoveryPoint, StepName, StepRecord, StepState
-from controller.reconfig.stage_plan import StageSpec, stage_count, stage_spec
+from controller.reconfig.stage_plan import Plan, StageSpec
 from controller.reconfig.step_timeouts import StepTimeouts
 from controller.sensing.qualify import qualified_links
 from controller.te_loop.te_push import TePusher, TeRun, usable_circuits
@@ -163,7 +163,7 @@ class StageExecutor:
 
     # -- running a stage -------------------------------------------------------------------
 
-    def begin(self, plan: dict[str, Any], trigger: str, circuits: frozenset[Circuit]) -> int:
+    def begin(self, plan: Plan, trigger: str, circuits: frozenset[Circuit]) -> int:
         """Journal a new intent together with the topology it starts from; returns its id."""
         with self.journal.transaction():
             intent = self.journal.begin_intent(plan, trigger)
@@ -183,9 +183,9 @@ class StageExecutor:
 
     def _stage(self, intent_id: int, index: int, before: frozenset[Circuit]) -> _Stage:
         plan = self.journal.intent(intent_id).plan
-        spec = stage_spec(plan, index)
+        spec = plan.stage(index)
         ports = ports_of_circuits(self.fabric, (*spec.remove, *spec.add))
-        return _Stage(intent_id, spec, stage_count(plan), frozenset(before), ports)
+        return _Stage(intent_id, spec, len(plan.stages), frozenset(before), ports)
 
     def _notify(self, stage: _Stage, step: str, event: str) -> None:
         if self.listener is not None:
@@ -514,7 +514,7 @@ class StageExecutor:
         Failures on the way roll the stage back as in a normal run.
         """
         intent = recovery.intent
-        total = stage_count(intent.plan)
+        total = len(intent.plan.stages)
         marker = self.journal.get_state(PROGRESS_KEY) or {}
         completed = int(marker.get("completed_stages", 0)) if marker.get("intent") == intent.id else 0
         record = self.journal.current_topology()

@@ -92,7 +92,7 @@ def reconfiguration_json(
 ) -> dict[str, Any]:
     """The reconfiguration in flight: its stages, the stage and step now, the progress, and
     its latest journaled steps."""
-    plan = intent.plan if isinstance(intent.plan, dict) else {}
+    plan = intent.plan.to_json()
     stages = plan.get("stages") or []
     total = board.get("stages_total") or len(stages)
     stage = board.get("stage")

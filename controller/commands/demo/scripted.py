@@ -255,7 +255,7 @@ def _script(
     time.sleep(1.5)
     after = fabric.stats()
     intents = daemon.journal.reconfigurations(1) if daemon.journal is not None else []
-    plan = intents[0].plan if intents else {}
+    plan = intents[0].plan.to_json() if intents else {}
     changed = plan.get("circuits_removed", 0) + plan.get("circuits_added", 0)
     lost = during.blackholed_bytes - before.blackholed_bytes
     dropped = during.dropped_bytes - before.dropped_bytes

@@ -210,7 +210,7 @@ def test_a_reconfiguration_stops_before_a_stage_that_would_switch_an_ocs_under_m
     def drain_next_stage_ocs(kind: str, details: dict[str, Any]) -> None:
         if kind == "stage" and details["event"] == "done" and details["stage"] == 0 and not drained:
             plan = h.daemon.journal.intent(details["intent"]).plan
-            ocs = sorted({c[0] for c in (*plan["stages"][1]["remove"], *plan["stages"][1]["add"])})[0]
+            ocs = sorted({c.ocs for c in (*plan.stages[1].remove, *plan.stages[1].add)})[0]
             drained.append(ocs)
             held.update({ocs: set(h.fabric.ocs[ocs].established())})
             h.api.set_maintenance(MaintenanceKind.OCS, ocs, True)
