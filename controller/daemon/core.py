@@ -149,6 +149,7 @@ class Daemon:
         self.mapping_pool = ExitStack()  # the planner's worker processes, if any (close() ends them)
         self.parallel_map: ParallelMap | None = None
         self.term: Term | None = None  # while leading
+        self._planner: ToePlanner | None = None  # the last term's (the API's drain check evaluates with it)
         self.dry_runs = DryRunner(lambda: self._term().reconfiguration.propose("dry_run", self.clock()))
 
     # -- building ----------------------------------------------------------------------------
@@ -208,6 +209,7 @@ class Daemon:
             fabric, config.thresholds.stage_mlu, time_limit=config.timeouts.toe_solve,
             parallel_map=self.parallel_map,
         )
+        self._planner = planner
         quarantine = Quarantine(shared, journal)
         te_step = TeStep(fabric, shared, drivers, te, journal, self.spine, quarantine, report)
         term_stop = self.leadership.term_stop
@@ -443,7 +445,9 @@ class Daemon:
 
     @property
     def planner(self) -> ToePlanner:
-        return self._term().planner
+        if self._planner is None:
+            raise DaemonError("the daemon has not led yet: no planner")
+        return self._planner
 
     @property
     def te(self) -> TePusher:
