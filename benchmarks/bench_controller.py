@@ -47,10 +47,13 @@ def one_cycle(daemon: Daemon, fabric: EmulatedFabric, step_s: float) -> dict[str
     fabric.step(step_s)
     started = time.perf_counter()
     now = daemon.clock()
-    daemon._poll(now)
+    term = daemon.term
+    if term is None:
+        raise RuntimeError("the daemon is not leading")
+    term.sensing.poll(now)
     polled = time.perf_counter()
-    inputs = daemon._te_inputs()
-    circuits = daemon._usable(daemon.live)
+    inputs = term.te_step.te_inputs()
+    circuits = term.te_step.usable(daemon.live)
     result = daemon.te.solve(circuits, inputs.demand)
     solved = time.perf_counter()
     daemon.te.push(result, circuits, f"bench-{now}", inputs.demand.latest)
@@ -78,7 +81,7 @@ def run(cycles: int) -> tuple[list[dict[str, float]], float, str]:
             setup = time.perf_counter() - started
             try:
                 fabric.step(10.0)
-                daemon._poll(daemon.clock())  # the counters' baseline: no rates yet
+                daemon.term.sensing.poll(daemon.clock())  # type: ignore[union-attr]  # the counters' baseline
                 results = [one_cycle(daemon, fabric, 10.0) for _ in range(cycles)]
             finally:
                 daemon.close()

@@ -38,7 +38,7 @@ RESULTS = Path(__file__).resolve().parent / "RESULTS_mapping.md"
 def run_size(blocks: int) -> dict:
     """One size, in this process: two mapping steps and their measurements."""
     from optimizer.config import generate_fabric
-    from optimizer.mapping import map_topology
+    from optimizer.mapping import MappingOptions, map_topology
     from optimizer.topology import uniform_mesh
     from tests.support.circuit_checker import check_mapping
     from tests.support.mapping_helpers import as_pairs, gravity_topology
@@ -50,8 +50,9 @@ def run_size(blocks: int) -> dict:
         for step, seed in (("mesh -> skewed", 1), ("skewed -> shifted", 2)):
             target = gravity_topology(fabric, np.random.default_rng(seed), SKEW)
             start = time.perf_counter()
-            result = map_topology(fabric, target, current, exchange_plan=exchange_plan, dive=exchange_plan,
-                                  resolve_domains=exchange_plan)
+            options = MappingOptions(exchange_plan=exchange_plan, dive=exchange_plan,
+                                     resolve_domains=exchange_plan)
+            result = map_topology(fabric, target, current, options=options)
             seconds = time.perf_counter() - start
             problems = check_mapping(fabric, result.circuits, as_pairs(target))
             steps.append({

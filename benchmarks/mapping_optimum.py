@@ -37,7 +37,14 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from benchmarks.bench_toe import LOAD, SKEW
 from benchmarks.mapping_bound import wiring_lower_bound
 from optimizer.config import generate_fabric
-from optimizer.mapping import build_port_model, domain_layout, guide_fixed, map_topology, resolve_domain
+from optimizer.mapping import (
+    MappingOptions,
+    build_port_model,
+    domain_layout,
+    guide_fixed,
+    map_topology,
+    resolve_domain,
+)
 from optimizer.toe import plan_topology
 from optimizer.topology import mesh_topology, uniform_mesh
 from optimizer.traffic import gravity_matrix
@@ -114,7 +121,7 @@ def run_dense(blocks: int, seconds: float) -> dict[str, object]:
     mesh = uniform_mesh(fabric)
     target = plan_topology(fabric, gravity_matrix(fabric, seed=1, load=LOAD, skew=SKEW), mesh).topology
     started = time.perf_counter()
-    without = map_topology(fabric, target, mesh, resolve_domains=False)
+    without = map_topology(fabric, target, mesh, options=MappingOptions(resolve_domains=False))
     without_s = time.perf_counter() - started
     started = time.perf_counter()
     resolved = map_topology(fabric, target, mesh)
@@ -201,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, fabric, change, target in cases:
         mesh = uniform_mesh(fabric)
         start = time.perf_counter()
-        result = map_topology(fabric, target, mesh, rebalance=True)
+        result = map_topology(fabric, target, mesh, options=MappingOptions(rebalance=True))
         seconds = time.perf_counter() - start
         bound = wiring_lower_bound(fabric, target, mesh, result.kept)
         best, status = exact_removed(fabric, target, mesh)

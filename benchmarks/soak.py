@@ -52,8 +52,8 @@ from typing import Any
 
 import yaml
 
-from controller.api import MaintenanceKind
 from controller.northbound import ControllerClient, ControllerClientError
+from controller.northbound.api import MaintenanceKind
 from controller.reconfig.journal import Journal
 from emulation.fabric import EmulatedFabric
 from emulation.service import run as run_fabric

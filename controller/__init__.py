@@ -1,8 +1,9 @@
 """The controller: decisions, the daemon that carries them out, the northbound API and the CLI.
 
 Where to look first: :mod:`controller.decision` (the pure rules: state and one observation in,
-actions out), :mod:`controller.daemon` (the shim that polls, decides and acts),
-:mod:`controller.config`, :mod:`controller.api` / :mod:`controller.daemon_api`
+actions out), :mod:`controller.daemon` (the shim that polls, decides and acts; its parts and
+who owns which state: controller/README.md),
+:mod:`controller.config`, :mod:`controller.northbound.api` / :mod:`controller.northbound.daemon_api`
 (what the northbound API serves), :mod:`controller.northbound` and :mod:`controller.commands`.
 
 The three loops, each a subpackage:

@@ -47,7 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "controller.commands.demo",
         "run the controller against an emulated fabric through a demand shift",
     ),
-    "emulate": ("emulation.service", "run an emulated fabric as a service"),
+    "emulate": ("controller.commands.emulator", "run an emulated fabric as a service"),
     "emuctl": (
         "controller.commands.emuctl",
         "poke a running emulated fabric: demand, fibres, OCSes, agents, blocks",
@@ -141,6 +141,8 @@ def build_parser(command: str | None = None, everything: bool = False) -> argpar
         formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument("--version", action=_Version)
+    # every command in full, for a handler that describes the whole CLI (``completion``)
+    parser.set_defaults(full_parser=lambda: build_parser(everything=True))
     _add_global_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
@@ -193,9 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["emulate"] and "--packet" in argv:
         # The packet-level fabric has its own options (and needs root); it lives apart from
         # the flow-level emulator so that importing the CLI never needs Mininet.
-        from emulation.mininet import cli as packet_cli
+        from controller.commands.emulator import packet_main
 
-        return packet_cli.main(argv[1:])
+        return packet_main(argv[1:])
     argv = hoist_global_flags(argv)
     try:
         parser = build_parser(_command_of(argv))

@@ -73,6 +73,7 @@ from controller.northbound.listen import (
     ListenAddress,
     parse_listen_address,
 )
+from controller.reconfig.step_timeouts import TIMEOUT_KEYS, StepTimeouts
 from controller.sensing.estimation import EstimationSettings
 from optimizer import limits, schema
 from optimizer.config import parse_yaml
@@ -114,22 +115,6 @@ class Thresholds:
 
 
 @dataclass(frozen=True)
-class StepTimeouts:
-    drain: float = 30.0
-    verify_drain: float = 90.0
-    apply_ocs: float = 60.0
-    qualify: float = 60.0
-    undrain: float = 30.0
-    toe_solve: float = 60.0  # not an executor step: the ToE LP's time budget (ToeKnobs.time_limit)
-
-    def for_step(self, name: str) -> float:
-        """The timeout of an executor step by its journal name (``drain``, ``apply_ocs``...)."""
-        if name not in _STEP_KEYS:
-            raise KeyError(f"no timeout for step {name!r}")
-        return float(getattr(self, name))
-
-
-@dataclass(frozen=True)
 class Listen:
     northbound: ListenAddress = DEFAULT_NORTHBOUND
     metrics: ListenAddress = DEFAULT_METRICS
@@ -167,8 +152,7 @@ class ControllerConfig:
 
 _INTERVAL_KEYS = tuple(Intervals.__dataclass_fields__)
 _THRESHOLD_KEYS = tuple(Thresholds.__dataclass_fields__)
-_TIMEOUT_KEYS = tuple(StepTimeouts.__dataclass_fields__)
-_STEP_KEYS = tuple(k for k in _TIMEOUT_KEYS if k != "toe_solve")
+_TIMEOUT_KEYS = TIMEOUT_KEYS
 _LISTEN_KEYS = tuple(Listen.__dataclass_fields__)
 _TE_KEYS = tuple(TePolicy.__dataclass_fields__)
 

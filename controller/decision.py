@@ -37,10 +37,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from controller.sensing.estimation import matrix_change
 from optimizer.policy import Decision, ReconfigurePolicy, relative_gains, should_reconfigure
 from optimizer.topology import Circuit
-from optimizer.traffic import TrafficMatrix
+from optimizer.traffic import TrafficMatrix, matrix_change
 
 
 class MaintenanceTarget(StrEnum):

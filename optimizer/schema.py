@@ -118,19 +118,6 @@ def check_text_nesting(text: str, source: str, openers: str) -> None:
             depth -= 1
 
 
-def check_nesting(value: object, source: str) -> None:
-    """Refuse a parsed value nested deeper than MAX_NESTING (iterative: never recursion)."""
-    stack: list[tuple[object, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limits.MAX_NESTING:
-            raise ConfigError(source, "", f"nested deeper than {limits.MAX_NESTING} levels")
-        if isinstance(item, Mapping):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend((v, depth + 1) for v in item)
-
-
 def join(key: str, child: str | int) -> str:
     """Extend a key path: ``join("blocks", 3)`` is ``blocks[3]``, then ``.uplinks``."""
     if isinstance(child, int):
@@ -232,12 +219,6 @@ def number(
     if maximum is not None and result > maximum:
         raise ConfigError(source, key, f"must be <= {maximum:g}, got {value:g}")
     return result
-
-
-def boolean(value: object, source: str, key: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(source, key, f"expected true or false, got {type_name(value)} {shown(value)}")
-    return value
 
 
 def choice(value: object, source: str, key: str, enum: type[E]) -> E:

@@ -420,10 +420,6 @@ def mesh_gaps(fabric: Fabric, circuits: Iterable[Circuit] | None = None) -> list
     return [(names[i], names[j]) for i in range(n) for j in range(i + 1, n) if topo.counts[i, j] == 0]
 
 
-def _joined_pairs(fabric: Fabric, circuits: Iterable[Circuit]) -> int:
-    return len({_pair(*c.blocks(fabric)) for c in circuits})
-
-
 #: The assignment's cost of one more circuit for a pair that has this many already: every
 #: pair before any pair's second circuit, then the domain term breaks ties.
 _PAIR_COST = 1_000.0
@@ -789,11 +785,6 @@ def _shift_mesh_per_domain(fabric: Fabric) -> tuple[Circuit, ...]:
     balanced at some cost in uniformity (and leaves pairs apart when a domain has fewer slots
     than shifts)."""
     return _shift_mesh(fabric, restart_per_domain=True)
-
-
-def _domain_balanced(fabric: Fabric, circuits: Iterable[Circuit]) -> bool:
-    """Whether no domain holds more than ``ceil(L * its share of the ports)`` of any pair."""
-    return _domain_excess(fabric, circuits) == 0
 
 
 def _domain_excess(

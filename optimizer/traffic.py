@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from optimizer.errors import ConfigError
+from optimizer.errors import ConfigError, HeliostatError
 from optimizer.fabric import Fabric
 from optimizer.limits import MAX_DEMAND_GBPS, MAX_LOAD, MAX_SEED
 from optimizer.schema import key_text, read_file, shown
@@ -295,3 +295,45 @@ def generate_matrix(
         return ring_matrix(fabric, seed, load, phase)
     return uniform_matrix(fabric, load)  # all-to-all: every block to every other, evenly
 
+
+# -- how far a matrix moved (the estimator's and the decisions' TE trigger) -----------------
+
+
+class MatrixError(HeliostatError):
+    """Two matrices that cannot be compared, or a bad floor."""
+
+
+@dataclass(frozen=True, slots=True)
+class MatrixChange:
+    """How far a matrix moved from a reference, and the pair that moved most."""
+
+    distance: float
+    pair: tuple[str, str] | None
+
+
+def matrix_change(
+    new: TrafficMatrix, reference: TrafficMatrix | None, floor_gbps: float = 1.0
+) -> MatrixChange:
+    """max over pairs of ``|new - ref| / max(ref, floor_gbps)``; infinite with no reference.
+
+    Relative to the reference so a threshold of 0.2 means "some pair moved by 20% of what
+    was published". The floor keeps pairs below ``floor_gbps`` from counting as large
+    relative changes.
+    """
+    if floor_gbps <= 0:
+        raise MatrixError(f"floor_gbps must be > 0, got {floor_gbps}")
+    if reference is None:
+        return MatrixChange(math.inf, None)
+    if new.blocks != reference.blocks:
+        raise MatrixError("the matrices are over different blocks")
+    rel = np.abs(new.gbps - reference.gbps) / np.maximum(reference.gbps, floor_gbps)
+    if rel.size == 0:
+        return MatrixChange(0.0, None)
+    i, j = np.unravel_index(int(np.argmax(rel)), rel.shape)
+    distance = float(rel[i, j])
+    pair = (new.blocks[i], new.blocks[j]) if distance > 0 else None
+    return MatrixChange(distance, pair)
+
+
+def matrix_distance(new: TrafficMatrix, reference: TrafficMatrix | None, floor_gbps: float = 1.0) -> float:
+    return matrix_change(new, reference, floor_gbps).distance

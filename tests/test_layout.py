@@ -18,8 +18,20 @@ from tests.support import ROOT
 PACKAGES = ("optimizer", "southbound", "emulation", "controller", "benchmarks")
 #: A module may import its own layer and those below it (optimizer is the floor).
 LAYER = {"optimizer": 0, "southbound": 1, "emulation": 2, "controller": 2, "benchmarks": 3}
-#: Besides their own layer: the CLI starts the emulator (``heliostat emulate``, ``demo``).
-ALLOWED_ACROSS = {("controller.cli", "emulation"), ("controller.commands", "emulation")}
+#: Besides their own layer: the CLI starts the emulator (``heliostat emulate``, ``demo``),
+#: through one module.
+ALLOWED_ACROSS = {("controller.commands.emulator", "emulation")}
+#: Arrows inside ``controller/`` that would run back up (checked on every import, those inside
+#: functions too): (importer, imported) prefixes; a module of the first may not import the second.
+CONTROLLER_UPWARDS = (
+    ("controller.decision", "controller."),  # the pure rules import only the optimizer
+    ("controller.northbound", "controller.config"),  # the config builds the servers
+    ("controller.reconfig", "controller.config"),  # ... and the executor
+    ("controller.sensing", "controller.config"),
+    ("controller.te_loop", "controller.config"),
+    ("controller.commands", "controller.cli"),  # the CLI registers its commands
+    ("controller.", "emulation"),  # the emulation only through controller.commands.emulator
+)
 #: Controller modules that decide without doing I/O: tested without servers, they may not
 #: reach a gRPC client, the drivers or grpc itself, even through another module.
 PURE_CONTROLLER = (
@@ -76,6 +88,23 @@ def _top_level_imports(path: Path, module: str) -> set[str]:
                     base = ".".join([*anchor, base] if base else anchor)
                 found.add(base)
                 found.update(f"{base}.{a.name}" for a in n.names)
+    return found
+
+
+def _every_import(path: Path, module: str) -> set[str]:
+    """Every module ``module`` names in an import, wherever the import stands."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            found.update(a.name for a in n.names)
+        elif isinstance(n, ast.ImportFrom):
+            base = n.module or ""
+            if n.level:
+                anchor = package.split(".")[: len(package.split(".")) - (n.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
     return found
 
 
@@ -148,3 +177,26 @@ def test_no_folder_holds_more_than_fifteen_modules() -> None:
         if len(modules) > MAX_MODULES:
             crowded[str(folder.relative_to(ROOT))] = len(modules)
     assert not crowded, f"folders past {MAX_MODULES} modules: {crowded}"
+
+
+def _under(name: str, prefix: str) -> bool:
+    if prefix.endswith("."):
+        return name.startswith(prefix)
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def test_controller_arrows_point_down() -> None:
+    wrong = []
+    for module, path in SOURCES.items():
+        if not module.startswith("controller.") or module == "controller.commands.emulator":
+            continue
+        for dep in _every_import(path, module):
+            for importer, imported in CONTROLLER_UPWARDS:
+                if _under(module, importer) and _under(dep, imported) and not _under(dep, importer):
+                    wrong.append(f"{module} imports {dep}")
+    assert not wrong, "imports that run back up inside controller/:\n" + "\n".join(sorted(wrong))
+
+
+def test_api_modules_live_in_northbound() -> None:
+    assert "controller.northbound.api" in SOURCES and "controller.northbound.daemon_api" in SOURCES
+    assert "controller.api" not in SOURCES and "controller.daemon_api" not in SOURCES

@@ -22,8 +22,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _completion(args: argparse.Namespace) -> int:
     import shtab
 
-    from controller.cli import build_parser
-
-    parser = build_parser(everything=True)  # imports every command module: fine, once
+    parser = args.full_parser()  # the CLI's parser with every command: imports them all, once
     sys.stdout.write(shtab.complete(parser, shell=args.shell))
     return 0

@@ -16,9 +16,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from controller.api import MAX_HISTORY_LIMIT, ApiError, ApiErrorCode, MaintenanceKind
 from controller.commands import ctl_tables
 from controller.commands.output import emit, emit_json
+from controller.northbound.api import MAX_HISTORY_LIMIT, ApiError, ApiErrorCode, MaintenanceKind
 from controller.northbound.client import (
     DEFAULT_DEADLINE_S,
     DEFAULT_DRY_RUN_DEADLINE_S,

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from controller.api import StatusSnapshot
+from controller.northbound.api import StatusSnapshot
 
 if TYPE_CHECKING:
     from controller.northbound.client import StatusReport

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from controller.config import load_controller_config
 from controller.daemon import Daemon
-from controller.daemon_api import DaemonApi
-from controller.reconfig.executor import PausePoint
+from controller.northbound.daemon_api import DaemonApi
+from controller.reconfig.pause import PausePoint
 from optimizer.errors import ConfigError
 
 if TYPE_CHECKING:

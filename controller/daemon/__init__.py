@@ -6,20 +6,24 @@ carry out the actions it returns (restore circuits, TE, ToE planning, one execut
 and report each outcome back to the decisions. A device that is down is logged and tried
 again next cycle; nothing that fails in a cycle stops the loop.
 
-The face is :class:`Daemon` (:mod:`~controller.daemon.core`: the loop), built from its parts:
-:mod:`~controller.daemon.startup` (journal, reconciliation, crash recovery),
-:mod:`~controller.daemon.sensing` (polls, estimation, quarantine, the spine in service),
-:mod:`~controller.daemon.te_step` (TE and maintenance drains) and
-:mod:`~controller.daemon.reconfiguration` (ToE plans, intents, stages), over the shared state
-of :mod:`~controller.daemon.parts`.
+The face is :class:`Daemon` (:mod:`~controller.daemon.core`: the composition root and the
+loop). It builds one :class:`~controller.daemon.state.DaemonState` and the parts, each a class
+handed its collaborators: :mod:`~controller.daemon.leadership` (the election),
+:mod:`~controller.daemon.startup` (a term's start: reconciliation, crash recovery),
+:mod:`~controller.daemon.sensing` (polls, estimation, releasing quarantine),
+:mod:`~controller.daemon.te_step` (TE, maintenance drains, restoring circuits) and
+:mod:`~controller.daemon.reconfiguration` (ToE plans, intents, stages), with the small
+:mod:`~controller.daemon.quarantine`, :mod:`~controller.daemon.spine` and
+:mod:`~controller.daemon.report` they share. controller/README.md draws the whole.
 """
 
-from controller.daemon.core import Daemon
-from controller.daemon.parts import (
+from controller.daemon.core import Daemon, Term
+from controller.daemon.state import (
     PREDICTION_KEY,
     QUARANTINE_KEY,
     ApplyReviewed,
     DaemonError,
+    DaemonState,
     DryRun,
     EventListener,
 )
@@ -30,6 +34,8 @@ __all__ = [
     "ApplyReviewed",
     "Daemon",
     "DaemonError",
+    "DaemonState",
     "DryRun",
     "EventListener",
+    "Term",
 ]

@@ -1,18 +1,19 @@
 """Leadership: a replica acts on the fabric only while etcd says it leads (``ha:``, issue 14).
 
 Without ``ha`` nothing here does anything: the daemon always leads, and its device calls
-carry epoch 0. With ``ha``, :meth:`Leadership._join_election` starts the
+carry epoch 0. With ``ha``, :meth:`Leadership.join_election` starts the
 :class:`~controller.ha.elector.Elector` before anything else (a second replica of the same
 name, or a prefix that serves another fabric, is refused there with the reason), and the
 drivers put its epoch on every mutating call. Then:
 
 - **standby**: each cycle polls the devices read-only (the status page shows the fabric) and
   acts on nothing; nothing is journaled either. Operator requests are refused naming the
-  leader (:meth:`NotLeading`).
+  leader (:class:`NotLeading`).
 - **taking over**: the first cycle that finds this replica acting runs the leader's part of
-  start-up (:meth:`~controller.daemon.startup.StartUp._start_leading`), exactly what a
-  restarted daemon does: reconcile with the devices, finish or roll back a stage the journal
-  shows in flight, quarantine drains that nothing explains.
+  start-up (the composition root builds the term's parts and runs
+  :meth:`~controller.daemon.startup.StartUp.run`), exactly what a restarted daemon does:
+  reconcile with the devices, finish or roll back a stage the journal shows in flight,
+  quarantine drains that nothing explains.
 - **stepping down** (the lease lost, etcd out of reach past ``0.8 lease_ttl``, or a device
   refused our epoch): a step in flight is interrupted (the executor's term ends; the journal
   keeps the step as a crash would), the journal is closed, and the replica is a standby again.
@@ -22,16 +23,23 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 
 from controller import decision as dec
-from controller.daemon.parts import DaemonError, DaemonParts
+from controller.daemon.report import Reporter
+from controller.daemon.sensing import down_ocs
+from controller.daemon.state import DaemonError, DaemonState
+from controller.device_view import FabricPort
+from controller.ha.config import HaConfig
 from controller.ha.election import ElectionState, Role
 from controller.ha.elector import Elector, ReplicaRefused
 from controller.ha.etcd_journal import EtcdJournal
-from controller.reconfig.journal import JournalError
+from controller.reconfig.journal import Journal, JournalError
+from controller.reconfig.journal_lock import JournalLock
 from controller.sensing.observe import links_up, live_circuits
 from optimizer.errors import HeliostatError
+from optimizer.fabric import Fabric
 
 log = logging.getLogger(__name__)
 
@@ -40,17 +48,41 @@ class NotLeading(DaemonError):
     """A request that changes the fabric reached a standby replica."""
 
 
-class Leadership(DaemonParts):
-    """The HA part of :class:`~controller.daemon.core.Daemon`."""
+class Leadership:
+    """The election and this replica's role. Owns ``elector`` (None without ``ha``),
+    ``leading`` (the leader's start-up ran for this term) and ``term_stop`` (set to end the
+    term: the executor stops); a standby's polls write ``state.installed``, ``live`` and
+    ``ocs_down``, stepping down resets ``state.control``."""
 
-    elector: Elector | None
-    northbound_address: str | None
-    _leading: bool  # the leader's start-up ran for this term
-    _term_stop: threading.Event  # set to end the term (stop, or leadership lost): the executor stops
+    def __init__(
+        self,
+        ha: HaConfig | None,
+        fabric: Fabric,
+        state: DaemonState,
+        journal_lock: JournalLock,
+        northbound_address: str | None,
+        wake: threading.Event,
+        report: Reporter,
+        clock: Callable[[], float],
+    ) -> None:
+        self.ha = ha
+        self.fabric = fabric
+        self.state = state
+        self.journal_lock = journal_lock
+        self.wake = wake  # the loop's: a role change wakes it
+        self.report = report
+        self.metrics = report.metrics
+        self.board = report.board
+        self.clock = clock
+        self.elector: Elector | None = None
+        # the API address the leader publishes to the standbys (unknown while it is port 0)
+        self.northbound_address = northbound_address
+        self.leading = False
+        self.term_stop = threading.Event()  # the executor's stop: the daemon stops or the term ends
 
-    def _join_election(self) -> None:
+    def join_election(self) -> None:
         """Start campaigning (with ``ha``); ReplicaRefused becomes a DaemonError with the reason."""
-        ha = self.config.ha
+        ha = self.ha
         if ha is None:
             return
         elector = Elector(
@@ -63,7 +95,7 @@ class Leadership(DaemonParts):
         except ReplicaRefused as exc:
             raise DaemonError(str(exc)) from exc
         self.elector = elector
-        self._show_role(elector.state)
+        self.show_role(elector.state)
 
     def acting(self) -> bool:
         """True when this daemon may change the fabric (always, without ``ha``)."""
@@ -71,14 +103,14 @@ class Leadership(DaemonParts):
 
     def _role_changed(self, before: ElectionState, after: ElectionState) -> None:
         """Called from the elector's thread: show the role, count changes, end a lost term."""
-        self._show_role(after)
+        self.show_role(after)
         if after.changes != before.changes:
             self.metrics.leader_changes.inc(after.changes - before.changes)
         if before.role is Role.LEADER and after.role is not Role.LEADER:
-            self._term_stop.set()  # interrupts the executor between checks
+            self.term_stop.set()  # interrupts the executor between checks
         self.wake.set()
 
-    def _show_role(self, state: ElectionState) -> None:
+    def show_role(self, state: ElectionState) -> None:
         """The role as the status shows it: ``leader`` only while this replica may act (a leader
         cut off from etcd shows ``standby``, with the reason)."""
         acting = self.acting()
@@ -98,60 +130,56 @@ class Leadership(DaemonParts):
         leader = f"the leader is {state.leader}{where}" if state.leader else "no replica leads right now"
         raise NotLeading(f"replica {self.elector.config.name} is a standby: {leader}; send the request there")
 
-    def _standby_cycle(self, now: float) -> list[dec.Action]:
-        """A standby's cycle: step down if this term was leading, then poll read-only."""
-        if self._leading:
-            self._step_down()
+    def standby_cycle(self, now: float, drivers: FabricPort) -> list[dec.Action]:
+        """A standby's cycle (after stepping down if this term was leading): poll read-only."""
         if self.elector is not None:
-            self._show_role(self.elector.state)
-        poll = self._drivers().poll()
-        self.installed = live_circuits(poll.ocs, self.installed, poll.unreachable)
-        self.live = links_up(self.fabric, self.installed, poll.ports)
-        self.ocs_down = self._down(poll)
-        self.metrics.circuits.set(len(self.live))
+            self.show_role(self.elector.state)
+        poll = drivers.poll()
+        self.state.installed = live_circuits(poll.ocs, self.state.installed, poll.unreachable)
+        self.state.live = links_up(self.fabric, self.state.installed, poll.ports)
+        self.state.ocs_down = down_ocs(poll, drivers)
+        self.metrics.circuits.set(len(self.state.live))
         self.metrics.devices_unreachable.set(len(poll.unreachable))
         self.board.update(
             phase="idle",
             unreachable=tuple(sorted(poll.unreachable)),
-            ocs_down=tuple(sorted(self.ocs_down)),
-            circuits_installed=len(self.installed),
-            circuits_up=len(self.live),
+            ocs_down=tuple(sorted(self.state.ocs_down)),
+            circuits_installed=len(self.state.installed),
+            circuits_up=len(self.state.live),
         )
         return []
 
-    def _shared_journal(self) -> EtcdJournal:
+    def shared_journal(self) -> EtcdJournal:
         """The shared journal, its writes conditioned on the lease this replica leads with."""
-        if self.elector is None or self.config.ha is None:
+        if self.elector is None or self.ha is None:
             raise DaemonError("no election: a controller without ha journals in SQLite")
         try:
-            return EtcdJournal(self.elector.kv, self.config.ha.prefix, self.elector.guard(), clock=self.clock)
+            return EtcdJournal(self.elector.kv, self.ha.prefix, self.elector.guard(), clock=self.clock)
         except JournalError as exc:
             raise DaemonError(str(exc)) from exc
 
-    def _take_over(self) -> None:
-        """This replica now leads: the leader's start-up, as after a restart."""
+    def begin_term(self) -> ElectionState:
+        """This replica now leads: a new term (the composition root then starts as after a restart)."""
         if self.elector is None:
             raise DaemonError("no election: a controller without ha always leads")
         state = self.elector.state
         log.info("ha: leading with epoch %d: starting as a restarted controller would", state.own_epoch)
-        self._term_stop = threading.Event()
-        self._start_leading()
-        self._emit("leading", epoch=state.own_epoch, replica=self.elector.config.name)
+        self.term_stop = threading.Event()
+        return state
 
-    def _step_down(self) -> None:
-        """Leave the leader's term: close the journal, forget the decisions' state."""
+    def step_down(self, journal: Journal | None) -> None:
+        """Leave the leader's term: close ``journal`` (the composition root drops the term's
+        parts), forget the decisions' state."""
         reason = self.elector.state.reason if self.elector is not None else "stopping"
         log.warning("ha: stepping down (%s): acting on nothing until this replica leads again", reason)
-        self._term_stop.set()
-        self._leading = False
-        if self.journal is not None:
+        self.term_stop.set()
+        self.leading = False
+        if journal is not None:
             try:
-                self.journal.close()
+                journal.close()
             except HeliostatError as exc:
                 log.warning("ha: journal not closed cleanly: %s", exc)
-            self.journal = None
-            self.request_journal = None
         self.journal_lock.release()
-        self.state = replace(dec.ControlState(), intended=self.state.intended)
+        self.state.control = replace(dec.ControlState(), intended=self.state.control.intended)
         self.board.update(phase="idle", reconfiguration_id=None, stage=None, stages_total=None, step=None)
-        self._emit("standby", reason=reason)
+        self.report.emit("standby", reason=reason)

@@ -7,26 +7,34 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 from controller import decision as dec
-from controller.daemon.parts import (
+from controller.daemon.quarantine import Quarantine
+from controller.daemon.report import Reporter
+from controller.daemon.spine import SpineService
+from controller.daemon.state import (
     ApplyReviewed,
     DaemonError,
-    DaemonParts,
+    DaemonState,
     DryRun,
 )
+from controller.daemon.te_step import TeStep
+from controller.dry_runs import DryRunner
 from controller.reconfig.executor import (
+    StageExecutor,
     StageOutcome,
 )
 from controller.reconfig.in_service import maintenance_conflict, planning_view
-from controller.reconfig.journal import IntentState, JournalError
-from controller.reconfig.reviewed import PlanRefused, apply_problem
-from controller.reconfig.stage_plan import stage_count, stage_spec
-from controller.reconfig.toe_run import Proposal
+from controller.reconfig.journal import IntentState, Journal, JournalError
+from controller.reconfig.reviewed import PlanRefused, ReviewedPlans, apply_problem
+from controller.reconfig.stage_plan import Plan
+from controller.reconfig.toe_run import Proposal, ToePlanner
 from controller.sensing.observe import (
     blocks_out,
 )
 from optimizer.errors import HeliostatError, InfeasibleError, SolverError, SolverTimeLimit
+from optimizer.fabric import Fabric
 from optimizer.topology import Circuit
 
 log = logging.getLogger(__name__)
@@ -50,79 +58,113 @@ def toe_failure_reason(error: HeliostatError) -> str:
     return "error"
 
 
-class Reconfiguration(DaemonParts):
-    """The reconfiguration part of :class:`~controller.daemon.core.Daemon`."""
+class Reconfiguration:
+    """Writes ``state.control`` (ToE's and each stage's outcome) and, for a failed ToE on the
+    journal, ``state.cycle_error``; the ``planner`` plans, the ``executor`` runs stages."""
 
-    def _plan_toe(self, trigger: str, now: float) -> None:
-        skip = dec.toe_skip_reason(trigger, self.estimation.predictor.prediction or self.matrix)
+    def __init__(
+        self,
+        fabric: Fabric,
+        state: DaemonState,
+        settings: dec.Settings,
+        stage_mlu: float,
+        journal: Journal,
+        planner: ToePlanner,
+        executor: StageExecutor,
+        reviewed: ReviewedPlans,
+        dry_runs: DryRunner,
+        te: TeStep,
+        spine: SpineService,
+        quarantine: Quarantine,
+        report: Reporter,
+    ) -> None:
+        self.fabric = fabric
+        self.state = state
+        self.settings = settings
+        self.stage_mlu = stage_mlu
+        self.journal = journal
+        self.planner = planner
+        self.executor = executor
+        self.reviewed = reviewed
+        self.dry_runs = dry_runs
+        self.te = te
+        self.spine = spine
+        self.quarantine = quarantine
+        self.report = report
+        self.metrics = report.metrics
+        self.board = report.board
+
+    def plan_toe(self, trigger: str, now: float) -> None:
+        skip = dec.toe_skip_reason(trigger, self.state.estimation.predictor.prediction or self.state.matrix)
         if skip is not None:
             log.info("ToE (%s) skipped: %s", trigger, skip)
-            self.state = dec.toe_checked(self.state, now)
+            self.state.control = dec.toe_checked(self.state.control, now)
             self.board.update(last_toe_time=now)
-            self._emit("toe", trigger=trigger, apply=False, reason=f"skipped: {skip}")
+            self.report.emit("toe", trigger=trigger, apply=False, reason=f"skipped: {skip}")
             return
         self.board.update(phase="planning")
         try:
-            proposal = self._propose(trigger, now)
+            proposal = self.propose(trigger, now)
         except HeliostatError as exc:
             log.warning("ToE (%s) failed: %s", trigger, exc)
             self.metrics.toe_failed(toe_failure_reason(exc))
-            self.state = dec.toe_checked(self.state, now, f"ToE failed: {exc}")
+            self.state.control = dec.toe_checked(self.state.control, now, f"ToE failed: {exc}")
             self.board.update(phase="idle", last_error=f"ToE failed: {exc}", last_toe_time=now)
             if isinstance(exc, JournalError):  # cleared once the journal is writable again
-                self._cycle_error = f"ToE failed: {exc}"
+                self.state.cycle_error = f"ToE failed: {exc}"
                 self.board.update(journal_error=str(exc))
-            self._emit("toe", trigger=trigger, apply=False, reason=f"failed: {exc}")
+            self.report.emit("toe", trigger=trigger, apply=False, reason=f"failed: {exc}")
             return
         self.board.update(toe_runs=self.board.get("toe_runs") + 1, last_toe_time=now)
-        self._emit(
+        self.report.emit(
             "toe",
             trigger=trigger,
             apply=proposal.verdict.apply,
             reason=proposal.verdict.reason,
             current_mlu=proposal.current_mlu,
             planned_mlu=proposal.planned_mlu,
-            stages=len(proposal.plan.get("stages", ())),
+            stages=len(proposal.plan.stages),
             changed=proposal.changed,
         )
         if not proposal.verdict.apply:
-            self.state = dec.toe_checked(self.state, now)
+            self.state.control = dec.toe_checked(self.state.control, now)
             self.board.update(phase="idle")
             return
         self._start_reconfiguration(proposal.plan, trigger, now)
 
-    def _start_reconfiguration(self, plan: dict[str, object], trigger: str, now: float) -> int:
-        intent_id = self.executor.begin(plan, trigger, self.installed)
-        total = stage_count(plan)
+    def _start_reconfiguration(self, plan: Plan, trigger: str, now: float) -> int:
+        intent_id = self.executor.begin(plan, trigger, self.state.installed)
+        total = len(plan.stages)
         self.metrics.reconfigurations.labels("started").inc()
         self.metrics.reconfiguration(0, total, None)
-        self.state = dec.reconfiguration_started(self.state, now, intent_id, total)
+        self.state.control = dec.reconfiguration_started(self.state.control, now, intent_id, total)
         self.board.update(phase="reconfiguring", reconfiguration_id=intent_id, stages_total=total, stage=0)
         return intent_id
 
-    def _propose(self, trigger: str, now: float) -> Proposal:
-        prediction = self.estimation.predictor.prediction or self.matrix
+    def propose(self, trigger: str, now: float) -> Proposal:
+        prediction = self.state.estimation.predictor.prediction or self.state.matrix
         if prediction is None:
             raise DaemonError(NO_TRAFFIC)
         started = time.monotonic()
-        maintenance = self.state.maintenance
+        maintenance = self.state.control.maintenance
         ocs_out = [m.name for m in maintenance if m.kind is dec.MaintenanceTarget.OCS]
         view = planning_view(
-            self.fabric, self.installed, ocs_out, blocks_out(maintenance), self.spine_service()
+            self.fabric, self.state.installed, ocs_out, blocks_out(maintenance), self.spine.service()
         )
         self.metrics.toe_runs.labels(trigger).inc()  # an attempt, counted whatever comes of it
         proposal = self.planner.propose(
-            trigger, prediction, self.installed, now, self.state.last_reconfig_at, self.settings.policy,
-            view=view,
+            trigger, prediction, self.state.installed, now, self.state.control.last_reconfig_at,
+            self.settings.policy, view=view,
         )
         self.metrics.toe_solve_seconds.observe(time.monotonic() - started)
-        proposal.plan["planned_at"] = now
-        if trigger == "dry_run" and proposal.plan.get("stages"):
-            proposal.plan["plan_id"] = self.reviewed.add(proposal.plan, self.installed)
-        self._journal().put_state(
+        proposal = replace(proposal, plan=replace(proposal.plan, planned_at=now))
+        if trigger == "dry_run" and proposal.plan.stages:
+            plan_id = self.reviewed.add(proposal.plan, self.state.installed)
+            proposal = replace(proposal, plan=replace(proposal.plan, plan_id=plan_id))
+        self.journal.put_state(
             "last_plan",
             {
-                **proposal.plan,
+                **proposal.plan.to_json(),
                 "verdict": {
                     "apply": proposal.verdict.apply,
                     "reason": proposal.verdict.reason,
@@ -132,7 +174,7 @@ class Reconfiguration(DaemonParts):
         )
         return proposal
 
-    def _apply_reviewed(self, request: ApplyReviewed, now: float) -> None:
+    def apply_reviewed(self, request: ApplyReviewed, now: float) -> None:
         """Start exactly the reviewed plan, or refuse it with the reason
         (:mod:`controller.reconfig.reviewed`)."""
         try:
@@ -140,16 +182,16 @@ class Reconfiguration(DaemonParts):
             problem = apply_problem(
                 self.fabric,
                 reviewed,
-                self.installed,
-                self.state.reconfiguration is not None,
-                self.estimation.predictor.prediction or self.matrix,
-                self.config.thresholds.stage_mlu,
+                self.state.installed,
+                self.state.control.reconfiguration is not None,
+                self.state.estimation.predictor.prediction or self.state.matrix,
+                self.stage_mlu,
                 self.planner.wcmp_margin,
                 self.planner.evaluate,
             )
             if problem is not None:
                 raise PlanRefused(f"plan {request.plan_id} refused: {problem}")
-            plan = {**reviewed.plan, "trigger": "operator", "reason": f"reviewed plan {request.plan_id}"}
+            plan = replace(reviewed.plan, trigger="operator", reason=f"reviewed plan {request.plan_id}")
             intent_id = self._start_reconfiguration(plan, "operator", now)
         except HeliostatError as exc:
             log.warning("ctl toe --apply: %s", exc)
@@ -158,16 +200,16 @@ class Reconfiguration(DaemonParts):
         log.info("reviewed plan %s started as reconfiguration %d", request.plan_id, intent_id)
         request.result.set_result(intent_id)
 
-    def _dry_run(self, request: DryRun, now: float) -> None:
+    def dry_run(self, request: DryRun, now: float) -> None:
         """Planned on the dry-run worker: the loop does not wait for it (controller/dry_runs.py)."""
         self.dry_runs.submit(request.result)
 
-    def _run_stage(self, action: dec.RunStage, now: float) -> None:
-        record = self._journal().current_topology()
-        before = frozenset(record.circuits) if record is not None else self.installed
+    def run_stage(self, action: dec.RunStage, now: float) -> None:
+        record = self.journal.current_topology()
+        before = frozenset(record.circuits) if record is not None else self.state.installed
         self.board.update(phase="reconfiguring", reconfiguration_id=action.intent_id, stage=action.stage)
         self.metrics.reconfiguration(action.stage, self.board.get("stages_total"), None)
-        recovery = self._journal().recovery_point()
+        recovery = self.journal.recovery_point()
         resuming = recovery is not None and any(s.stage == action.stage for s in recovery.steps)
         if not resuming and self._stop_for_maintenance(action, before, now):
             return
@@ -177,14 +219,14 @@ class Reconfiguration(DaemonParts):
             outcome = self.executor.resume(recovery)
         else:
             outcome = self.executor.run_stage(action.intent_id, action.stage, before)
-        self._after_stage(outcome, now)
+        self.after_stage(outcome, now)
 
     def _stop_for_maintenance(self, action: dec.RunStage, before: frozenset[Circuit], now: float) -> bool:
         """Stop a reconfiguration (before the stage starts) whose next stage would switch an
         OCS or a block drained for maintenance since it was planned; True if it stopped.
         Every stage ends consistent, so nothing is rolled back; ToE re-plans around it."""
-        spec = stage_spec(self._journal().intent(action.intent_id).plan, action.stage)
-        maintenance = self.state.maintenance
+        spec = self.journal.intent(action.intent_id).plan.stage(action.stage)
+        maintenance = self.state.control.maintenance
         ocs_out = [m.name for m in maintenance if m.kind is dec.MaintenanceTarget.OCS]
         conflict = maintenance_conflict(self.fabric, spec.remove, spec.add, ocs_out, blocks_out(maintenance))
         if conflict is None:
@@ -193,20 +235,20 @@ class Reconfiguration(DaemonParts):
                   "plan was made: the reconfiguration stops here")
         log.warning("intent %d: %s", action.intent_id, reason)
         state = IntentState.CANCELLED if action.stage == 0 else IntentState.ROLLED_BACK
-        self._journal().finish_intent(action.intent_id, state, reason)
-        self._after_stage(
+        self.journal.finish_intent(action.intent_id, state, reason)
+        self.after_stage(
             StageOutcome(False, action.intent_id, action.stage, True, None, before, reason=reason), now
         )
         return True
 
-    def _after_stage(self, outcome: StageOutcome, now: float) -> None:
-        self._set_quarantine(add=outcome.quarantined)
+    def after_stage(self, outcome: StageOutcome, now: float) -> None:
+        self.quarantine.set(add=outcome.quarantined)
         if outcome.te is not None:
-            self._te_done(outcome.te, now)
+            self.te.te_done(outcome.te, now)
         if outcome.next_stage is not None and not outcome.finished:
-            total = stage_count(self._journal().intent(outcome.intent_id).plan)
-            self.state = dec.stage_advanced(
-                self.state, now, outcome.intent_id, total, outcome.next_stage, outcome.circuits,
+            total = len(self.journal.intent(outcome.intent_id).plan.stages)
+            self.state.control = dec.stage_advanced(
+                self.state.control, now, outcome.intent_id, total, outcome.next_stage, outcome.circuits,
                 te_ran=outcome.te is not None,
             )
             self.board.update(
@@ -216,9 +258,9 @@ class Reconfiguration(DaemonParts):
                 stage=outcome.next_stage,
             )
             return
-        self.state = dec.reconfiguration_ended(
-            self.state, now, outcome.intent_id, outcome.stage, outcome.ok, outcome.circuits, outcome.reason,
-            te_ran=outcome.te is not None,
+        self.state.control = dec.reconfiguration_ended(
+            self.state.control, now, outcome.intent_id, outcome.stage, outcome.ok, outcome.circuits,
+            outcome.reason, te_ran=outcome.te is not None,
         )
         self.metrics.reconfiguration(None, None, None)
         result = "done" if outcome.ok else "rolled_back"
@@ -231,16 +273,4 @@ class Reconfiguration(DaemonParts):
             step=None,
             last_error=outcome.reason if not outcome.ok else self.board.get("last_error"),
         )
-        self._emit("reconfiguration", intent=outcome.intent_id, outcome=result, reason=outcome.reason)
-
-    def _step_event(self, intent: int, stage: int, step: str, event: str) -> None:
-        total = self.board.get("stages_total")
-        if step in ("stage", "rollback"):
-            self.metrics.reconfiguration(stage, total, "rollback" if step == "rollback" and event == "started"
-                                         else None)
-            self.board.update(step=None)
-            self._emit(step, intent=intent, stage=stage, event=event)
-            return
-        self.metrics.reconfiguration(stage, total, step)
-        self.board.update(step=step, phase="reconfiguring")
-        self._emit("step", intent=intent, stage=stage, step=step, event=event)
+        self.report.emit("reconfiguration", intent=outcome.intent_id, outcome=result, reason=outcome.reason)

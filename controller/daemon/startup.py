@@ -1,33 +1,29 @@
-"""Start-up: open the journal and drivers, reconcile with the devices, recover a crashed stage.
+"""Start-up of a leader's term: reconcile with the devices, recover a crashed stage.
 
 A fresh fabric (nothing journaled, every OCS empty) is configured from scratch: the uniform
 mesh becomes the intended circuits, the restore rule installs them, and TE pushes groups once
 their links are up. A crash mid-stage is finished (resumed or rolled back) from the journal
-(:meth:`StageExecutor.resume`), and the prediction is rebuilt from the matrix history.
+(:meth:`StageExecutor.resume`), and the prediction is rebuilt from the matrix history. The
+composition root (:class:`~controller.daemon.core.Daemon`) builds the term's journal and parts
+first, then runs :meth:`StartUp.run` once.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 
-from controller.daemon.leadership import Leadership
-from controller.daemon.parts import (
-    PREDICTION_KEY,
-    QUARANTINE_KEY,
-    DaemonError,
-)
-from controller.devices_watch import DevicesFileWatch
-from controller.drivers import FabricDrivers
+from controller.daemon.quarantine import Quarantine
+from controller.daemon.reconfiguration import Reconfiguration
+from controller.daemon.report import Reporter
+from controller.daemon.sensing import down_ocs
+from controller.daemon.state import PREDICTION_KEY, QUARANTINE_KEY, DaemonState
+from controller.device_view import FabricPort
 from controller.operator_requests import RequestJournal
-from controller.reconfig.executor import (
-    ExecutorSettings,
-    StageExecutor,
-)
+from controller.reconfig.executor import StageExecutor
 from controller.reconfig.journal import Journal, RecoveryPoint
-from controller.reconfig.toe_run import ToePlanner
-from controller.reconfig.workers import domain_pool, pays_off
-from controller.sensing.estimation import PeakPredictor, TrafficEstimation
+from controller.sensing.estimation import EstimationSettings, PeakPredictor, TrafficEstimation
 from controller.sensing.observe import (
     links_up,
     live_circuits,
@@ -36,101 +32,70 @@ from controller.sensing.observe import (
     unexplained_drains,
 )
 from controller.sensing.spine import spine_links_up
-from controller.te_loop.te_push import TePusher
-from optimizer.errors import ConfigError, HeliostatError
-from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION
+from optimizer.fabric import Fabric
 from optimizer.topology import Topology
-from southbound.devices import load_devices_file
 
 log = logging.getLogger(__name__)
 
 
-class StartUp(Leadership):
-    """The start-up part of :class:`~controller.daemon.core.Daemon`."""
+class StartUp:
+    """Writes what a term starts from: ``state.estimation``, ``matrix`` and ``recent`` (the
+    journal's history), ``quarantined`` (journaled), ``installed``, ``live``, ``spine_up``,
+    ``ocs_down`` (a first poll) and ``control`` (intended circuits, operator requests)."""
 
-    def start(self) -> None:
-        """Open the journal and drivers, reconcile with the devices, recover a crashed stage.
-        A journal another controller holds is refused first (controller/reconfig/journal_lock.py).
-        With ``ha`` the replica joins the election first, and a standby defers the rest of
-        start-up (:meth:`_start_leading`) until it leads (controller/daemon/leadership.py)."""
-        self._join_election()
-        if self._given_devices is not None:
-            self.drivers = self._given_devices
-        else:
-            try:
-                devices = load_devices_file(self.config.devices)
-            except ConfigError as exc:
-                raise DaemonError(str(exc)) from exc
-            self.drivers = FabricDrivers(self.fabric, devices, epoch=self.elector)
-            self.devices_watch = DevicesFileWatch(self.config.devices, devices)
-        if self.acting():
-            self._start_leading()
-        else:
-            self.board.update(phase="idle")
+    def __init__(
+        self,
+        fabric: Fabric,
+        state: DaemonState,
+        drivers: FabricPort,
+        journal: Journal,
+        request_journal: RequestJournal,
+        executor: StageExecutor,
+        estimation: EstimationSettings,
+        te_window: int,
+        reconfiguration: Reconfiguration,
+        quarantine: Quarantine,
+        report: Reporter,
+        clock: Callable[[], float],
+    ) -> None:
+        self.fabric = fabric
+        self.state = state
+        self.drivers = drivers
+        self.journal = journal
+        self.request_journal = request_journal
+        self.executor = executor
+        self.estimation = estimation
+        self.te_window = te_window
+        self.reconfiguration = reconfiguration
+        self.quarantine = quarantine
+        self.report = report
+        self.board = report.board
+        self.clock = clock
 
-    def _start_leading(self) -> None:
-        """The leader's start-up: take the journal, reconcile with the devices, recover. With
-        ``ha`` the journal is the replicas' shared one in etcd, written only while this
-        replica's lease holds the leader key (controller/ha/etcd_journal.py)."""
-        if self.elector is not None:
-            self.journal = self._shared_journal()
-        else:
-            try:
-                self.journal_lock.acquire()
-            except HeliostatError as exc:
-                raise DaemonError(str(exc)) from exc
-            self.journal = Journal(self.config.store, clock=self.clock)
-        self._leading = True
-        self.drivers = self._drivers()
-        self.request_journal = RequestJournal(self.journal)
-        # Transitions between groups aim under the stage threshold less the WCMP rounding margin,
-        # as staging does, so that measured loads stay under the threshold itself.
-        mix_floor = self.config.thresholds.stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
-        self.te = TePusher(self.fabric, self.drivers, mix_floor=mix_floor, policy=self.config.te)
-        if self.parallel_map is None and pays_off(self.fabric):  # started once; close() ends it
-            self.parallel_map = self.mapping_pool.enter_context(domain_pool(fabric=self.fabric))
-        self.planner = ToePlanner(
-            self.fabric, self.config.thresholds.stage_mlu, time_limit=self.config.timeouts.toe_solve,
-            parallel_map=self.parallel_map,
-        )
-        self.executor = StageExecutor(
-            self.fabric,
-            self.drivers,
-            self.journal,
-            self.te,
-            self._te_inputs,
-            ExecutorSettings(
-                timeouts=self.config.timeouts,
-                min_qualified_fraction=self.config.thresholds.min_qualified_fraction,
-                stage_mlu=self.config.thresholds.stage_mlu,
-                verify_interval_s=min(
-                    self.config.intervals.te_interval, self.config.timeouts.verify_drain / 4
-                ),
-            ),
-            stop=self._term_stop,
-            pause=self.pause,
-            listener=self._step_event,
-            **({} if self._wait is None else {"clock": self.clock, "wait": self._wait}),
-        )
+    def run(self) -> None:
+        """Restore the estimation and quarantine, reconcile with the devices, recover a stage
+        in flight, restore the operator's requests and adopt drains nothing explains."""
         self._restore_estimation()
-        self.quarantined = {b: tuple(p) for b, p in (self.journal.get_state(QUARANTINE_KEY) or {}).items()}
+        self.state.quarantined = {
+            b: tuple(p) for b, p in (self.journal.get_state(QUARANTINE_KEY) or {}).items()
+        }
         poll = self.drivers.poll()
         record = self.journal.current_topology()
         known = record.circuits if record is not None else ()
-        self.installed = live_circuits(poll.ocs, known, poll.unreachable)
-        self.live = links_up(self.fabric, self.installed, poll.ports)
-        self.spine_up = spine_links_up(self.fabric, poll.ports, poll.spine_ports)
-        self.ocs_down = self._down(poll)
+        self.state.installed = live_circuits(poll.ocs, known, poll.unreachable)
+        self.state.live = links_up(self.fabric, self.state.installed, poll.ports)
+        self.state.spine_up = spine_links_up(self.fabric, poll.ports, poll.spine_ports)
+        self.state.ocs_down = down_ocs(poll, self.drivers)
         recovery = self.journal.recovery_point()
         if recovery is not None:
             self._recover(recovery)
         else:
             journaled = None if record is None else record.circuits
-            start = startup_intent(self.fabric, journaled, poll.ocs, self.installed)
+            start = startup_intent(self.fabric, journaled, poll.ocs, self.state.installed)
             if start.fresh:
                 log.info("start-up: a fresh fabric (nothing journaled, every OCS empty): "
                          "configuring the uniform mesh, %d circuits", len(start.intended))
-                self._emit("fresh_fabric", circuits=len(start.intended))
+                self.report.emit("fresh_fabric", circuits=len(start.intended))
             elif start.save:
                 log.info(
                     "start-up: adopted %d circuits from the devices, dropped %d from the journal",
@@ -140,34 +105,34 @@ class StartUp(Leadership):
             if start.save:
                 topology = Topology.from_circuits(self.fabric, start.intended)
                 self.journal.save_topology(topology, start.intended)
-            self.state = replace(self.state, intended=start.intended)
+            self.state.control = replace(self.state.control, intended=start.intended)
         requested = self.request_journal.restore()
-        self.state = replace(
-            self.state,
+        self.state.control = replace(
+            self.state.control,
             toe_paused=requested.toe_paused,
             maintenance=requested.maintenance,
-            toe_requested=self.state.toe_requested or requested.toe_requested,
+            toe_requested=self.state.control.toe_requested or requested.toe_requested,
         )
         self._adopt_unexplained_drains()
         self.board.update(  # what the journal restored shows at once, not after the first cycle
             phase="idle",
             toe_paused=requested.toe_paused,
-            maintenance=tuple(str(m) for m in sorted(self.state.maintenance)),
+            maintenance=tuple(str(m) for m in sorted(self.state.control.maintenance)),
         )
-        self._emit("started", circuits=len(self.live), unreachable=sorted(poll.unreachable))
+        self.report.emit("started", circuits=len(self.state.live), unreachable=sorted(poll.unreachable))
 
     def _adopt_unexplained_drains(self) -> None:
         """Drained ports that neither the journal's quarantine nor maintenance explain (a lost
         or wrong journal, a crash mid-stage before it): the devices are the truth. They are
         reported and quarantined, so each returns to service once its link qualifies
-        (:meth:`_release_quarantine`); a port whose circuit is gone stays drained until a
-        stage gives it one."""
-        ports, errors = self._drivers().switch_ports(self.fabric.block_names)
+        (:meth:`~controller.daemon.sensing.Sensing.release_quarantine`); a port whose circuit
+        is gone stays drained until a stage gives it one."""
+        ports, errors = self.drivers.switch_ports(self.fabric.block_names)
         if errors:
             log.warning("start-up: drains of %s not read: %s", ", ".join(sorted(errors)), "; ".join(
                 sorted(errors.values())))
-        maintained = maintenance_ports(self.fabric, self.state.maintenance, self.installed)
-        stray = unexplained_drains(ports, self.quarantined, maintained)
+        maintained = maintenance_ports(self.fabric, self.state.control.maintenance, self.state.installed)
+        stray = unexplained_drains(ports, self.state.quarantined, maintained)
         if not stray:
             return
         count = sum(len(p) for p in stray.values())
@@ -178,14 +143,14 @@ class StartUp(Leadership):
             count,
             where,
         )
-        self._set_quarantine(add=stray)
+        self.quarantine.set(add=stray)
         self.board.update(unexplained_drains=count)
-        self._emit("unexplained_drains", ports=count, blocks=sorted(stray))
+        self.report.emit("unexplained_drains", ports=count, blocks=sorted(stray))
 
     def _restore_estimation(self) -> None:
-        journal = self._journal()
+        journal = self.journal
         now = self.clock()
-        s = self.config.estimation_settings()
+        s = self.estimation
         history = journal.matrix_history(since=now - s.prediction_window)
         prediction = journal.get_matrix_state(PREDICTION_KEY)
         if prediction is not None and prediction.blocks != self.fabric.block_names:
@@ -194,17 +159,19 @@ class StartUp(Leadership):
         predictor = PeakPredictor.restore(
             history, now, prediction, s.prediction_window, s.prediction_change, s.floor_gbps
         )
-        self.estimation = TrafficEstimation(self.fabric.block_names, s, predictor=predictor)
+        self.state.estimation = TrafficEstimation(self.fabric.block_names, s, predictor=predictor)
         for block in self.fabric.blocks:
             for dst in self.fabric.block_names:
-                self.estimation.rates.set_ceiling((block.name, dst), block.uplinks * block.speed_gbps * 1.05)
-        self.recorder.seed_demand((t, m.total()) for t, m in history)
+                self.state.estimation.rates.set_ceiling(
+                    (block.name, dst), block.uplinks * block.speed_gbps * 1.05
+                )
+        self.report.recorder.seed_demand((t, m.total()) for t, m in history)
         if history:
-            self.matrix = history[-1][1]
-            self.recent.extend(m for _, m in history[-self.config.te.window :])
+            self.state.matrix = history[-1][1]
+            self.state.recent.extend(m for _, m in history[-self.te_window :])
 
     def _recover(self, recovery: RecoveryPoint) -> None:
         self.board.update(phase="rolling_back", reconfiguration_id=recovery.intent.id)
-        self._emit("recovering", intent=recovery.intent.id, steps=len(recovery.steps))
+        self.report.emit("recovering", intent=recovery.intent.id, steps=len(recovery.steps))
         outcome = self.executor.resume(recovery)
-        self._after_stage(outcome, self.clock())
+        self.reconfiguration.after_stage(outcome, self.clock())

@@ -1,7 +1,7 @@
 """The shared journal of HA replicas: the SQLite journal's interface, kept in etcd.
 
 Same records, same rules, same errors as :class:`controller.reconfig.journal.Journal` (the
-one test suite runs against both: tests/controller/test_journal.py), so the executor and
+one test suite runs against both: tests/controller/reconfig/test_journal.py), so the executor and
 the daemon use either without knowing which. Keys under ``<prefix>/journal/``::
 
     intents/<id>        an IntentRecord (JSON)       steps/<id>      a StepRecord
@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,7 @@ from controller.reconfig.journal import (
     StepState,
     TopologyRecord,
 )
+from controller.reconfig.stage_plan import Plan, PlanError
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 
@@ -107,7 +108,9 @@ class EtcdJournal(JournalBase):
         try:
             data = json.loads(item.value)
             if kind == "intents":
-                self._intents[int(name)] = IntentRecord(**{**data, "state": IntentState(data["state"])})
+                plan = Plan.from_json(data["plan"], f"intent {int(name)}'s plan")
+                state = IntentState(data["state"])
+                self._intents[int(name)] = IntentRecord(**{**data, "state": state, "plan": plan})
             elif kind == "steps":
                 self._steps[int(name)] = StepRecord(**{**data, "state": StepState(data["state"])})
             elif kind == "generations":
@@ -118,7 +121,7 @@ class EtcdJournal(JournalBase):
                 self._matrices[float(data["timestamp"])] = _matrix(data["matrix"])
             elif kind == "state":
                 self._state[name] = data
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, PlanError) as exc:
             key = item.key.decode(errors="replace")
             raise JournalError(self.path, f"{key} is unreadable: {exc}") from exc
 
@@ -192,23 +195,24 @@ class EtcdJournal(JournalBase):
 
     # -- intents ---------------------------------------------------------------------------
 
-    def begin_intent(self, plan: Any, trigger: str = "auto") -> IntentRecord:
+    def begin_intent(self, plan: Plan, trigger: str = "auto") -> IntentRecord:
         """Journal a new reconfiguration; fails if another one is in progress."""
-        self._json(plan, "the plan")
+        self._json(plan.to_json(), "the plan")
         now = self._clock()
         with self.transaction():
             busy = self.in_flight_intent()
             if busy is not None:
                 raise JournalError(self.path, f"intent {busy.id} is still in progress")
             intent_id = max(self._intents, default=0) + 1
-            record = IntentRecord(intent_id, now, now, None, IntentState.IN_PROGRESS, trigger, None,
-                                  json.loads(self._json(plan, "the plan")))
+            record = IntentRecord(intent_id, now, now, None, IntentState.IN_PROGRESS, trigger, None, plan)
             self._save_intent(record)
         return record
 
     def _save_intent(self, record: IntentRecord) -> None:
         self._intents[record.id] = record
-        self._put("intents", f"{record.id:012d}", {**asdict(record), "state": record.state.value})
+        data = {f.name: getattr(record, f.name) for f in fields(record)}
+        data |= {"state": record.state.value, "plan": record.plan.to_json()}
+        self._put("intents", f"{record.id:012d}", data)
 
     def finish_intent(self, intent_id: int, state: IntentState, reason: str | None = None) -> IntentRecord:
         """Close an in-progress intent as done, rolled back, failed or cancelled."""

@@ -88,11 +88,6 @@ def held_by(key: bytes, lease: int) -> dict[str, Any]:
     return {"key": _b64(key), "result": "EQUAL", "target": "LEASE", "lease": str(lease)}
 
 
-def created_at(key: bytes, revision: int) -> dict[str, Any]:
-    """Compare: ``key`` was created at ``revision`` (the same leadership term, not a newer one)."""
-    return {"key": _b64(key), "result": "EQUAL", "target": "CREATE", "create_revision": str(revision)}
-
-
 def value_is(key: bytes, value: bytes) -> dict[str, Any]:
     return {"key": _b64(key), "result": "EQUAL", "target": "VALUE", "value": _b64(value)}
 

@@ -1,7 +1,7 @@
 """The controller's northbound interfaces: the gRPC API (``heliostat.controller.v1``), the
 Prometheus metrics endpoint, and the client ``heliostat ctl`` uses.
 
-``start_northbound`` serves a :class:`~controller.api.ControllerApi`; ``ControllerClient``
+``start_northbound`` serves a :class:`~controller.northbound.api.ControllerApi`; ``ControllerClient``
 calls it from another process.
 
 The names below are loaded on first use (PEP 562): ``heliostat ctl`` imports the client

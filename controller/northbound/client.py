@@ -2,7 +2,7 @@
 
 Every call has a deadline. Reads retry a few times on UNAVAILABLE (the southbound
 :class:`~southbound.grpc_native.rpc.RpcCaller`); actions (trigger, pause, drain...) are sent once.
-Errors come back as the controller raised them (:class:`~controller.api.ApiError`) or as
+Errors come back as the controller raised them (:class:`~controller.northbound.api.ApiError`) or as
 :class:`ControllerUnreachable` / :class:`ControllerCallFailed`.
 """
 
@@ -15,8 +15,14 @@ from typing import Any, TypeVar
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from controller.api import ApiError, ApiErrorCode, MaintenanceKind, StatusSnapshot, ToeRequestResult
 from controller.northbound import convert
+from controller.northbound.api import (
+    ApiError,
+    ApiErrorCode,
+    MaintenanceKind,
+    StatusSnapshot,
+    ToeRequestResult,
+)
 from controller.northbound.diagnose import connection_failure
 from controller.northbound.errors import (
     API_ERROR_METADATA_KEY,

@@ -14,7 +14,7 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from controller.api import MaintenanceKind, Phase, StatusSnapshot
+from controller.northbound.api import MaintenanceKind, Phase, StatusSnapshot
 from controller.northbound.errors import ConversionError
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 

@@ -1,6 +1,6 @@
 """Errors of the northbound server and client, and how ApiError codes travel over gRPC.
 
-An :class:`~controller.api.ApiError` becomes the status code below with its message as
+An :class:`~controller.northbound.api.ApiError` becomes the status code below with its message as
 the details, plus the trailing metadata ``heliostat-api-error: <code>`` so the client can
 tell a deliberate UNAVAILABLE ("the daemon is starting") from an unreachable daemon.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import grpc
 
-from controller.api import ApiErrorCode
+from controller.northbound.api import ApiErrorCode
 from optimizer.errors import HeliostatError
 
 #: Trailing-metadata key carrying the ApiErrorCode value of a deliberate error.

@@ -25,12 +25,18 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
-from controller.api import MAX_HISTORY_LIMIT, ApiError, ApiErrorCode, ControllerApi, MaintenanceKind
-from controller.config import ListenAddress, parse_listen_address
 from controller.metrics import ControllerMetrics
 from controller.northbound import convert
+from controller.northbound.api import (
+    MAX_HISTORY_LIMIT,
+    ApiError,
+    ApiErrorCode,
+    ControllerApi,
+    MaintenanceKind,
+)
 from controller.northbound.errors import API_ERROR_METADATA_KEY, STATUS_OF_API_ERROR, NorthboundError
 from controller.northbound.events import EventHub, UnknownEventKinds, WatchersExhausted
+from controller.northbound.listen import ListenAddress, parse_listen_address
 from controller.northbound.metrics_http import MetricsHttpServer, start_metrics_http
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc

@@ -33,10 +33,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.config import StepTimeouts
 from controller.device_view import FabricPort, PortsByBlock, merge_ports, ports_of_circuits
 from controller.reconfig.journal import IntentState, Journal, RecoveryPoint, StepName, StepRecord, StepState
-from controller.reconfig.stage_plan import StageSpec, stage_count, stage_spec
+from controller.reconfig.stage_plan import Plan, StageSpec
+from controller.reconfig.step_timeouts import StepTimeouts
 from controller.sensing.qualify import qualified_links
 from controller.te_loop.te_push import TePusher, TeRun, usable_circuits
 from optimizer.errors import HeliostatError
@@ -70,25 +70,6 @@ class ExecutorSettings:
     verify_interval_s: float = 1.0  # real seconds between the two counter reads
     poll_interval_s: float = 0.1
     drain_tolerance: float = 0.01  # fraction of port speed a drained port may still send
-
-
-@dataclass(frozen=True)
-class PausePoint:
-    """A test hook: stop (until killed) before or after taking a step."""
-
-    step: str
-    when: str = "before"
-
-    @classmethod
-    def parse(cls, text: str) -> PausePoint:
-        step, _, when = text.partition(":")
-        when = when or "before"
-        if step not in {s.value for s in STEPS} | {"rollback"} or when not in ("before", "after"):
-            raise ValueError(
-                f"pause point must be STEP[:before|:after] with STEP one of "
-                f"{', '.join(s.value for s in STEPS)} or rollback; got {text!r}"
-            )
-        return cls(step, when)
 
 
 @dataclass(frozen=True)
@@ -134,6 +115,12 @@ class _Stage:
 
 
 StepListener = Callable[[int, int, str, str], None]  # intent, stage, step, event
+#: Called with (step, "before" | "after") around each step, and ("rollback", "before"); it may
+#: raise ExecutorInterrupted to end the stage there, as a crash would
+#: (:class:`controller.reconfig.pause.PausePoint` is one).
+StepCheckpoint = Callable[[str, str], None]
+#: A step's work: (stage, its journaled payload, deadline) -> the result to journal.
+StepAction = Callable[["_Stage", Any, float], dict[str, Any]]
 
 
 class StageExecutor:
@@ -148,7 +135,7 @@ class StageExecutor:
         te_inputs: Callable[[], TeInputs],
         settings: ExecutorSettings | None = None,
         stop: threading.Event | None = None,
-        pause: PausePoint | None = None,
+        checkpoint: StepCheckpoint | None = None,
         listener: StepListener | None = None,
         clock: Callable[[], float] = time.monotonic,
         wait: Callable[[float], bool] | None = None,
@@ -160,15 +147,23 @@ class StageExecutor:
         self.te_inputs = te_inputs
         self.settings = settings or ExecutorSettings()
         self.stop = stop or threading.Event()
-        self.pause = pause
+        self.checkpoint = checkpoint
         self.listener = listener
         self.clock = clock
         # seconds -> True when stopping; a simulated clock (replay) moves instead of sleeping
         self.wait = wait if wait is not None else self.stop.wait
+        #: what each step does, in the order of STEPS
+        self.actions: dict[StepName, StepAction] = {
+            StepName.DRAIN: self._do_drain,
+            StepName.VERIFY_DRAIN: self._do_verify_drain,
+            StepName.APPLY_OCS: self._do_apply_ocs,
+            StepName.QUALIFY: self._do_qualify,
+            StepName.UNDRAIN: self._do_undrain,
+        }
 
     # -- running a stage -------------------------------------------------------------------
 
-    def begin(self, plan: dict[str, Any], trigger: str, circuits: frozenset[Circuit]) -> int:
+    def begin(self, plan: Plan, trigger: str, circuits: frozenset[Circuit]) -> int:
         """Journal a new intent together with the topology it starts from; returns its id."""
         with self.journal.transaction():
             intent = self.journal.begin_intent(plan, trigger)
@@ -188,9 +183,9 @@ class StageExecutor:
 
     def _stage(self, intent_id: int, index: int, before: frozenset[Circuit]) -> _Stage:
         plan = self.journal.intent(intent_id).plan
-        spec = stage_spec(plan, index)
+        spec = plan.stage(index)
         ports = ports_of_circuits(self.fabric, (*spec.remove, *spec.add))
-        return _Stage(intent_id, spec, stage_count(plan), frozenset(before), ports)
+        return _Stage(intent_id, spec, len(plan.stages), frozenset(before), ports)
 
     def _notify(self, stage: _Stage, step: str, event: str) -> None:
         if self.listener is not None:
@@ -211,7 +206,7 @@ class StageExecutor:
         self._notify(stage, name.value, "started")
         self._pause_if(name.value, "before")
         deadline = self.clock() + self.settings.timeouts.for_step(name.value)
-        action = getattr(self, f"_do_{name.value}")
+        action = self.actions[name]
         try:
             result = action(stage, payload, deadline)
             # qualify waits until its timeout on purpose, then judges what qualified
@@ -229,10 +224,8 @@ class StageExecutor:
         self._notify(stage, name.value, "done")
 
     def _pause_if(self, step: str, when: str) -> None:
-        if self.pause is not None and self.pause.step == step and self.pause.when == when:
-            log.warning("executor paused %s %s (test hook); waiting to be killed", when, step)
-            self.stop.wait()
-            raise ExecutorInterrupted(f"stopped while paused {when} {step}")
+        if self.checkpoint is not None:
+            self.checkpoint(step, when)
 
     def _wait(self, seconds: float) -> None:
         if self.wait(seconds):
@@ -521,7 +514,7 @@ class StageExecutor:
         Failures on the way roll the stage back as in a normal run.
         """
         intent = recovery.intent
-        total = stage_count(intent.plan)
+        total = len(intent.plan.stages)
         marker = self.journal.get_state(PROGRESS_KEY) or {}
         completed = int(marker.get("completed_stages", 0)) if marker.get("intent") == intent.id else 0
         record = self.journal.current_topology()

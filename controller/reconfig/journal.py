@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from controller.reconfig.journal_schema import LATEST_VERSION, MIGRATIONS
+from controller.reconfig.stage_plan import Plan
 from optimizer.errors import HeliostatError
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
@@ -95,7 +96,7 @@ class IntentRecord:
     state: IntentState
     trigger: str
     reason: str | None
-    plan: Any
+    plan: Plan
 
     @property
     def in_progress(self) -> bool:
@@ -367,9 +368,9 @@ class Journal(JournalBase):
 
     # -- intents ---------------------------------------------------------------------------
 
-    def begin_intent(self, plan: Any, trigger: str = "auto") -> IntentRecord:
+    def begin_intent(self, plan: Plan, trigger: str = "auto") -> IntentRecord:
         """Journal a new reconfiguration; fails if another one is in progress."""
-        plan_json = self._json(plan, "the plan")
+        plan_json = self._json(plan.to_json(), "the plan")
         now = self._clock()
         with self.transaction() as conn:
             busy = conn.execute("SELECT id FROM intents WHERE state = 'in_progress'").fetchone()
@@ -678,7 +679,7 @@ def _intent_record(row: tuple[Any, ...]) -> IntentRecord:
         state=IntentState(row[4]),
         trigger=str(row[5]),
         reason=row[6],
-        plan=json.loads(row[7]),
+        plan=Plan.from_json(json.loads(row[7]), f"intent {int(row[0])}'s plan"),
     )
 
 

@@ -15,10 +15,9 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
-from controller.reconfig.stage_plan import stage_count, stage_spec
+from controller.reconfig.stage_plan import Plan
 from optimizer.errors import HeliostatError
 from optimizer.fabric import Fabric
 from optimizer.staging import limit_words
@@ -41,14 +40,14 @@ class PlanRefused(HeliostatError):
 @dataclass(frozen=True)
 class ReviewedPlan:
     plan_id: str
-    plan: dict[str, Any]
+    plan: Plan
     start: frozenset[Circuit]  # the circuits the plan starts from
 
 
-def plan_id_of(plan: dict[str, Any], start: frozenset[Circuit]) -> str:
+def plan_id_of(plan: Plan, start: frozenset[Circuit]) -> str:
     """A short id derived from the plan's stages and the circuits it starts from."""
     body = json.dumps(
-        {"stages": plan.get("stages", []), "start": sorted([c.ocs, c.a, c.b] for c in start)},
+        {"stages": [s.to_json() for s in plan.stages], "start": sorted([c.ocs, c.a, c.b] for c in start)},
         sort_keys=True,
     )
     return hashlib.sha256(body.encode()).hexdigest()[:12]
@@ -62,10 +61,11 @@ class ReviewedPlans:
         self._plans: OrderedDict[str, ReviewedPlan] = OrderedDict()
         self._lock = threading.Lock()
 
-    def add(self, plan: dict[str, Any], start: frozenset[Circuit]) -> str:
+    def add(self, plan: Plan, start: frozenset[Circuit]) -> str:
+        """Keep ``plan`` (with its ``plan_id`` set) under its id; returns the id."""
         plan_id = plan_id_of(plan, start)
         with self._lock:
-            self._plans[plan_id] = ReviewedPlan(plan_id, plan, frozenset(start))
+            self._plans[plan_id] = ReviewedPlan(plan_id, replace(plan, plan_id=plan_id), frozenset(start))
             self._plans.move_to_end(plan_id)
             while len(self._plans) > self.keep:
                 self._plans.popitem(last=False)
@@ -95,7 +95,7 @@ def apply_problem(
     """Why ``reviewed`` cannot be applied as it is now, or None when it can."""
     if in_flight:
         return "a reconfiguration is already in flight"
-    total = stage_count(reviewed.plan)
+    total = len(reviewed.plan.stages)
     if total == 0:
         return "the plan changes no circuits"
     if installed != reviewed.start:
@@ -112,7 +112,7 @@ def apply_problem(
         return evaluate(fabric, Topology.from_circuits(fabric, circuits), prediction)
 
     for index in range(total):
-        spec = stage_spec(reviewed.plan, index)
+        spec = reviewed.plan.stage(index)
         begin = mlu(state)
         drained = mlu(state - set(spec.remove))
         limit = max(stage_mlu / margin, begin)

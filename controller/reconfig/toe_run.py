@@ -16,12 +16,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 from controller.decision import toe_verdict
 from controller.reconfig.in_service import PlanningView
-from controller.reconfig.stage_plan import reconfiguration_plan
+from controller.reconfig.stage_plan import Plan, SolverSummary, reconfiguration_plan, topology_links
 from optimizer.budget import Clock
 from optimizer.fabric import Fabric
 from optimizer.mapping import ParallelMap
@@ -42,7 +41,7 @@ __all__ = ["MAX_CHANGE_STEPS", "Proposal", "ToePlanner"]
 
 @dataclass(frozen=True)
 class Proposal:
-    plan: dict[str, Any]  # the intent's JSON plan (stages empty when not applied)
+    plan: Plan  # the intent's plan (stages empty when not applied)
     verdict: Decision
     current_mlu: float
     planned_mlu: float  # the MLU of the topology the stages reach
@@ -146,23 +145,24 @@ class ToePlanner:
         if verdict.apply or trigger == "dry_run":
             plan = reconfiguration_plan(fabric, trigger, staging, current_mlu, planned_mlu, verdict.reason)
         else:
-            plan = {
-                "fabric": self.fabric.name,
-                "trigger": trigger,
-                "reason": verdict.reason,
-                "current_mlu": round(current_mlu, 6),
-                "planned_mlu": round(planned_mlu, 6),
-                "circuits_removed": len(live - target),
-                "circuits_added": len(target - live),
-                "stages": [],
-            }
-        plan["topology"] = Topology.from_circuits(self.fabric, target).to_json()
-        plan["complete"] = staging.complete
-        plan["blocked"] = staging.blocked
+            plan = Plan(
+                fabric=self.fabric.name,
+                trigger=trigger,
+                reason=verdict.reason,
+                current_mlu=round(current_mlu, 6),
+                planned_mlu=round(planned_mlu, 6),
+                circuits_removed=len(live - target),
+                circuits_added=len(target - live),
+            )
         mapped = frozenset(target_plan.mapping.circuits) | frozen
-        plan["target_topology"] = Topology.from_circuits(self.fabric, mapped).to_json()
-        if frozen:
-            plan["frozen_circuits"] = len(frozen)  # on devices under maintenance: kept
-        plan["repair_trades"] = toe.repair_trades
-        plan["solver"] = {**toe.solver_json(), "max_change": target_plan.max_change}
+        plan = replace(
+            plan,
+            topology=topology_links(Topology.from_circuits(self.fabric, target)),
+            complete=staging.complete,
+            blocked=staging.blocked,
+            target_topology=topology_links(Topology.from_circuits(self.fabric, mapped)),
+            frozen_circuits=len(frozen) if frozen else None,  # on devices under maintenance: kept
+            repair_trades=toe.repair_trades,
+            solver=SolverSummary(toe.solver_status, toe.timed_out, toe.cut_stage, target_plan.max_change),
+        )
         return Proposal(plan, verdict, current_mlu, planned_mlu, changed, target)

@@ -34,7 +34,7 @@ demand vanished), and the daemon decides what to do about it.
 **The ToE prediction** (:class:`PeakPredictor`) is, per pair, the peak over the last
 ``window_s`` seconds of the observed matrices. The published prediction is only replaced
 when the current peak has moved from it by more than ``change_threshold`` under
-:func:`matrix_distance`: the largest change of any pair relative to the published value,
+:func:`optimizer.traffic.matrix_distance`: the largest change of any pair relative to the published value,
 where values below ``floor_gbps`` count as ``floor_gbps`` (so that noise on tiny pairs
 does not trigger a refresh).
 
@@ -58,7 +58,7 @@ from enum import StrEnum
 import numpy as np
 
 from optimizer.errors import HeliostatError
-from optimizer.traffic import TrafficMatrix
+from optimizer.traffic import MatrixChange, TrafficMatrix, matrix_change
 
 log = logging.getLogger(__name__)
 
@@ -234,9 +234,6 @@ class RateEstimator:
     def stale_sources(self, now: float, stale_after: float) -> list[Hashable]:
         return [k for k, s in self._sources.items() if now - s.received > stale_after]
 
-    def forget(self, key: Hashable) -> None:
-        self._sources.pop(key, None)
-
     def traffic_matrix(self, blocks: Sequence[str], now: float, stale_after: float) -> MatrixEstimate:
         """The TE matrix from the sources keyed ``(src, dst)`` over ``blocks``."""
         names = tuple(blocks)
@@ -261,42 +258,6 @@ class RateEstimator:
 # -- distance between matrices -------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class MatrixChange:
-    """How far a matrix moved from a reference, and the pair that moved most."""
-
-    distance: float
-    pair: tuple[str, str] | None
-
-
-def matrix_change(
-    new: TrafficMatrix, reference: TrafficMatrix | None, floor_gbps: float = 1.0
-) -> MatrixChange:
-    """max over pairs of ``|new - ref| / max(ref, floor_gbps)``; infinite with no reference.
-
-    Relative to the reference so a threshold of 0.2 means "some pair moved by 20% of what
-    was published". The floor keeps pairs below ``floor_gbps`` from counting as large
-    relative changes.
-    """
-    if floor_gbps <= 0:
-        raise EstimationError(f"floor_gbps must be > 0, got {floor_gbps}")
-    if reference is None:
-        return MatrixChange(math.inf, None)
-    if new.blocks != reference.blocks:
-        raise EstimationError("the matrices are over different blocks")
-    rel = np.abs(new.gbps - reference.gbps) / np.maximum(reference.gbps, floor_gbps)
-    if rel.size == 0:
-        return MatrixChange(0.0, None)
-    i, j = np.unravel_index(int(np.argmax(rel)), rel.shape)
-    distance = float(rel[i, j])
-    pair = (new.blocks[i], new.blocks[j]) if distance > 0 else None
-    return MatrixChange(distance, pair)
-
-
-def matrix_distance(new: TrafficMatrix, reference: TrafficMatrix | None, floor_gbps: float = 1.0) -> float:
-    return matrix_change(new, reference, floor_gbps).distance
-
-
 # -- the ToE prediction --------------------------------------------------------------------
 
 
@@ -315,7 +276,7 @@ class PeakPredictor:
 
     :meth:`observe` adds a matrix and returns the published prediction, which is replaced
     by the current peak only when the peak moved more than ``change_threshold`` from it
-    (see :func:`matrix_change`). State can be rebuilt after a restart with :meth:`restore`
+    (see :func:`optimizer.traffic.matrix_change`). State can be rebuilt after a restart with :meth:`restore`
     from the journal's matrix history and the last published prediction.
     """
 
@@ -436,7 +397,7 @@ class TrafficEstimation:
     """Rates, the TE trigger and the peak prediction for one fabric's ``(src, dst)`` counters.
 
     Each :meth:`cycle` takes the samples of one poll. TE is due when the TE matrix moved by
-    more than ``te_matrix_change`` (see :func:`matrix_change`) from the matrix TE last ran
+    more than ``te_matrix_change`` (see :func:`optimizer.traffic.matrix_change`) from the matrix TE last ran
     on; the daemon reports that run with :meth:`te_ran`.
     """
 

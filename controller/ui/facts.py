@@ -1,10 +1,10 @@
 """The facts the status page shows that ``ctl`` did not have yet: the fabric, the devices'
 health and the reconfiguration in flight, as JSON-shaped dicts.
 
-:class:`controller.daemon_api.DaemonApi` serves them as :class:`~controller.api.ControllerApi`
-methods, so the JSON endpoints (:mod:`controller.ui.web`) and any RPC that serves them later
-read the same functions. Pure: the caller passes the fabric, the status board's values and
-the journal's records.
+:class:`controller.northbound.daemon_api.DaemonApi` serves them as
+:class:`~controller.northbound.api.ControllerApi` methods, so the JSON endpoints
+(:mod:`controller.ui.web`) and any RPC that serves them later read the same functions.
+Pure: the caller passes the fabric, the status board's values and the journal's records.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def reconfiguration_json(
 ) -> dict[str, Any]:
     """The reconfiguration in flight: its stages, the stage and step now, the progress, and
     its latest journaled steps."""
-    plan = intent.plan if isinstance(intent.plan, dict) else {}
+    plan = intent.plan.to_json()
     stages = plan.get("stages") or []
     total = board.get("stages_total") or len(stages)
     stage = board.get("stage")

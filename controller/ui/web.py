@@ -1,6 +1,6 @@
 """The status page and its JSON endpoints, served read-only at ``listen.web``.
 
-Every endpoint calls :class:`~controller.api.ControllerApi` methods, the ones the gRPC
+Every endpoint calls :class:`~controller.northbound.api.ControllerApi` methods, the ones the gRPC
 northbound server calls for the same facts (``/api/status`` is ``GetStatus`` as
 ``ctl status --format json`` prints it, ``/api/topology`` is ``GetTopology``,
 ``/api/reconfigurations`` lists what ``ListReconfigurations`` does): the page is a thin view.
@@ -27,8 +27,8 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from controller.api import ApiError, ApiErrorCode, ControllerApi
 from controller.config import ListenAddress
+from controller.northbound.api import ApiError, ApiErrorCode, ControllerApi
 from controller.northbound.convert import dump_json, status_to_json
 from controller.northbound.guarded_http import MAX_CONNECTIONS, ConnectionGuard, GuardedHandler, GuardedServer
 from optimizer.errors import HeliostatError

@@ -28,6 +28,7 @@ from optimizer.mapping.dive import guide_fixed
 from optimizer.mapping.domains import pair_domain_limit
 from optimizer.mapping.mapper import (
     PARALLEL_WORK,
+    MappingOptions,
     MappingResult,
     ParallelMap,
     change_lower_bound,
@@ -41,6 +42,7 @@ from optimizer.mapping.regroup import resolve_domain
 
 __all__ = [
     "PARALLEL_WORK",
+    "MappingOptions",
     "MappingResult",
     "OcsPorts",
     "ParallelMap",

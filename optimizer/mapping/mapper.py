@@ -124,6 +124,7 @@ ParallelMap = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
 __all__ = [
     "BalanceViolation",
     "DomainLayout",
+    "MappingOptions",
     "MappingResult",
     "ParallelMap",
     "change_lower_bound",
@@ -281,19 +282,36 @@ def domain_layout(model: PortModel, wanted: np.ndarray, rebalance: bool = False)
     return DomainLayout(capacity, current_directed, limit)
 
 
+@dataclass(frozen=True, slots=True)
+class MappingOptions:
+    """Which passes :func:`map_topology` runs (the defaults: all of them, and no rebalance).
+
+    ``rebalance``: also move a pair whose count stays the same when it is unbalanced over the
+    domains. ``exchange_plan`` is the exchange LP of :mod:`optimizer.mapping.recolour`,
+    ``dive`` the LP-guided dive of :mod:`optimizer.mapping.dive`, ``cross`` the two-OCS moves of
+    :mod:`optimizer.mapping.cross`, ``regroup_ocs`` the regrouping pass on sparse fabrics, and
+    ``resolve_domains`` the exact finish of small domains and the guide-fixed MIP of bigger ones.
+    """
+
+    rebalance: bool = False
+    exchange_plan: bool = True
+    dive: bool = True
+    cross: bool = True
+    regroup_ocs: bool = True
+    resolve_domains: bool = True
+
+
+DEFAULT_OPTIONS = MappingOptions()
+
+
 def map_topology(
     fabric: Fabric,
     target: Topology,
     current: Sequence[Circuit] = (),
     source: str = "<topology>",
-    rebalance: bool = False,
-    exchange_plan: bool = True,
-    dive: bool = True,
+    options: MappingOptions = DEFAULT_OPTIONS,
     budget: TimeBudget | None = None,
-    cross: bool = True,
-    regroup_ocs: bool = True,
     parallel_map: ParallelMap | None = None,
-    resolve_domains: bool = True,
 ) -> MappingResult:
     """Circuits realising ``target`` on ``fabric``, keeping as many of ``current`` as possible.
 
@@ -302,15 +320,16 @@ def map_topology(
 
     Every pair whose circuit count changes is balanced over the domains. A pair whose
     count stays the same keeps its circuits even if today's are unbalanced (so an
-    unchanged topology rewires nothing), unless ``rebalance`` is set; the result lists
+    unchanged topology rewires nothing), unless ``options.rebalance`` is set; the result lists
     unbalanced pairs in ``balance_violations`` either way.
 
-    ``exchange_plan=False`` skips the exchange LP of
-    :mod:`optimizer.mapping.recolour` and ``dive=False`` the LP-guided dive of
-    :mod:`optimizer.mapping.dive`: together several times faster at 64 blocks, with more
-    circuits changed (see ``benchmarks/RESULTS_mapping.md``). ``resolve_domains=False`` skips
-    the exact finish of small domains (:func:`~optimizer.mapping.regroup.resolve_domain`) and the
-    guide-fixed MIP of bigger ones (:func:`~optimizer.mapping.dive.guide_fixed`).
+    ``options`` (:class:`MappingOptions`) switches passes off: without the exchange LP
+    (:mod:`optimizer.mapping.recolour`) and the LP-guided dive (:mod:`optimizer.mapping.dive`)
+    the mapping is several times faster at 64 blocks, with more circuits changed (see
+    ``benchmarks/RESULTS_mapping.md``); ``resolve_domains=False`` skips the exact finish of small
+    domains (:func:`~optimizer.mapping.regroup.resolve_domain`) and the guide-fixed MIP of
+    bigger ones (:func:`~optimizer.mapping.dive.guide_fixed`). ``budget`` is the plan's time
+    limit.
 
     ``parallel_map`` (a process pool's ``map``, owned by the caller) maps the failure domains
     side by side on big fabrics; the circuits are the same with it or without.
@@ -320,6 +339,8 @@ def map_topology(
     :class:`~optimizer.errors.InfeasibleError` (naming the block) when a block needs more
     circuits than it has ports or the circuits cannot be placed.
     """
+    rebalance, exchange_plan, dive = options.rebalance, options.exchange_plan, options.dive
+    cross, regroup_ocs, resolve_domains = options.cross, options.regroup_ocs, options.resolve_domains
     order = require_same_blocks(fabric, target.blocks, source)
     n = fabric.n_blocks
     names = fabric.block_names

@@ -13,7 +13,7 @@ import pytest
 from controller import decision as dec
 from controller.decision import Maintenance, MaintenanceTarget
 from controller.device_view import OcsReading, circuit_ends, ports_without
-from controller.reconfig.executor import PausePoint
+from controller.reconfig.pause import PausePoint
 from controller.reconfig.toe_run import ToePlanner
 from controller.sensing.observe import (
     fresh_fabric,
@@ -401,7 +401,7 @@ def test_the_daemon_and_heliostat_toe_plan_the_same_circuits(matrix, live) -> No
     assert daemon.target == frozenset(cli.mapping.circuits)
     assert daemon.changed == cli.mapping.removed + cli.mapping.added
     assert daemon.planned_mlu == pytest.approx(cli.staging.final_mlu, rel=1e-6)
-    assert daemon.plan["repair_trades"] == cli.toe.repair_trades
+    assert daemon.plan.repair_trades == cli.toe.repair_trades
 
 
 def test_the_daemon_gets_the_optimizer_s_starved_block_repair(monkeypatch) -> None:
@@ -411,7 +411,7 @@ def test_the_daemon_gets_the_optimizer_s_starved_block_repair(monkeypatch) -> No
     monkeypatch.setattr(toe, "round_topology", lambda *args, **kwargs: STARVED.copy())
     tm = hotspot_matrix(FABRIC, seed=1, load=0.6)
     proposal = ToePlanner(FABRIC, 0.8).propose("operator", tm, MESH, 0.0, None, SETTINGS.policy)
-    assert proposal.plan["repair_trades"] == 2
+    assert proposal.plan.repair_trades == 2
     assert Topology.from_circuits(FABRIC, proposal.target).degree()[B7] == 32
 
 
@@ -431,9 +431,9 @@ def test_toe_plans_a_smaller_change_when_the_first_plan_cannot_be_staged(monkeyp
     tm = hotspot_matrix(FABRIC, seed=1, load=0.6)
     proposal = ToePlanner(FABRIC, 0.8).propose("operator", tm, MESH, 0.0, None, SETTINGS.policy)
     assert len(calls) == 2 and calls[1] < calls[0]  # the second plan adds fewer circuits
-    assert proposal.verdict.apply and proposal.plan["stages"]
-    assert proposal.plan["circuits_added"] == calls[1]
-    assert proposal.plan["solver"]["max_change"] == 0.5
+    assert proposal.verdict.apply and proposal.plan.stages
+    assert proposal.plan.circuits_added == calls[1]
+    assert proposal.plan.solver is not None and proposal.plan.solver.max_change == 0.5
 
 
 def test_toe_planner_tries_smaller_changes_when_staging_or_the_change_limit_fails(monkeypatch) -> None:
@@ -459,7 +459,7 @@ def test_toe_planner_tries_smaller_changes_when_staging_or_the_change_limit_fail
     policy = ReconfigurePolicy()
     tm = uniform_matrix(fabric)
     proposal = planner.propose("periodic", tm, uniform_mesh(fabric), 0.0, None, policy)
-    assert proposal.plan["solver"]["max_change"] == 0.25
+    assert proposal.plan.solver is not None and proposal.plan.solver.max_change == 0.25
     assert tried == [1.0, 0.5, 0.25]
     failures[0.25] = InfeasibleError("still over")
     tried.clear()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -23,6 +24,11 @@ CONTAINERFILE = ROOT / "deploy" / "container" / "Containerfile"
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    source = tmp_path_factory.mktemp("source")  # setuptools builds in the tree: not in the checkout
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for package in ("controller", "optimizer", "southbound", "emulation"):
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     done = subprocess.run(
         [
             sys.executable,
@@ -32,7 +38,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--no-deps",
             "--no-build-isolation",
             "-q",
-            str(ROOT),
+            str(source),
             "-w",
             str(out),
         ],

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from controller.config import load_controller_config
 from controller.daemon import Daemon
-from controller.daemon_api import DaemonApi
 from controller.metrics import ControllerMetrics
+from controller.northbound.daemon_api import DaemonApi
 from controller.northbound.guarded_http import REQUEST_DEADLINE_S
 from controller.northbound.listen import ListenAddress
 from controller.northbound.metrics_http import start_metrics_http

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from controller.config import load_controller_config
 from controller.daemon import Daemon
-from controller.daemon_api import DaemonApi
 from controller.northbound import start_northbound
+from controller.northbound.daemon_api import DaemonApi
 from controller.northbound.events import EventHub
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc

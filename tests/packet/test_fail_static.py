@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.api import MaintenanceKind
+from controller.northbound.api import MaintenanceKind
 from emulation.mininet.fabric import PacketFabric
 from emulation.openflow.pipeline import HASH_SLOTS
 from emulation.openflow.state_flows import TABLE_STATE

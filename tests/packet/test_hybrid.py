@@ -24,7 +24,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
-from controller.api import MaintenanceKind
+from controller.northbound.api import MaintenanceKind
 from controller.northbound.client import ControllerClient
 from emulation.mininet.fabric import PacketFabric
 from optimizer.topology import uniform_mesh

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.api import MaintenanceKind
+from controller.northbound.api import MaintenanceKind
 from tests.support.daemon_support import wait_for
 from tests.support.packet_fixtures import Controlled, controlled_fabric, requires_packet_fabric, send_flows
 

@@ -8,7 +8,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from controller.api import (
+from controller.metrics import ControllerMetrics
+from controller.northbound import ControllerClient, NorthboundServers, start_northbound
+from controller.northbound.api import (
     ApiError,
     ApiErrorCode,
     MaintenanceKind,
@@ -16,8 +18,6 @@ from controller.api import (
     StatusSnapshot,
     ToeRequestResult,
 )
-from controller.metrics import ControllerMetrics
-from controller.northbound import ControllerClient, NorthboundServers, start_northbound
 
 BLOCKS = ("b1", "b2", "b3", "b4")
 OCSES = ("ocs1", "ocs2")

@@ -26,14 +26,13 @@ from typing import Any
 
 import yaml
 
+from controller.commands.emulator import EmulatedFabric, run_fabric
 from controller.config import load_controller_config
 from controller.ha.etcd_journal import EtcdJournal
 from controller.ha.etcd_kv import EtcdKV
 from controller.ha.local_etcd import free_ports, local_etcd
 from controller.northbound import ControllerClient, ControllerClientError
 from controller.reconfig.journal import IntentRecord
-from emulation.fabric import EmulatedFabric
-from emulation.service import run as run_fabric
 from optimizer.traffic import hotspot_matrix, uniform_matrix
 
 REPLICAS = ("replica-a", "replica-b", "replica-c")

@@ -24,10 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from controller.commands.emulator import EmulatedFabric, run_fabric
 from controller.config import load_controller_config
 from controller.daemon import Daemon
-from emulation.fabric import EmulatedFabric
-from emulation.service import run as run_fabric
 from optimizer.errors import ConfigError, HeliostatError
 from optimizer.traffic import hotspot_matrix, uniform_matrix
 
@@ -275,7 +274,7 @@ def _script(
     time.sleep(1.5)
     after = fabric.stats()
     intents = daemon.journal.reconfigurations(1) if daemon.journal is not None else []
-    plan = intents[0].plan if intents else {}
+    plan = intents[0].plan.to_json() if intents else {}
     changed = plan.get("circuits_removed", 0) + plan.get("circuits_added", 0)
     lost = during.blackholed_bytes - before.blackholed_bytes
     dropped = during.dropped_bytes - before.dropped_bytes

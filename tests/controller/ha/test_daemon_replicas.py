@@ -10,13 +10,13 @@ import pytest
 import yaml
 from prometheus_client import generate_latest
 
-from controller.api import ApiError, ApiErrorCode
 from controller.config import load_controller_config
 from controller.daemon import Daemon
 from controller.daemon.leadership import NotLeading
-from controller.daemon_api import DaemonApi
 from controller.decision import ToeTrigger
 from controller.ha.election import Role
+from controller.northbound.api import ApiError, ApiErrorCode
+from controller.northbound.daemon_api import DaemonApi
 from optimizer.topology import Circuit
 from optimizer.traffic import uniform_matrix
 from southbound.errors import Fenced
@@ -100,7 +100,7 @@ def test_only_the_leader_acts_and_the_old_leader_is_fenced(tmp_path: Path) -> No
             assert b_topology is not None
             held = {Circuit(n, c.a, c.b) for n, d in fabric.ocs.items() for c, _ in d.cross_connects()[1]}
             assert held == set(b_topology.circuits)
-            assert b.journal.matrix_history() and b.recent  # b's prediction starts warm
+            assert b.journal.matrix_history() and b.shared.recent  # b's prediction starts warm
             second_epoch = b.elector.state.own_epoch  # type: ignore[union-attr]
             assert second_epoch > first_epoch
             block = fabric.fabric.block_names[0]

@@ -1,5 +1,5 @@
 """What only the etcd journal does: writes fenced by the leader's lease, bounded history.
-(The journal's own rules run against both backends in tests/controller/test_journal.py.)"""
+(The journal's own rules run against both backends in tests/controller/reconfig/test_journal.py.)"""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from controller.ha.etcd_journal import EtcdJournal, Guard
 from controller.ha.etcd_kv import EtcdKV
 from controller.reconfig.journal import IntentState, JournalError, StepName, StepState
 from tests.support.etcd_cluster import etcd_cluster
+from tests.support.plans import small_plan, stage
 
 LEADER = b"/j/leader"
 
@@ -35,7 +36,7 @@ def lead(client: EtcdKV) -> Guard:
 def test_a_leader_whose_lease_is_gone_writes_nothing(client: EtcdKV) -> None:
     guard = lead(client)
     old = EtcdJournal(client, "/j", guard)
-    intent = old.begin_intent({"stages": [1]})
+    intent = old.begin_intent(small_plan(stages=[stage(0)]))
     step = old.begin_step(intent.id, 0, StepName.DRAIN)
     client.revoke(guard.lease)  # the lease is lost (the leader key goes with it)
     new_guard = lead(client)  # another replica leads
@@ -54,11 +55,11 @@ def test_finished_intents_are_bounded(client: EtcdKV, monkeypatch: pytest.Monkey
     monkeypatch.setattr(etcd_journal, "MAX_INTENTS", 3)
     journal = EtcdJournal(client, "/b", lead(client))
     for n in range(5):
-        intent = journal.begin_intent({"n": n})
+        intent = journal.begin_intent(small_plan(n))
         journal.complete_step(journal.begin_step(intent.id, 0, StepName.DRAIN).id)
         journal.finish_intent(intent.id, IntentState.DONE)
     again = EtcdJournal(client, "/b")
-    assert [r.plan["n"] for r in again.reconfigurations()] == [4, 3, 2]
+    assert [r.plan.reason for r in again.reconfigurations()] == ["plan 4", "plan 3", "plan 2"]
     assert len(client.get_prefix(b"/b/journal/steps/")) == 3
     assert journal.reconfigurations() == again.reconfigurations()
 

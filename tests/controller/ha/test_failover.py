@@ -90,7 +90,7 @@ def test_the_leader_killed_mid_stage_is_replaced_and_the_stage_finished(tmp_path
             recovery = wait_for(paused, 90, what=f"a paused at {point}")
             stage = recovery.last_step.stage
             plan = recovery.intent.plan
-            touched = {o for o, _, _ in plan["stages"][stage]["add"] + plan["stages"][stage]["remove"]}
+            touched = {c.ocs for c in (*plan.stages[stage].add, *plan.stages[stage].remove)}
             if when == "after" or step == "undrain":  # the OCSes have applied; the journal may not say so
                 wait_for(lambda: all(fabric.ocs[o].generation > initial[o] for o in touched), 30,
                          what="the apply")

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from controller.api import MaintenanceKind
 from controller.cli import main
 from controller.config import load_controller_config
 from controller.northbound import ControllerCallFailed, ControllerUnreachable
+from controller.northbound.api import MaintenanceKind
 from controller.northbound.errors import NorthboundError
 from emulation.agent import DeviceAgent
 from emulation.mininet.plan import plan_network

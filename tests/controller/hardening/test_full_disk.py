@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from controller import decision as dec
-from controller.api import ApiError, ApiErrorCode, MaintenanceKind
 from controller.config import load_controller_config
 from controller.daemon import Daemon
-from controller.daemon_api import DaemonApi
 from controller.northbound import ControllerClient
+from controller.northbound.api import ApiError, ApiErrorCode, MaintenanceKind
+from controller.northbound.daemon_api import DaemonApi
 from controller.operator_requests import RequestedState, RequestJournal
 from controller.reconfig.journal import Journal
 from optimizer.traffic import uniform_matrix

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from controller import decision as dec
-from controller.api import ApiError, ApiErrorCode
 from controller.config import load_controller_config
 from controller.daemon import Daemon
-from controller.daemon_api import DaemonApi
 from controller.dry_runs import DryRunFailed, DryRunner
+from controller.northbound.api import ApiError, ApiErrorCode
+from controller.northbound.daemon_api import DaemonApi
 from optimizer.traffic import uniform_matrix
 from tests.support.daemon_support import CONFIGS, controller_config, running_fabric, wait_for
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from controller.commands.ctl_tables import status_text
 from controller.config import load_controller_config
 from controller.daemon import Daemon
-from controller.daemon_api import DaemonApi
 from controller.devices_watch import DevicesFileWatch
 from controller.northbound.client import StatusReport
+from controller.northbound.daemon_api import DaemonApi
 from optimizer.traffic import uniform_matrix
 from southbound.devices import DeviceConfig, load_devices_file, write_devices_file
 from tests.support.daemon_support import CONFIGS, controller_config, running_fabric, wait_for

@@ -7,6 +7,8 @@ from pathlib import Path
 from controller.reconfig.journal import IntentState, Journal
 from controller.ui.facts import devices_json, fabric_json, reconfiguration_json, stage_progress
 from optimizer.fabric import Fabric
+from optimizer.topology import Circuit
+from tests.support.plans import small_plan, stage
 
 
 def test_fabric_lists_blocks_ocses_by_domain_and_the_spine(hybrid8: Fabric) -> None:
@@ -46,7 +48,8 @@ def test_progress_counts_whole_stages_and_the_steps_done() -> None:
 
 
 def test_the_reconfiguration_in_flight_from_the_journal(tmp_path: Path) -> None:
-    plan = {"stages": [{"domain": 0, "remove": [1, 2], "add": [3], "mlu_after": 0.5}, {"domain": 1}]}
+    c1, c2, c3 = Circuit("ocs1", 0, 4), Circuit("ocs1", 1, 5), Circuit("ocs2", 0, 4)
+    plan = small_plan(stages=[stage(0, remove=[c1, c2], add=[c3], mlu_after=0.5), stage(1, domain=1)])
     with Journal(tmp_path / "j.db") as journal:
         intent = journal.begin_intent(plan, "operator")
         for name in ("drain", "verify_drain", "apply_ocs", "qualify", "undrain"):

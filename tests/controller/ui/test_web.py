@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.api import ApiError, ApiErrorCode
 from controller.commands.run import start_api_servers, start_status_page
 from controller.config import ListenAddress, controller_config_from_dict, load_controller_config
 from controller.daemon import Daemon
 from controller.northbound import ControllerClient
+from controller.northbound.api import ApiError, ApiErrorCode
 from controller.northbound.convert import status_to_json
 from controller.northbound.guarded_http import PER_CLIENT
 from controller.ui.facts import fabric_json

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from optimizer.config import generate_fabric
-from optimizer.mapping import domain_balance_violations, map_topology
+from optimizer.mapping import MappingOptions, domain_balance_violations, map_topology
 from optimizer.topology import Topology, uniform_mesh
 from tests.support.mapping_helpers import gravity_topology
 from tests.support.toe_support import wiring_problems
@@ -19,8 +19,12 @@ def test_exchanges_keep_more_and_the_topology_and_balance_hold() -> None:
     fabric = generate_fabric(8, 64, 8, 72, domains=4)
     mesh = uniform_mesh(fabric)
     target = gravity_topology(fabric, np.random.default_rng(1), 1.0)
-    without = map_topology(fabric, target, mesh, rebalance=True, cross=False, resolve_domains=False)
-    with_cross = map_topology(fabric, target, mesh, rebalance=True, resolve_domains=False)
+    without = map_topology(
+        fabric, target, mesh, options=MappingOptions(rebalance=True, cross=False, resolve_domains=False)
+    )
+    with_cross = map_topology(
+        fabric, target, mesh, options=MappingOptions(rebalance=True, resolve_domains=False)
+    )
     assert with_cross.removed < without.removed
     assert wiring_problems(fabric, with_cross.circuits) == []
     realised = Topology.from_circuits(fabric, with_cross.circuits)

@@ -13,7 +13,7 @@ from scipy.sparse import coo_matrix
 import optimizer.mapping.dive as mapping_dive
 import optimizer.mapping.mapper as mapping_module
 from optimizer.config import generate_fabric
-from optimizer.mapping import map_topology
+from optimizer.mapping import MappingOptions, map_topology
 from optimizer.mapping.dive import (
     _allowed,
     _Domain,
@@ -127,11 +127,15 @@ def test_the_dive_tears_down_fewer_circuits_than_the_other_candidates(seed: int,
     mesh = uniform_mesh(fabric)
     target = perturb(mesh_topology(fabric), 30, np.random.default_rng(seed))
     # (without the regrouping pass and the exact re-solve after both: each is tested on its own)
-    with_dive = map_topology(fabric, target, mesh, regroup_ocs=False, resolve_domains=False)
+    with_dive = map_topology(
+        fabric, target, mesh, options=MappingOptions(regroup_ocs=False, resolve_domains=False)
+    )
     assert check_mapping(fabric, with_dive.circuits, as_pairs(target)) == []
     assert with_dive.domain_balanced
     monkeypatch.setattr(mapping_module, "dive_applies", lambda *args: False)
-    without = map_topology(fabric, target, mesh, regroup_ocs=False, resolve_domains=False)
+    without = map_topology(
+        fabric, target, mesh, options=MappingOptions(regroup_ocs=False, resolve_domains=False)
+    )
     assert with_dive.removed < without.removed
 
 
@@ -197,9 +201,13 @@ def test_big_domains_dive_by_the_entropic_lp(monkeypatch) -> None:
     fabric = jupiter_like(blocks=16, ocs=32, domains=1)
     mesh = uniform_mesh(fabric)
     target = perturb(mesh_topology(fabric), 30, np.random.default_rng(2))
-    volume = map_topology(fabric, target, mesh, regroup_ocs=False, resolve_domains=False)
+    volume = map_topology(
+        fabric, target, mesh, options=MappingOptions(regroup_ocs=False, resolve_domains=False)
+    )
     monkeypatch.setattr(mapping_dive, "VOLUME_MAX_WORK", 0)
-    entropic = map_topology(fabric, target, mesh, regroup_ocs=False, resolve_domains=False)
+    entropic = map_topology(
+        fabric, target, mesh, options=MappingOptions(regroup_ocs=False, resolve_domains=False)
+    )
     assert check_mapping(fabric, entropic.circuits, as_pairs(target)) == []
     assert entropic.removed < volume.removed
 

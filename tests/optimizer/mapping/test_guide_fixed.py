@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import optimizer.mapping.mapper as mapping_module
-from optimizer.mapping import build_port_model, map_topology
+from optimizer.mapping import MappingOptions, build_port_model, map_topology
 from optimizer.mapping.regroup import resolve_domain, resolve_fixed
 from optimizer.topology import uniform_mesh
 from tests.support.circuit_checker import check_mapping
@@ -52,7 +52,7 @@ def test_fixed_arcs_are_held_and_the_rest_placed_exactly() -> None:
     fabric = jupiter_like(blocks=8, ocs=32)
     mesh = uniform_mesh(fabric)
     target = gravity_topology(fabric, np.random.default_rng(1), 1.0)
-    mapped = map_topology(fabric, target, mesh, resolve_domains=False)
+    mapped = map_topology(fabric, target, mesh, options=MappingOptions(resolve_domains=False))
     ocs_list, per_ocs, pairs = _domain(fabric, mapped.circuits, mesh, fabric.domains[0])
     optimum = resolve_domain(ocs_list, per_ocs, pairs, 60.0, nodes=10_000)
     assert optimum is not None

@@ -8,7 +8,13 @@ import pytest
 from optimizer.config import generate_fabric, load_fabric
 from optimizer.errors import ConfigError, InfeasibleError
 from optimizer.fabric import Block, Ocs, OcsSides, build_fabric
-from optimizer.mapping import MappingResult, change_lower_bound, map_topology, pair_domain_limit
+from optimizer.mapping import (
+    MappingOptions,
+    MappingResult,
+    change_lower_bound,
+    map_topology,
+    pair_domain_limit,
+)
 from optimizer.topology import Circuit, Topology, mesh_topology, uniform_mesh
 from tests.support import CONFIGS, shipped_fabric
 from tests.support.circuit_checker import (
@@ -74,7 +80,7 @@ def test_mapping_skewed_topology_is_valid_and_balanced():
     mesh = uniform_mesh(fabric)
     rng = np.random.default_rng(7)
     target = perturb(random_topology(fabric, rng, fill=0.9), 30, rng)
-    result = map_topology(fabric, target, mesh, rebalance=True)
+    result = map_topology(fabric, target, mesh, options=MappingOptions(rebalance=True))
     assert_valid(fabric, result, target)
     assert_accounting(result, mesh)
     assert result.domain_balanced
@@ -88,7 +94,7 @@ def test_mapping_full_fabric_balance_is_best_effort_and_reported():
     fabric = shipped_fabric("fabric-hybrid-8")
     mesh = uniform_mesh(fabric)
     target = perturb(mesh_topology(fabric), 30, np.random.default_rng(7))
-    result = map_topology(fabric, target, mesh, rebalance=True)
+    result = map_topology(fabric, target, mesh, options=MappingOptions(rebalance=True))
     assert_valid(fabric, result, target)
     problems = domain_balance_problems(wiring_rows(fabric), ocs_rows(fabric), circuit_rows(result.circuits))
     assert len(problems) == len(result.balance_violations) <= 4
@@ -197,7 +203,7 @@ def test_pair_domain_limit_rounds_the_share_up(count, domains, limit, kept_after
 def test_mapping_keeps_every_pair_when_a_domain_is_lost():
     fabric = generate_fabric(8, 64, 8, 72, domains=4)
     target = perturb(mesh_topology(fabric), 60, np.random.default_rng(11))
-    result = map_topology(fabric, target, uniform_mesh(fabric), rebalance=True)
+    result = map_topology(fabric, target, uniform_mesh(fabric), options=MappingOptions(rebalance=True))
     assert result.domain_balanced
     for d, top in result.per_domain.items():
         left = np.asarray(target.counts) - np.asarray(top.counts)
@@ -211,7 +217,7 @@ def test_mapping_rebalances_a_current_state_piled_into_one_domain():
     target = Topology.from_circuits(fabric, crowded)
     kept_as_is = map_topology(fabric, target, crowded)
     assert kept_as_is.removed == 0 and not kept_as_is.domain_balanced
-    result = map_topology(fabric, target, crowded, rebalance=True)
+    result = map_topology(fabric, target, crowded, options=MappingOptions(rebalance=True))
     assert result.domain_balanced
     assert_valid(fabric, result, target)
 
@@ -321,7 +327,7 @@ def test_mapping_fast_mode_is_valid_too():
     fabric = generate_fabric(8, 64, 8, 72, domains=4)
     mesh = uniform_mesh(fabric)
     target = gravity_topology(fabric, np.random.default_rng(3), 1.0)
-    result = map_topology(fabric, target, mesh, exchange_plan=False)
+    result = map_topology(fabric, target, mesh, options=MappingOptions(exchange_plan=False))
     assert_valid(fabric, result, target)
     assert_accounting(result, mesh)
 

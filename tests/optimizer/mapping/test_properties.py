@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from optimizer.errors import InfeasibleError
 from optimizer.fabric import Block, Ocs, OcsSides, build_fabric
-from optimizer.mapping import map_topology
+from optimizer.mapping import MappingOptions, map_topology
 from optimizer.topology import Topology, uniform_mesh
 from tests.support.circuit_checker import (
     check_mapping,
@@ -100,7 +100,7 @@ def test_mapping_random_fabrics_balance_pairs_when_ports_are_spare(fabric, seed)
         return
     rng = np.random.default_rng(seed)
     target = random_topology(fabric, rng, fill=0.75)
-    result = map_topology(fabric, target, (), rebalance=True)
+    result = map_topology(fabric, target, (), options=MappingOptions(rebalance=True))
     assert not check_mapping(fabric, result.circuits, as_pairs(target))
     assert result.domain_balanced, result.balance_violations
 

@@ -8,7 +8,7 @@ import pytest
 from benchmarks.mapping_optimum import exact_removed
 from optimizer.budget import TimeBudget
 from optimizer.fabric import Fabric
-from optimizer.mapping import build_port_model, domain_layout, map_topology
+from optimizer.mapping import MappingOptions, build_port_model, domain_layout, map_topology
 from optimizer.mapping.ports import PortModel
 from optimizer.mapping.regroup import regroup
 from optimizer.topology import Circuit, Topology, mesh_topology, uniform_mesh
@@ -26,8 +26,8 @@ def test_regrouping_tears_down_fewer_circuits_on_a_sparse_fabric(seed: int) -> N
     fabric = jupiter_like(blocks=16, ocs=16)
     mesh = uniform_mesh(fabric)
     target = perturb(mesh_topology(fabric), 10, np.random.default_rng(seed))
-    plain = map_topology(fabric, target, mesh, rebalance=True, regroup_ocs=False)
-    regrouped = map_topology(fabric, target, mesh, rebalance=True)
+    plain = map_topology(fabric, target, mesh, options=MappingOptions(rebalance=True, regroup_ocs=False))
+    regrouped = map_topology(fabric, target, mesh, options=MappingOptions(rebalance=True))
     assert check_mapping(fabric, regrouped.circuits, as_pairs(target)) == []
     assert regrouped.removed < plain.removed
     assert regrouped.removed <= 1.25 * {1: 37, 2: 30}[seed]
@@ -45,8 +45,8 @@ def test_regrouping_reaches_the_exact_optimum_on_a_small_sparse_fabric(seed: int
     target = perturb(mesh_topology(fabric), 4, np.random.default_rng(seed))
     best, status = exact_removed(fabric, target, mesh, time_limit=60.0)
     assert best is not None, status
-    plain = map_topology(fabric, target, mesh, rebalance=True, regroup_ocs=False)
-    regrouped = map_topology(fabric, target, mesh, rebalance=True)
+    plain = map_topology(fabric, target, mesh, options=MappingOptions(rebalance=True, regroup_ocs=False))
+    regrouped = map_topology(fabric, target, mesh, options=MappingOptions(rebalance=True))
     assert check_mapping(fabric, regrouped.circuits, as_pairs(target)) == []
     assert regrouped.balance_violations == ()
     assert plain.removed > best
@@ -58,7 +58,7 @@ def _per_ocs_start(
 ) -> tuple[PortModel, list[np.ndarray], list[int], np.ndarray]:
     """The mapping without the pass, as the pass sees it: per-OCS directed counts, the OCS
     models, the domain of each OCS and the domains' pair limits."""
-    start = map_topology(fabric, target, mesh, rebalance=True, regroup_ocs=False)
+    start = map_topology(fabric, target, mesh, options=MappingOptions(rebalance=True, regroup_ocs=False))
     model = build_port_model(fabric, sorted(mesh))
     names = fabric.block_names
     n = len(names)
@@ -108,8 +108,8 @@ def test_dense_fabrics_are_not_regrouped() -> None:
     fabric = jupiter_like(blocks=8, ocs=32)
     mesh = uniform_mesh(fabric)
     target = perturb(mesh_topology(fabric), 6, np.random.default_rng(1))
-    with_pass = map_topology(fabric, target, mesh, rebalance=True)
-    without = map_topology(fabric, target, mesh, rebalance=True, regroup_ocs=False)
+    with_pass = map_topology(fabric, target, mesh, options=MappingOptions(rebalance=True))
+    without = map_topology(fabric, target, mesh, options=MappingOptions(rebalance=True, regroup_ocs=False))
     assert sorted(with_pass.circuits) == sorted(without.circuits)
 
 
@@ -118,8 +118,8 @@ def test_regrouping_gives_the_same_circuits_for_the_same_input() -> None:
     fabric = jupiter_like(blocks=12, ocs=32)
     mesh = uniform_mesh(fabric)
     target = perturb(mesh_topology(fabric), 16, np.random.default_rng(2))
-    first = map_topology(fabric, target, mesh, rebalance=True)
-    again = map_topology(fabric, target, mesh, rebalance=True)
+    first = map_topology(fabric, target, mesh, options=MappingOptions(rebalance=True))
+    again = map_topology(fabric, target, mesh, options=MappingOptions(rebalance=True))
     assert sorted(first.circuits) == sorted(again.circuits)
 
 
@@ -143,7 +143,9 @@ def test_regrouping_writes_nothing_to_stdout(capfd: pytest.CaptureFixture[str]) 
     mesh = uniform_mesh(fabric)
     target = perturb(mesh_topology(fabric), 4, np.random.default_rng(1))
     capfd.readouterr()
-    regrouped = map_topology(fabric, target, mesh, rebalance=True)
-    assert regrouped.removed < map_topology(fabric, target, mesh, rebalance=True, regroup_ocs=False).removed
+    regrouped = map_topology(fabric, target, mesh, options=MappingOptions(rebalance=True))
+    assert regrouped.removed < map_topology(
+        fabric, target, mesh, options=MappingOptions(rebalance=True, regroup_ocs=False)
+    ).removed
     out, _ = capfd.readouterr()
     assert out == ""

@@ -11,7 +11,7 @@ import optimizer.mapping.mapper as mapping_module
 from benchmarks.mapping_bound import wiring_lower_bound
 from benchmarks.mapping_optimum import exact_removed
 from optimizer.fabric import Side
-from optimizer.mapping import map_topology
+from optimizer.mapping import MappingOptions, map_topology
 from optimizer.mapping.ports import build_port_model
 from optimizer.mapping.repair import repair_from_current
 from optimizer.topology import Circuit, Topology, mesh_topology, uniform_mesh
@@ -88,10 +88,12 @@ def test_repair_tears_down_fewer_circuits_than_recolouring_alone(seed: int, monk
     fabric = jupiter_like(blocks=16, ocs=64)
     mesh = uniform_mesh(fabric)
     target = perturb(mesh_topology(fabric), 40, np.random.default_rng(seed))
-    with_repair = map_topology(fabric, target, mesh, dive=False, resolve_domains=False)
+    with_repair = map_topology(
+        fabric, target, mesh, options=MappingOptions(dive=False, resolve_domains=False)
+    )
     assert check_mapping(fabric, with_repair.circuits, as_pairs(target)) == []
     without_repair(monkeypatch)
-    before = map_topology(fabric, target, mesh, dive=False, resolve_domains=False)
+    before = map_topology(fabric, target, mesh, options=MappingOptions(dive=False, resolve_domains=False))
     assert with_repair.removed < before.removed
 
 
@@ -122,9 +124,13 @@ def test_global_repair_lets_a_change_land_in_the_cheapest_domain(monkeypatch) ->
     # without the regrouping pass, which can move changes between domains too (test_regroup.py),
     # the exact re-solve of each domain (test_resolve.py) and the dive (test_dive.py), each a
     # candidate that can beat both repairs
-    both = map_topology(fabric, target, mesh, regroup_ocs=False, resolve_domains=False, dive=False)
+    both = map_topology(
+        fabric, target, mesh, options=MappingOptions(regroup_ocs=False, resolve_domains=False, dive=False)
+    )
     assert check_mapping(fabric, both.circuits, as_pairs(target)) == []
     assert both.domain_balanced
     monkeypatch.setattr(mapping_module, "_repair_globally", lambda *args: None)
-    per_domain = map_topology(fabric, target, mesh, regroup_ocs=False, resolve_domains=False, dive=False)
+    per_domain = map_topology(
+        fabric, target, mesh, options=MappingOptions(regroup_ocs=False, resolve_domains=False, dive=False)
+    )
     assert both.removed < per_domain.removed

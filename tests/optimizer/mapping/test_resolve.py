@@ -7,7 +7,7 @@ import numpy as np
 import benchmarks.mapping_optimum as mapping_optimum
 import optimizer.mapping.mapper as mapping_module
 from optimizer.fabric import Block, Ocs, OcsSides, build_fabric
-from optimizer.mapping import build_port_model, map_topology
+from optimizer.mapping import MappingOptions, build_port_model, map_topology
 from optimizer.mapping.mapper import domain_pair_counts
 from optimizer.mapping.regroup import resolve_domain
 from optimizer.topology import Topology, mesh_topology, uniform_mesh
@@ -23,7 +23,7 @@ def test_each_domain_reaches_the_exact_optimum_of_its_split(monkeypatch) -> None
     fabric = jupiter_like(blocks=8, ocs=32)
     mesh = uniform_mesh(fabric)
     target = gravity_topology(fabric, np.random.default_rng(1), 1.0)
-    without = map_topology(fabric, target, mesh, resolve_domains=False)
+    without = map_topology(fabric, target, mesh, options=MappingOptions(resolve_domains=False))
     resolved = map_topology(fabric, target, mesh)
     assert check_mapping(fabric, resolved.circuits, as_pairs(target)) == []
     assert resolved.balance_violations == without.balance_violations
@@ -52,8 +52,9 @@ def test_a_domain_too_big_to_solve_is_left_as_mapped(monkeypatch) -> None:
     monkeypatch.setattr(mapping_module, "DOMAIN_COLUMNS", 10)
     # (where the guide-fixed MIP would run instead: tests/optimizer/mapping/test_guide_fixed.py)
     monkeypatch.setattr(mapping_module, "guide_fixes", lambda *args: False)
-    assert map_topology(fabric, target, mesh).circuits == map_topology(
-        fabric, target, mesh, resolve_domains=False).circuits
+    assert map_topology(
+        fabric, target, mesh
+    ).circuits == map_topology(fabric, target, mesh, options=MappingOptions(resolve_domains=False)).circuits
 
 
 def test_a_domain_with_any_sided_ocses_is_not_resolved() -> None:
@@ -78,10 +79,10 @@ def test_balance_comes_before_circuits_kept(monkeypatch) -> None:
     fabric = jupiter_like(blocks=16, ocs=32)
     mesh = uniform_mesh(fabric)
     target = perturb(mesh_topology(fabric), 10, np.random.default_rng(1))
-    result = map_topology(fabric, target, mesh, regroup_ocs=False)
+    result = map_topology(fabric, target, mesh, options=MappingOptions(regroup_ocs=False))
     assert check_mapping(fabric, result.circuits, as_pairs(target)) == []
     assert result.domain_balanced
     monkeypatch.setattr(mapping_module, "_repair_globally", lambda *args: None)
-    unbalanced = map_topology(fabric, target, mesh, regroup_ocs=False)
+    unbalanced = map_topology(fabric, target, mesh, options=MappingOptions(regroup_ocs=False))
     assert not unbalanced.domain_balanced
     assert unbalanced.removed < result.removed

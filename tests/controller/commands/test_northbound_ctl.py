@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.api import MaintenanceKind
 from controller.cli import main
 from controller.northbound import NorthboundServers
+from controller.northbound.api import MaintenanceKind
 from southbound.tls import ServerTlsConfig
 from tests.support.cli_helpers import run_cli
 from tests.support.northbound_fake import HISTORY, MATRICES, PLAN, TOPOLOGY, FakeControllerApi, serving

@@ -13,9 +13,9 @@ from typing import Any
 import grpc
 import pytest
 
-from controller.api import ApiError, ApiErrorCode, MaintenanceKind
 from controller.cli import main
-from controller.daemon_api import DaemonApi
+from controller.northbound.api import ApiError, ApiErrorCode, MaintenanceKind
+from controller.northbound.daemon_api import DaemonApi
 from controller.northbound.events import EventHub, UnknownEventKinds, WatchersExhausted
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc

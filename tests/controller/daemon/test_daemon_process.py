@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.api import ApiError, ApiErrorCode, MaintenanceKind
 from controller.northbound import ControllerClient, ControllerClientError
+from controller.northbound.api import ApiError, ApiErrorCode, MaintenanceKind
 from controller.reconfig.journal import IntentState, Journal, StepState
 from optimizer.topology import Circuit
 from optimizer.traffic import TrafficMatrix, hotspot_matrix, uniform_matrix
@@ -71,7 +71,7 @@ def test_a_daemon_killed_during_a_step_resumes_and_applies_nothing_twice(tmp_pat
             recovery = wait_for(paused_at_step, 60, what=f"the daemon at {point}")
             stage = recovery.last_step.stage
             plan = recovery.intent.plan
-            touched = {o for o, _, _ in plan["stages"][stage]["add"] + plan["stages"][stage]["remove"]}
+            touched = {c.ocs for c in (*plan.stages[stage].add, *plan.stages[stage].remove)}
             if when == "after":  # the device has applied; the journal does not know yet
                 wait_for(
                     lambda: all(fabric.ocs[o].generation > initial[o] for o in touched),
@@ -101,7 +101,7 @@ def test_a_daemon_killed_during_a_step_resumes_and_applies_nothing_twice(tmp_pat
         # Circuits end as the journal says, and that is the plan's topology.
         record = journal.current_topology()
         assert device_circuits(fabric) == frozenset(record.circuits)
-        assert record.topology.to_json() == plan["topology"]
+        assert record.topology.to_json() == plan.to_json()["topology"]
         # Nothing applied twice: each OCS of the interrupted stage moved one generation.
         for ocs in touched:
             assert fabric.ocs[ocs].generation == initial[ocs] + 1, ocs
@@ -161,11 +161,11 @@ def test_a_demand_shift_is_replanned_and_the_measured_mlu_meets_the_prediction(t
                 )
                 assert intent.state is IntentState.DONE, (intent.reason, log_tail(log))
                 assert intent.trigger == "auto"
-                planned = intent.plan["planned_mlu"]
+                planned = intent.plan.planned_mlu
                 time.sleep(1.5)  # a TE cycle on the measured matrix
                 measured = fabric.stats().mlu
                 assert abs(measured - planned) <= 0.05 * planned, (measured, planned)
-                assert measured < intent.plan["current_mlu"]
+                assert measured < intent.plan.current_mlu
                 journal.close()
         finally:
             assert stop_process(proc) == 0, log_tail(log)
@@ -329,7 +329,7 @@ def test_a_daemon_killed_while_rolling_back_finishes_the_rollback_after_a_restar
                 60,
                 what="the drain verified",
             )
-            ocs = recovery.intent.plan["stages"][0]["add"][0][0]
+            ocs = recovery.intent.plan.stages[0].add[0].ocs
             fabric.kill_agent(ocs)
             wait_for(lambda: "executor paused before rollback" in log.read_text(), 60, what="the rollback")
             os.killpg(first.pid, signal.SIGKILL)

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from controller.api import ApiError, ApiErrorCode, MaintenanceKind, Phase
 from controller.config import load_controller_config
 from controller.daemon import Daemon
-from controller.daemon_api import DaemonApi
+from controller.northbound.api import ApiError, ApiErrorCode, MaintenanceKind, Phase
+from controller.northbound.daemon_api import DaemonApi
 from controller.reconfig.journal import IntentState, StepState
 from emulation.fabric import EmulatedFabric
 from optimizer.topology import Circuit
@@ -106,15 +106,15 @@ def test_a_full_reconfiguration_loses_nothing_and_stays_under_the_stage_threshol
     assert end.dropped_bytes == start.dropped_bytes  # no link was ever over capacity
     assert peak <= 0.8 + 1e-9
     steps = ctl.daemon.journal.steps(intent.id)
-    stages = len(intent.plan["stages"])
+    stages = len(intent.plan.stages)
     assert len(steps) == 5 * stages and all(s.state is StepState.DONE for s in steps)
     # The devices hold exactly what the journal says, which is the plan's topology.
     record = ctl.daemon.journal.current_topology()
     assert ctl.device_circuits() == frozenset(record.circuits)
-    assert record.topology.to_json() == intent.plan["topology"]
+    assert record.topology.to_json() == intent.plan.to_json()["topology"]
     # Fresh TE on the new topology brings the MLU down to what the planner predicted.
     wait_for(
-        lambda: ctl.fabric.stats().mlu <= intent.plan["planned_mlu"] * 1.05,
+        lambda: ctl.fabric.stats().mlu <= intent.plan.planned_mlu * 1.05,
         10,
         what="the measured MLU near the plan",
     )
@@ -129,7 +129,7 @@ def test_an_ocs_agent_killed_mid_stage_rolls_the_stage_back_and_te_goes_on(contr
     def kill_at_verify(kind: str, d: dict[str, Any]) -> None:
         if kind == "step" and d["step"] == "verify_drain" and d["event"] == "started" and not killed:
             plan = ctl.daemon.journal.intent(d["intent"]).plan
-            ocs = plan["stages"][d["stage"]]["add"][0][0]
+            ocs = plan.stages[d["stage"]].add[0].ocs
             ctl.fabric.kill_agent(ocs)
             killed.append(ocs)
 
@@ -299,12 +299,12 @@ def test_new_links_that_fail_qualification_are_quarantined_or_roll_the_stage_bac
 
     def cut_before_apply(kind: str, d: dict[str, Any]) -> None:
         if kind == "step" and d["step"] == "apply_ocs" and d["event"] == "started" and not cut:
-            adds = ctl.daemon.journal.intent(d["intent"]).plan["stages"][d["stage"]]["add"]
+            adds = ctl.daemon.journal.intent(d["intent"]).plan.stages[d["stage"]].add
             chosen = adds[: max(1, int(len(adds) * cut_share))]
-            for ocs, a, b in chosen:
-                end = Circuit(ocs, a, b).ends(ctl.fabric.fabric)[0]
+            for circuit in chosen:
+                end = circuit.ends(ctl.fabric.fabric)[0]
                 ctl.fabric.fail_link(end.block, end.block_port)
-                cut.append(Circuit(ocs, a, b))
+                cut.append(circuit)
 
     ctl.hooks.append(cut_before_apply)
     intent = wait_for(ctl.finished_intent, 90, what="the reconfiguration to end")
@@ -364,7 +364,7 @@ def test_a_reviewed_plan_is_applied_exactly_or_refused_once_the_fabric_moved(con
     started = api.trigger_toe(plan_id=dry.plan_id)
     assert started.accepted and started.reconfiguration_id is not None
     intent = ctl.daemon.journal.intent(started.reconfiguration_id)
-    assert intent.plan["stages"] == dry.plan["stages"]  # exactly the reviewed stages
+    assert intent.plan.to_json()["stages"] == dry.plan["stages"]  # exactly the reviewed stages
     ok, message = wait_for_reconfiguration(api, started.reconfiguration_id, None, timeout=90, poll_s=0.2)
     assert ok, message
     assert f"reconfiguration {started.reconfiguration_id} done" in message

@@ -11,6 +11,7 @@ from optimizer.te import min_mlu
 from optimizer.topology import mesh_topology, uniform_mesh
 from optimizer.traffic import gravity_matrix
 from tests.support import shipped_fabric
+from tests.support.plans import small_plan, stage
 from tests.support.toe_support import swap_rewire
 
 FABRIC = shipped_fabric("fabric-8")
@@ -50,7 +51,7 @@ def test_reasons_for_refusing_a_reviewed_plan() -> None:
 
 def test_old_plans_are_forgotten() -> None:
     store, reviewed, _ = _reviewed(0.3)
-    store.add({"stages": [1]}, frozenset())
-    store.add({"stages": [2]}, frozenset())
+    store.add(small_plan(stages=[stage(0, domain=1)]), frozenset())
+    store.add(small_plan(stages=[stage(0, domain=2)]), frozenset())
     with pytest.raises(PlanNotFound, match="last 2 dry runs"):
         store.get(reviewed.plan_id)

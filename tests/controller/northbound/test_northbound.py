@@ -18,7 +18,6 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from controller.api import ApiError, ApiErrorCode, MaintenanceKind, Phase, StatusSnapshot
 from controller.metrics import ControllerMetrics
 from controller.northbound import (
     ControllerClient,
@@ -28,6 +27,7 @@ from controller.northbound import (
     convert,
     start_northbound,
 )
+from controller.northbound.api import ApiError, ApiErrorCode, MaintenanceKind, Phase, StatusSnapshot
 from controller.northbound.errors import API_ERROR_METADATA_KEY, STATUS_OF_API_ERROR
 from controller.northbound.proto import TREE
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb

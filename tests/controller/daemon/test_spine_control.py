@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from controller.api import MaintenanceKind
 from controller.config import load_controller_config
 from controller.daemon import Daemon
-from controller.daemon_api import DaemonApi
+from controller.northbound.api import MaintenanceKind
+from controller.northbound.daemon_api import DaemonApi
 from emulation.fabric import EmulatedFabric
 from optimizer.traffic import hotspot_matrix
 from tests.support.daemon_support import CONFIGS, controller_config, running_fabric, wait_for
@@ -210,7 +210,7 @@ def test_a_reconfiguration_stops_before_a_stage_that_would_switch_an_ocs_under_m
     def drain_next_stage_ocs(kind: str, details: dict[str, Any]) -> None:
         if kind == "stage" and details["event"] == "done" and details["stage"] == 0 and not drained:
             plan = h.daemon.journal.intent(details["intent"]).plan
-            ocs = sorted({c[0] for c in (*plan["stages"][1]["remove"], *plan["stages"][1]["add"])})[0]
+            ocs = sorted({c.ocs for c in (*plan.stages[1].remove, *plan.stages[1].add)})[0]
             drained.append(ocs)
             held.update({ocs: set(h.fabric.ocs[ocs].established())})
             h.api.set_maintenance(MaintenanceKind.OCS, ocs, True)

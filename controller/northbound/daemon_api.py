@@ -1,4 +1,4 @@
-"""The daemon's :class:`~controller.api.ControllerApi`: quick, thread-safe, long work queued.
+"""The daemon's :class:`~controller.northbound.api.ControllerApi`: quick, thread-safe, long work queued.
 
 Reads come from the status board and the journal (both thread-safe); requests that change
 something are validated here (a bad one raises :class:`ApiError`, the daemon keeps running)
@@ -13,7 +13,10 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
-from controller.api import (
+from controller.daemon.leadership import NotLeading
+from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, SetToePaused, ToeTrigger
+from controller.drain_guard import check_drain
+from controller.northbound.api import (
     ApiError,
     ApiErrorCode,
     ControllerApi,
@@ -22,9 +25,6 @@ from controller.api import (
     StatusSnapshot,
     ToeRequestResult,
 )
-from controller.daemon.leadership import NotLeading
-from controller.decision import Maintenance, MaintenanceTarget, SetMaintenance, SetToePaused, ToeTrigger
-from controller.drain_guard import check_drain
 from controller.reconfig.journal import IntentRecord, JournalError, StepRecord
 from controller.reconfig.reviewed import PlanNotFound
 from controller.ui.facts import devices_json, fabric_json, reconfiguration_json
@@ -60,7 +60,7 @@ def _matrix_json(matrix: TrafficMatrix | None) -> dict[str, dict[str, float]] | 
 def reconfiguration_view(intent: IntentRecord, steps: list[StepRecord]) -> dict[str, Any]:
     """One reconfiguration as ``ControllerApi.reconfiguration`` returns it: the plan's stages
     (what each removes and adds, its MLU checks) and every step the executor journaled."""
-    plan = intent.plan if isinstance(intent.plan, dict) else {}
+    plan = intent.plan.to_json()
 
     def number(value: Any) -> float | None:
         return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
@@ -207,7 +207,7 @@ class DaemonApi(ControllerApi):
             raise ApiError(ApiErrorCode.UNAVAILABLE, self._no_journal())
         out = []
         for intent in journal.reconfigurations(limit):
-            plan = intent.plan if isinstance(intent.plan, dict) else {}
+            plan = intent.plan.to_json()
             out.append(
                 {
                     **intent.summary_json(),
@@ -257,8 +257,8 @@ class DaemonApi(ControllerApi):
                 raise ApiError(ApiErrorCode.FAILED_PRECONDITION, f"cannot plan: {exc}") from exc
             finally:
                 self._dry_run_slots.release()
-            plan_id = proposal.plan.get("plan_id")
-            return ToeRequestResult(True, True, proposal.verdict.reason, proposal.plan, plan_id)
+            plan_id = proposal.plan.plan_id
+            return ToeRequestResult(True, True, proposal.verdict.reason, proposal.plan.to_json(), plan_id)
         if self.daemon.board.get("reconfiguration_id") is not None:
             raise ApiError(ApiErrorCode.FAILED_PRECONDITION, "a reconfiguration is already in flight")
         self._queue(ToeTrigger("operator"))

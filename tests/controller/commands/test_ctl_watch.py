@@ -14,11 +14,11 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from controller.api import Phase, StatusSnapshot
 from controller.commands import ctl_tables
 from controller.commands.ctl import CTL_READ_RETRY
 from controller.metrics import ControllerMetrics
 from controller.northbound import ControllerClient, start_northbound
+from controller.northbound.api import Phase, StatusSnapshot
 from controller.northbound.events import EventHub, event_message
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 from tests.support import ROOT

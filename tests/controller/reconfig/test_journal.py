@@ -23,10 +23,11 @@ from controller.reconfig.journal import (
     StepState,
 )
 from controller.reconfig.journal_schema import LATEST_VERSION
-from optimizer.topology import Topology, uniform_mesh
+from optimizer.topology import Circuit, Topology, uniform_mesh
 from optimizer.traffic import TrafficMatrix, gravity_matrix
 from tests.support import ROOT, shipped_fabric
 from tests.support.etcd_cluster import etcd_cluster
+from tests.support.plans import small_plan, stage
 
 FABRIC = shipped_fabric("fabric-4")
 
@@ -104,7 +105,7 @@ def test_an_existing_empty_database_is_migrated_from_version_0(tmp_path: Path) -
     conn.close()
     with Journal(path) as j:
         assert j.schema_version == LATEST_VERSION and j.journal_mode() == "wal"
-        assert j.begin_intent({"n": 1}).id == 1
+        assert j.begin_intent(small_plan(1)).id == 1
 
 
 def test_a_journal_from_a_newer_controller_is_refused(tmp_path: Path) -> None:
@@ -155,7 +156,7 @@ def test_a_directory_is_not_a_journal(tmp_path: Path) -> None:
 
 
 def test_intent_and_steps_round_trip(journal: Journal) -> None:
-    plan = {"stages": [{"domain": 0, "add": [["ocs1", 0, 40]], "remove": []}], "mlu": 0.42}
+    plan = small_plan(stages=[stage(0, add=[Circuit("ocs1", 0, 40)])], planned_mlu=0.42)
     intent = journal.begin_intent(plan, trigger="operator")
     assert intent.in_progress and intent.plan == plan and intent.trigger == "operator"
     payloads = {}
@@ -174,16 +175,16 @@ def test_intent_and_steps_round_trip(journal: Journal) -> None:
 
 
 def test_only_one_intent_and_one_open_step_at_a_time(journal: Journal) -> None:
-    first = journal.begin_intent({"n": 1})
+    first = journal.begin_intent(small_plan(1))
     with pytest.raises(JournalError, match="still in progress"):
-        journal.begin_intent({"n": 2})
+        journal.begin_intent(small_plan(2))
     journal.begin_step(first.id, 0, StepName.DRAIN)
     with pytest.raises(JournalError, match="not finished"):
         journal.begin_step(first.id, 0, StepName.VERIFY_DRAIN)
 
 
 def test_step_state_transitions_are_checked(journal: Journal) -> None:
-    intent = journal.begin_intent({})
+    intent = journal.begin_intent(small_plan())
     step = journal.begin_step(intent.id, 0, StepName.APPLY_OCS, {"circuits": 4})
     failed = journal.fail_step(step.id, "ocs2 unavailable")
     assert failed.state is StepState.FAILED and failed.error == "ocs2 unavailable"
@@ -202,7 +203,7 @@ def test_step_state_transitions_are_checked(journal: Journal) -> None:
 
 
 def test_recovery_point_names_the_last_step_and_whether_it_completed(journal: Journal) -> None:
-    intent = journal.begin_intent({"stages": 2})
+    intent = journal.begin_intent(small_plan(stages=[stage(0), stage(1)]))
     s1 = journal.begin_step(intent.id, 0, StepName.DRAIN)
     point = journal.recovery_point()
     assert point is not None and point.interrupted_step == s1 and not point.last_step_completed
@@ -216,17 +217,17 @@ def test_recovery_point_names_the_last_step_and_whether_it_completed(journal: Jo
 def test_history_of_reconfigurations_is_newest_first(journal: Journal) -> None:
     ids = []
     for n in range(3):
-        intent = journal.begin_intent({"n": n})
+        intent = journal.begin_intent(small_plan(n))
         journal.finish_intent(intent.id, IntentState.DONE if n != 1 else IntentState.CANCELLED)
         ids.append(intent.id)
     history = journal.reconfigurations()
     assert [r.id for r in history] == ids[::-1]
-    assert [r.plan["n"] for r in journal.reconfigurations(limit=1, offset=1)] == [1]
+    assert [r.plan.reason for r in journal.reconfigurations(limit=1, offset=1)] == ["plan 1"]
 
 
 def test_a_failed_group_of_writes_leaves_nothing(journal: Journal) -> None:
     with pytest.raises(RuntimeError), journal.transaction():
-        intent = journal.begin_intent({"x": 1})
+        intent = journal.begin_intent(small_plan())
         journal.begin_step(intent.id, 0, StepName.DRAIN)
         raise RuntimeError("crash between the writes")
     assert journal.in_flight_intent() is None and journal.reconfigurations() == []
@@ -234,7 +235,7 @@ def test_a_failed_group_of_writes_leaves_nothing(journal: Journal) -> None:
 
 def test_values_that_are_not_json_are_refused(journal: Journal) -> None:
     with pytest.raises(JournalError, match="not JSON"):
-        journal.begin_intent({"bad": object()})
+        journal.begin_intent(small_plan(current_mlu=float("nan")))
     with pytest.raises(JournalError, match="not JSON"):
         journal.put_state("x", float("nan"))
 
@@ -248,8 +249,9 @@ def test_an_interrupted_step_is_found_by_a_new_process(tmp_path: Path) -> None:
         f"""
         import os, signal
         from controller.reconfig.journal import Journal, StepName
+        from tests.support.plans import small_plan, stage
         j = Journal({str(path)!r})
-        intent = j.begin_intent({{"stages": [{{"domain": 1}}]}})
+        intent = j.begin_intent(small_plan(stages=[stage(0, domain=1)]))
         step = j.begin_step(intent.id, 0, StepName.DRAIN, {{"links": ["b1-b2"]}})
         j.complete_step(step.id)
         j.begin_step(intent.id, 0, StepName.VERIFY_DRAIN, {{"ports": [3, 4]}})
@@ -264,7 +266,8 @@ def test_an_interrupted_step_is_found_by_a_new_process(tmp_path: Path) -> None:
         with Journal({str(path)!r}) as j:
             point = j.recovery_point()
             last = point.last_step
-            print(json.dumps({{"intent": point.intent.id, "plan": point.intent.plan, "name": last.name,
+            plan = point.intent.plan.to_json()
+            print(json.dumps({{"intent": point.intent.id, "plan": plan, "name": last.name,
                               "state": last.state.value, "payload": last.payload,
                               "completed": point.last_step_completed, "steps": len(point.steps)}}))
         """
@@ -273,7 +276,7 @@ def test_an_interrupted_step_is_found_by_a_new_process(tmp_path: Path) -> None:
     seen = json.loads(reader.stdout)
     assert seen == {
         "intent": 1,
-        "plan": {"stages": [{"domain": 1}]},
+        "plan": small_plan(stages=[stage(0, domain=1)]).to_json(),
         "name": "verify_drain",
         "state": "intent",
         "payload": {"ports": [3, 4]},
@@ -285,7 +288,7 @@ def test_an_interrupted_step_is_found_by_a_new_process(tmp_path: Path) -> None:
 def test_readers_see_committed_state_while_a_writer_holds_a_transaction(tmp_path: Path) -> None:
     path = tmp_path / "wal.db"
     with Journal(path) as writer, Journal(path) as reader:
-        committed = writer.begin_intent({"n": 1})
+        committed = writer.begin_intent(small_plan(1))
         with writer.transaction():
             writer.begin_step(committed.id, 0, StepName.DRAIN)
             assert reader.steps(committed.id) == []  # not committed yet, and not blocked
@@ -315,7 +318,7 @@ def test_topology_and_circuits_round_trip(journal: Journal) -> None:
     assert journal.current_topology() is None
     circuits = uniform_mesh(FABRIC)
     topology = Topology.from_circuits(FABRIC, circuits)
-    intent = journal.begin_intent({})
+    intent = journal.begin_intent(small_plan())
     journal.save_topology(topology, circuits, intent_id=intent.id)
     record = journal.current_topology()
     assert record is not None and record.intent_id == intent.id

@@ -17,10 +17,8 @@ from controller.sensing.estimation import (
     SampleKind,
     TrafficEstimation,
     classify_interval,
-    matrix_change,
-    matrix_distance,
 )
-from optimizer.traffic import TrafficMatrix
+from optimizer.traffic import TrafficMatrix, matrix_change, matrix_distance
 
 GB = 10**9 // 8  # bytes in one gigabit
 BLOCKS = ("b1", "b2", "b3")
