@@ -157,7 +157,8 @@ def test_devices_file_names_and_addresses() -> None:
 
 def test_output_files_of_emulate_are_checked(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("")
-    refused(check_output_file, tmp_path / "afile" / "d.yaml", "--devices-file", match="cannot create the directory")
+    under_a_file = tmp_path / "afile" / "d.yaml"
+    refused(check_output_file, under_a_file, "--devices-file", match="cannot create the directory")
     refused(check_output_file, tmp_path, "--devices-file", match="is a directory")
     check_output_file(tmp_path / "missing" / "d.yaml", "--devices-file")  # run/ on a fresh clone: made
     assert (tmp_path / "missing").is_dir()
