@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -68,7 +68,8 @@ class Topology:
         return int(self.counts[self.blocks.index(a), self.blocks.index(b)])
 
     def degree(self) -> np.ndarray:
-        return self.counts.sum(axis=1)
+        degree: np.ndarray = self.counts.sum(axis=1)
+        return degree
 
     def links(self) -> list[tuple[str, str, int]]:
         """(a, b, count) for every joined pair, a before b in block order."""
@@ -272,7 +273,7 @@ def uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
 
 def _uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
     candidates: list[tuple[Circuit, ...]] = []
-    builders = [_shift_mesh, _shift_mesh_per_domain]
+    builders: list[Callable[[Fabric], tuple[Circuit, ...]]] = [_shift_mesh, _shift_mesh_per_domain]
     builders += [partial(_assigned_mesh, seed=seed) for seed in range(_ASSIGNMENT_TRIES)]
     for build in builders:
         circuits = build(fabric)
