@@ -132,9 +132,9 @@ def journal_latency(steps: int, tmp: Path) -> dict[str, list[float]]:
             client = EtcdKV(etcd.endpoints)
             lease = client.grant(30)
             client.txn([kv.absent(b"/bench/leader")], [kv.put(b"/bench/leader", b"me", lease)])
-            journal = EtcdJournal(client, "/bench", Guard(b"/bench/leader", lease))
+            etcd_journal = EtcdJournal(client, "/bench", Guard(b"/bench/leader", lease))
             out[f"etcd, {size} member{'s' if size > 1 else ''} (fenced transactions)"] = _step_latency(
-                journal, steps
+                etcd_journal, steps
             )
             client.close()
     return out
