@@ -33,6 +33,7 @@ from controller.ha.etcd_kv import EtcdKV
 from controller.ha.local_etcd import local_etcd
 from controller.northbound import ControllerClient, ControllerClientError
 from controller.reconfig.journal import IntentState, Journal, StepName
+from controller.reconfig.stage_plan import Plan
 from emulation.fabric import EmulatedFabric
 from emulation.service import run as run_fabric
 from optimizer.traffic import uniform_matrix
@@ -112,7 +113,7 @@ def one_failover(replicas: Replicas) -> tuple[float, float]:
 
 
 def _step_latency(journal: Journal | EtcdJournal, steps: int) -> list[float]:
-    intent = journal.begin_intent({"bench": True})
+    intent = journal.begin_intent(Plan("bench", "auto", "journal latency", 0.5, 0.5, 0, 0, ()))
     times = []
     for i in range(steps):
         started = time.perf_counter()
@@ -132,9 +133,9 @@ def journal_latency(steps: int, tmp: Path) -> dict[str, list[float]]:
             client = EtcdKV(etcd.endpoints)
             lease = client.grant(30)
             client.txn([kv.absent(b"/bench/leader")], [kv.put(b"/bench/leader", b"me", lease)])
-            journal = EtcdJournal(client, "/bench", Guard(b"/bench/leader", lease))
+            etcd_journal = EtcdJournal(client, "/bench", Guard(b"/bench/leader", lease))
             out[f"etcd, {size} member{'s' if size > 1 else ''} (fenced transactions)"] = _step_latency(
-                journal, steps
+                etcd_journal, steps
             )
             client.close()
     return out

@@ -85,7 +85,9 @@ def replay(pod: str, series: Series, policy: TePolicy, toe: bool) -> ReplayResul
 
 
 def te_section(limit: int | None) -> tuple[list[str], dict[str, Any]]:
-    rows, pooled, figures = [], {}, {}
+    rows: list[str] = []
+    pooled: dict[tuple[str, str], list[np.ndarray]] = {}
+    figures: dict[str, Any] = {}
     for pod in UNIT_GBPS:
         for number in FILES:
             series = series_of(pod, number)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -116,7 +117,7 @@ DENSE_FABRICS = {16: 64, 32: 128}
 GLOBAL_EXACT_BLOCKS = 16
 
 
-def run_dense(blocks: int, seconds: float) -> dict[str, object]:
+def run_dense(blocks: int, seconds: float) -> dict[str, Any]:
     fabric = jupiter_like(blocks, DENSE_FABRICS[blocks])
     mesh = uniform_mesh(fabric)
     target = plan_topology(fabric, gravity_matrix(fabric, seed=1, load=LOAD, skew=SKEW), mesh).topology
@@ -194,9 +195,9 @@ def main(argv: list[str] | None = None) -> int:
         ("8 blocks x 64, 32 OCS (1N/1S per OCS), 4 domains", generate_fabric(8, 64, 32, 24, domains=4)),
         ("8 blocks x 64, 8 OCS (4N/4S per OCS), 4 domains", generate_fabric(8, 64, 8, 72, domains=4)),
     ):
-        mesh = mesh_topology(fabric)
+        mesh_top = mesh_topology(fabric)
         skewed = gravity_topology(fabric, np.random.default_rng(1), 1.0)
-        swapped = perturb(mesh, len(uniform_mesh(fabric)) // 10, np.random.default_rng(1))
+        swapped = perturb(mesh_top, len(uniform_mesh(fabric)) // 10, np.random.default_rng(1))
         cases.append((label, fabric, "mesh -> gravity (skew 1)", skewed))
         cases.append((label, fabric, "mesh -> 20% swaps", swapped))
     for blocks, n_ocs, swaps in ((16, 16, 10), (12, 32, 16)):

@@ -289,7 +289,7 @@ class Soak:
     def _apply_demand(self) -> None:
         """The current matrix, without the traffic of a block drained for maintenance."""
         matrix = self._matrix
-        if self._block_out is not None:
+        if self._block_out is not None and matrix is not None:
             i = matrix.blocks.index(self._block_out)
             gbps = matrix.gbps.copy()
             gbps[i, :] = 0.0

@@ -158,7 +158,7 @@ class ControlServer:
     @property
     def url(self) -> str:
         host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> str:
         self._thread.start()

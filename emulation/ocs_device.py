@@ -212,10 +212,10 @@ class OcsDevice:
         add: Iterable[tuple[int, int]],
     ) -> tuple[int, bool]:
         """Remove then add, all or nothing. Returns (generation, replayed)."""
-        remove = [CrossConnect(a, b) for a, b in remove]
-        add = [CrossConnect(a, b) for a, b in add]
-        digest = request_digest({"remove": sorted((c.a, c.b) for c in remove),
-                                 "add": sorted((c.a, c.b) for c in add)})
+        removing = [CrossConnect(a, b) for a, b in remove]
+        adding = [CrossConnect(a, b) for a, b in add]
+        digest = request_digest({"remove": sorted((c.a, c.b) for c in removing),
+                                 "add": sorted((c.a, c.b) for c in adding)})
         with self._lock:
             cached = self._replays.get(request_id, expected_generation, digest)
             if cached is not None:
@@ -228,28 +228,28 @@ class OcsDevice:
                     f"{self.generation}",
                     self.generation,
                 )
-            self._validate(remove, add)
-            added = set(add) - set(remove)
+            self._validate(removing, adding)
+            added = set(adding) - set(removing)
             if self.realiser is not None:
-                self.realiser.realise(set(remove) - set(add), set() if self.switching_time_s else added)
+                self.realiser.realise(set(removing) - set(adding), set() if self.switching_time_s else added)
             fault, self._fault = self._fault, None
             snapshot = (self._peer.copy(), dict(self._entries), set(self._pending))
             now = self.clock.now()
-            for c in remove:
+            for c in removing:
                 self._disconnect(c)
-            for i, c in enumerate(add):
-                if fault is ApplyFault.ROLLBACK and i >= len(add) // 2:
+            for i, c in enumerate(adding):
+                if fault is ApplyFault.ROLLBACK and i >= len(adding) // 2:
                     self._peer, self._entries, self._pending = snapshot
                     raise ApplyAborted(
                         f"mirror for ports {c.a}-{c.b} failed to move after "
-                        f"{i} of {len(add)} adds; rolled back to generation {self.generation}",
+                        f"{i} of {len(adding)} adds; rolled back to generation {self.generation}",
                         self.generation,
                     )
                 self._connect(c, now + self.switching_time_s)
             self.generation += 1
             self._replays.put(request_id, expected_generation, self.generation, digest)
-            for c in remove:
-                if c not in add:
+            for c in removing:
+                if c not in adding:
                     self._emit("circuit_down", connect=c, reason="removed")
             self.tick(now)
             if self.realiser is not None:

@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 import numpy as np
 
@@ -29,6 +29,16 @@ DEFAULT_TABLE_CAPACITY = 16384
 DEFAULT_PACKET_BYTES = 1000.0
 
 Table = dict[str, dict[str, int]]
+
+
+class PortRow(TypedDict):
+    """One port as a switch device reports it (see :class:`southbound.types.SwitchPort`)."""
+
+    port: int
+    oper_up: bool
+    drained: bool
+    speed_gbps: float
+    peer: tuple[str, int] | None  # (peer block or spine, its port) from LLDP
 
 
 @dataclass(frozen=True)
@@ -136,7 +146,7 @@ class ServedSwitch(Protocol):
     @property
     def generation(self) -> int: ...
 
-    def ports(self) -> list[dict[str, object]]: ...
+    def ports(self) -> list[PortRow]: ...
 
     def groups(self) -> tuple[int, Table, Table, int]: ...
 
@@ -217,11 +227,11 @@ class BlockSwitch:
     def link_state(self) -> LinkState:
         return self._links.link_state(self.block)
 
-    def ports(self) -> list[dict[str, object]]:
+    def ports(self) -> list[PortRow]:
         links = self.link_state()
         with self._lock:
             drained = self._drained.copy()
-        out = []
+        out: list[PortRow] = []
         for port in range(self.num_ports):
             peer = int(links.peer_node[port])
             out.append(

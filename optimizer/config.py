@@ -96,9 +96,14 @@ class _LimitedLoader(yaml.SafeLoader):
         where = f"line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(self.source, where, problem)
 
+    def _peek(self) -> yaml.Event | None:
+        # types-PyYAML leaves Parser.peek_event unannotated; it returns the next event (None at the end).
+        event: yaml.Event | None = self.peek_event()  # type: ignore[no-untyped-call]
+        return event
+
     def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+        event = self._peek()
+        if isinstance(event, yaml.AliasEvent):
             node = self.anchors.get(event.anchor)
             if node is not None:
                 self._aliases += 1
@@ -112,7 +117,8 @@ class _LimitedLoader(yaml.SafeLoader):
                     )
         self._depth += 1
         if self._depth > limits.MAX_NESTING:
-            self._refuse(self.peek_event().start_mark, f"nested deeper than {limits.MAX_NESTING} levels")
+            mark = event.start_mark if event is not None else None
+            self._refuse(mark, f"nested deeper than {limits.MAX_NESTING} levels")
         try:
             return super().compose_node(parent, index)
         finally:

@@ -7,13 +7,15 @@ YAML) or :func:`build_fabric` (from Python values); both validate and raise
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from optimizer import limits
 from optimizer.errors import ConfigError
+
+_T = TypeVar("_T")
 
 DEFAULT_SPEED_GBPS = 100.0
 
@@ -131,13 +133,14 @@ class Fabric:
         object.__setattr__(self, "_ports_by_ocs", {o: tuple(ports) for o, ports in by_ocs.items()})
         object.__setattr__(self, "_derived", {})
 
-    def derived(self, key: str, compute: Callable[[], Any]) -> Any:
+    def derived(self, key: str, compute: Callable[[], _T]) -> _T:
         """``compute()``, a value that depends on the fabric alone, computed once per fabric
         object (it never changes; e.g. the uniform mesh, which a 64-block plan needs several
         times at ~0.3 s each). The value must be immutable."""
         if key not in self._derived:
             self._derived[key] = compute()
-        return self._derived[key]
+        value: _T = self._derived[key]
+        return value
 
     # -- blocks -------------------------------------------------------------------------
     @property
@@ -241,7 +244,9 @@ def _check_unique_names(
     source: str,
 ) -> None:
     seen: dict[str, str] = {}
-    for section, items in (("blocks", blocks), ("ocs", ocs), ("spine", spine)):
+    sections: tuple[tuple[str, Sequence[Block | Ocs | SpineSwitch]], ...] = (
+        ("blocks", blocks), ("ocs", ocs), ("spine", spine))
+    for section, items in sections:
         for i, item in enumerate(items):
             key = f"{section}[{i}].name"
             if item.name in seen:

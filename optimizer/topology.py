@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -68,7 +68,8 @@ class Topology:
         return int(self.counts[self.blocks.index(a), self.blocks.index(b)])
 
     def degree(self) -> np.ndarray:
-        return self.counts.sum(axis=1)
+        degree: np.ndarray = self.counts.sum(axis=1)
+        return degree
 
     def links(self) -> list[tuple[str, str, int]]:
         """(a, b, count) for every joined pair, a before b in block order."""
@@ -272,7 +273,7 @@ def uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
 
 def _uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
     candidates: list[tuple[Circuit, ...]] = []
-    builders = [_shift_mesh, _shift_mesh_per_domain]
+    builders: list[Callable[[Fabric], tuple[Circuit, ...]]] = [_shift_mesh, _shift_mesh_per_domain]
     builders += [partial(_assigned_mesh, seed=seed) for seed in range(_assignment_tries(fabric))]
     floor = (_fewest_gaps(fabric), 0)  # no mesh scores lower: the first to reach it is kept
     scores: list[tuple[int, int]] = []
@@ -518,8 +519,8 @@ def _close_gaps(fabric: Fabric, circuits: list[Circuit], pair_counts: np.ndarray
     for i in range(n):
         if not donors[i]:
             continue
-        for j in np.flatnonzero(pair_counts[i, i + 1:] == 0) + i + 1:
-            j = int(j)
+        for partner in np.flatnonzero(pair_counts[i, i + 1:] == 0) + i + 1:
+            j = int(partner)
             if not donors[i]:
                 break
             if not donors[j] or pair_counts[i, j]:
@@ -750,7 +751,7 @@ def _interleaved_by_domain(fabric: Fabric) -> list[Ocs]:
 def _sides(fabric: Fabric, ocs: Ocs) -> tuple[dict[str, list[WiredPort]], dict[str, list[WiredPort]]]:
     """An OCS's north and south ports by block (computed once per fabric: do not modify)."""
     every = fabric.derived("ocs_sides", lambda: {o.name: _sides_of(fabric, o) for o in fabric.ocs})
-    return every[ocs.name]  # type: ignore[no-any-return]
+    return every[ocs.name]
 
 
 def _sides_of(fabric: Fabric, ocs: Ocs) -> tuple[dict[str, list[WiredPort]], dict[str, list[WiredPort]]]:

@@ -87,7 +87,7 @@ class DriverRegistry:
         made = _Made(self, device)
         with made.closed_on_error():
             groups, counters, drain = made(GROUPS), made(COUNTERS), made(DRAIN)
-        if groups is counters is drain:
+        if _one_object(groups, counters, drain):
             return cast(PacketSwitch, groups)
         return ComposedSwitch(groups, counters, drain)
 
@@ -96,7 +96,7 @@ class DriverRegistry:
         made = _Made(self, device)
         with made.closed_on_error():
             circuits, events = made(CIRCUITS), made(EVENTS)
-        if circuits is events:
+        if _one_object(circuits, events):
             return cast(OpticalSwitch, circuits)
         return ComposedOcs(circuits, events)
 
@@ -253,3 +253,8 @@ def default_registry() -> DriverRegistry:
     registry = DriverRegistry()
     grpc_transport.register(registry)
     return registry
+
+
+def _one_object(*drivers: object) -> bool:
+    """Whether the drivers of several capabilities are one object (one transport serving them all)."""
+    return all(d is drivers[0] for d in drivers)

@@ -69,8 +69,8 @@ def missing_requirements(system_python: str = SYSTEM_PYTHON) -> str | None:
     if probe.returncode != 0:
         return ("Open vSwitch is not running (start it: /usr/share/openvswitch/scripts/ovs-ctl "
                 "start --system-id=random)")
-    probe = subprocess.run([system_python, "-c", "import mininet.net"], capture_output=True)
-    if probe.returncode != 0:
+    imports = subprocess.run([system_python, "-c", "import mininet.net"], capture_output=True)
+    if imports.returncode != 0:
         return f"{system_python} cannot import mininet (apt install mininet)"
     return None
 

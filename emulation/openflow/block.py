@@ -50,7 +50,7 @@ from emulation.openflow.pipeline import (
 from emulation.openflow.probes import ProbeNeighbours, parse_probe, probe_frame
 from emulation.openflow.spec import BlockSpec, block_prefix, uplink_index, uplink_ofport
 from emulation.openflow.state_flows import BridgeState, read_state, state_flow_mods
-from emulation.switch_device import BlockSwitch, SwitchTables, Table
+from emulation.switch_device import BlockSwitch, PortRow, SwitchTables, Table
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ class OpenFlowBlockSwitch:
     def generation(self) -> int:
         return self.model.generation
 
-    def ports(self) -> list[dict[str, object]]:
+    def ports(self) -> list[PortRow]:
         return self.model.ports()
 
     def groups(self) -> tuple[int, Table, Table, int]:

@@ -20,6 +20,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 #: destination block -> {via block: weight}
 Table = Mapping[str, Mapping[str, int]]
 #: one bucket: (uplink index, weight)
@@ -45,8 +47,8 @@ def group_id(table: str, dest_index: int) -> int:
 def port_shares(
     hops: Mapping[str, int],
     nodes: Sequence[str],
-    installed: Sequence[int],
-    drained: Sequence[bool],
+    installed: Sequence[int] | np.ndarray,
+    drained: Sequence[bool] | np.ndarray,
 ) -> dict[int, int]:
     """Integer share of each uplink for one group; empty when no member can carry it.
     ``installed`` holds, per uplink, the index in ``nodes`` of its installed peer (or -1)."""
@@ -103,8 +105,8 @@ def plan_groups(
     nodes: Sequence[str],
     source: Table,
     transit: Table,
-    installed: Sequence[int],
-    drained: Sequence[bool],
+    installed: Sequence[int] | np.ndarray,
+    drained: Sequence[bool] | np.ndarray,
     scheme: str = "replicated",
 ) -> GroupPlan:
     groups: dict[int, tuple[Bucket, ...]] = {}

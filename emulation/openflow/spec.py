@@ -190,7 +190,8 @@ def spec_from_json(raw: Any, source: str = "<spec>") -> AgentSpec:
         raise ConfigError(
             source, "bucket_scheme", f"expected one of {', '.join(BUCKET_SCHEMES)}, got {scheme!r}"
         )
-    dpids = [d.dpid for d in (*blocks, *ocs, *spines)]
+    specs: tuple[BlockSpec | OcsSpec, ...] = (*blocks, *ocs, *spines)
+    dpids = [d.dpid for d in specs]
     if len(set(dpids)) != len(dpids):
         raise ConfigError(source, "dpid", "datapath ids must be unique")
     ports = schema.mapping(top.get("grpc_ports") or {}, source, "grpc_ports")

@@ -56,7 +56,8 @@ class JobTraffic:
         return sum(p.seconds for p in self.phases)
 
     def iteration_bytes(self) -> np.ndarray:
-        return np.sum([p.bytes for p in self.phases], axis=0)
+        total: np.ndarray = np.sum([p.bytes for p in self.phases], axis=0)
+        return total
 
     def mean(self) -> TrafficMatrix:
         """The iteration's bytes as an average rate (Gbit/s) over its period."""

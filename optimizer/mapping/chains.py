@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import heapq
+from typing import cast
 
 import numpy as np
 
-from optimizer.mapping.edges import NORTH, NOT_HOME, SOUTH, EdgeState, Plan, RecolouringStuck
+from optimizer.mapping.edges import NORTH, NOT_HOME, SOUTH, DropValue, EdgeState, Plan, RecolouringStuck
+
+State = tuple[int, int, int, int]  # (OCS, side, block, the OCS the previous move came from or -1)
+Moves = tuple["Moves | None", tuple[str, int, int]]  # (the moves before, ("move", edge, to OCS))
+Link = Moves | tuple[str, Moves] | None  # None at a start, ("end", moves) for a finished chain
 
 MAX_EXPANSIONS = 20000
 STEP_PENALTY = 0.001
@@ -87,7 +92,7 @@ class ChainMixin(EdgeState):
         self._add(tail, head, o, NOT_HOME)
         return evicted
 
-    def _direct_plan(self, o: int, tail: int, head: int, prefer: dict | None = None) -> Plan | None:
+    def _direct_plan(self, o: int, tail: int, head: int, prefer: DropValue | None = None) -> Plan | None:
         drops: list[int] = []
         spent: dict[tuple[int, int], int] = {}
         for side, block in ((NORTH, tail), (SOUTH, head)):
@@ -112,7 +117,7 @@ class ChainMixin(EdgeState):
         when ``w`` has a free or droppable port. Each found chain is checked on the real
         counts before it is used; a failing one is skipped for the next best.
         """
-        heap: list[tuple[float, int, tuple]] = []
+        heap: list[tuple[float, int, tuple[State, Link, tuple[int, int, int, int]]]] = []
         counter = 0
         for alpha, tail, head, blocked in half_open:
             open_side = NORTH if blocked == SOUTH else SOUTH
@@ -124,7 +129,7 @@ class ChainMixin(EdgeState):
                     continue
                 cost = self._drop_cost(d)
             blk = head if blocked == SOUTH else tail
-            start = (alpha, blocked, blk, -1)
+            start: State = (alpha, blocked, blk, -1)
             heapq.heappush(heap, (max(cost, 0.0), counter, (start, None, (alpha, tail, head, blocked))))
             counter += 1
         settled: set[tuple[int, int, int, int]] = set()
@@ -133,7 +138,7 @@ class ChainMixin(EdgeState):
         while heap and expansions < MAX_EXPANSIONS:
             cost, _, (state, link, origin) = heapq.heappop(heap)
             if link is not None and link[0] == "end":
-                plan = self._check_chain(origin, link)
+                plan = self._check_chain(origin, cast("tuple[str, Moves]", link))  # an "end" link
                 if plan is not None:
                     return plan
                 continue
@@ -160,7 +165,7 @@ class ChainMixin(EdgeState):
                     if d2 != self.dom[o] and self.in_domain[d2][pair] >= self.limit[d2][pair]:
                         continue
                     step = max(0.0, 1.0 if e.home == o else (-1.0 if e.home == o2 else 0.0)) + STEP_PENALTY
-                    moves = (link, ("move", eid, o2))
+                    moves: Moves = (cast("Moves | None", link), ("move", eid, o2))  # not an "end" link
                     if self._available(o2, other, w):
                         heapq.heappush(heap, (cost + step, counter, (state, ("end", moves), origin)))
                     else:
@@ -168,11 +173,11 @@ class ChainMixin(EdgeState):
                     counter += 1
         return None
 
-    def _check_chain(self, origin: tuple[int, int, int, int], link: tuple) -> Plan | None:
+    def _check_chain(self, origin: tuple[int, int, int, int], link: tuple[str, Moves]) -> Plan | None:
         """Turn a found chain into a plan, checking ports and pair limits on the real counts."""
         alpha, tail, head, _blocked = origin
         steps: list[tuple[int, int]] = []
-        node = link[1]
+        node: Moves | None = link[1]
         while node is not None:
             node, (_, eid, to) = node
             steps.append((eid, to))
@@ -197,8 +202,8 @@ class ChainMixin(EdgeState):
             shift(to, NORTH, e.tail, -1)
             shift(to, SOUTH, e.head, -1)
             pair = self._key(e.tail, e.head)
-            for d, by in ((self.dom[e.ocs], -1), (self.dom[to], +1)):
-                pair_delta[(d, *pair)] = pair_delta.get((d, *pair), 0) + by
+            for dom, by in ((self.dom[e.ocs], -1), (self.dom[to], +1)):
+                pair_delta[(dom, *pair)] = pair_delta.get((dom, *pair), 0) + by
             cost += (1.0 if e.home == e.ocs else (-1.0 if e.home == to else 0.0)) + STEP_PENALTY
         taken = {eid for eid, _ in steps}
         spent: dict[tuple[int, int], int] = {}

@@ -53,8 +53,8 @@ def cross_exchange(
     counts = np.stack([np.asarray(c, dtype=np.int64) for c in per_ocs])
     n = counts.shape[1]
     today = np.zeros_like(counts)
-    for k, o in enumerate(ocs_list):
-        for (a, b), circuits in o.current.items():
+    for k, ports in enumerate(ocs_list):
+        for (a, b), circuits in ports.current.items():
             today[k, a, b] = len(circuits)
     domain = np.asarray(domain_index, dtype=np.int64)
     pairs = np.zeros((limits.shape[0], n, n), dtype=np.int64)
@@ -90,16 +90,16 @@ def _improve_ocs(
 ) -> int:
     """Take the improving exchanges that start on OCS ``o``; returns how many."""
     taken = 0
-    for a, x in np.argwhere(c[o] > t[o]):
-        a, x = int(a), int(x)
+    for a_at, x_at in np.argwhere(c[o] > t[o]):
+        a, x = int(a_at), int(x_at)
         if c[o, a, x] <= t[o, a, x]:
             continue  # an earlier move on this OCS changed it
-        for y in np.nonzero(t[o, a] > c[o, a])[0]:
-            y = int(y)
+        for y_at in np.nonzero(t[o, a] > c[o, a])[0]:
+            y = int(y_at)
             if y == x or c[o, a, x] <= t[o, a, x] or t[o, a, y] <= c[o, a, y]:
                 continue
-            for b in np.nonzero(c[o, :, y])[0]:
-                b = int(b)
+            for b_at in np.nonzero(c[o, :, y])[0]:
+                b = int(b_at)
                 if b in (a, x) or not c[o, b, y]:
                     continue
                 gain = 1 + int(c[o, b, x] < t[o, b, x]) - int(c[o, b, y] <= t[o, b, y])
@@ -179,7 +179,7 @@ def _within_limits(
     """Whether ``o``'s domain may take one more of {a,y} and {b,x} and ``other``'s one more of
     {a,x} and {b,y}."""
     here, there = domain[o], domain[other]
-    return (
+    return bool(
         pairs[here, a, y] < limits[here, a, y]
         and pairs[here, b, x] < limits[here, b, x]
         and pairs[there, a, x] < limits[there, a, x]

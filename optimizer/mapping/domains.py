@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 import logging
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
@@ -25,6 +26,10 @@ from optimizer.mapping.ocs import fill_one_part, orient
 log = logging.getLogger(__name__)
 
 
+@overload
+def pair_domain_limit(count: int, domain_ports: int, total_ports: int) -> int: ...
+@overload
+def pair_domain_limit(count: np.ndarray, domain_ports: int, total_ports: int) -> np.ndarray: ...
 def pair_domain_limit(count: int | np.ndarray, domain_ports: int, total_ports: int) -> int | np.ndarray:
     """The most circuits of a pair with ``count`` circuits that one domain may hold.
 
@@ -35,7 +40,8 @@ def pair_domain_limit(count: int | np.ndarray, domain_ports: int, total_ports: i
     ``floor(count * (1 - 1/D))``, i.e. ``1 - 1/D`` of them rounded down. Exact integer
     arithmetic, no floating point.
     """
-    return (count * domain_ports + total_ports - 1) // total_ports
+    limit: int | np.ndarray = (count * domain_ports + total_ports - 1) // total_ports
+    return limit
 
 
 @dataclass
@@ -257,7 +263,8 @@ def _rebalance_pairs(
 
 
 def _loads(x_upper: np.ndarray) -> np.ndarray:
-    return x_upper.sum(axis=2) + x_upper.sum(axis=1)
+    loads: np.ndarray = x_upper.sum(axis=2) + x_upper.sum(axis=1)
+    return loads
 
 
 def _shed_one(

@@ -21,6 +21,8 @@ NORTH, SOUTH = 0, 1
 NOT_HOME = -1
 DROP_PENALTY = 0.01
 USE_EXCHANGE_LP = True
+#: (OCS, pair) -> how much the exchange plan drops of that pair's circuits there.
+DropValue = dict[tuple[int, tuple[int, int]], float]
 
 
 class RecolouringStuck(InfeasibleError):
@@ -178,7 +180,13 @@ class EdgeState:
         return int(self.cap[ocs, side, block] - self.used[ocs, side, block])
 
     def _droppable(
-        self, ocs: int, side: int, block: int, taken: set[int], spent: dict, prefer: dict | None = None
+        self,
+        ocs: int,
+        side: int,
+        block: int,
+        taken: set[int],
+        spent: dict[tuple[int, int], int],
+        prefer: DropValue | None = None,
     ) -> int | None:
         """A circuit in this port group whose pair still has surplus (moved ones first,
         then those the exchange plan drops most)."""

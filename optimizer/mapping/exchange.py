@@ -14,7 +14,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment, linprog
 
-from optimizer.mapping.edges import NORTH, NOT_HOME, SOUTH, EdgeState
+from optimizer.mapping.chains import ChainMixin
+from optimizer.mapping.edges import NORTH, NOT_HOME, SOUTH, DropValue
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ EXCHANGE_BATCH = 8
 EXCHANGE_MAX_COLUMNS = 8000
 
 
-class ExchangeMixin(EdgeState):
+class ExchangeMixin(ChainMixin):
     """Exchange steps of :class:`~optimizer.mapping.recolour.Recolouring`."""
 
     rng: np.random.Generator
@@ -97,8 +98,8 @@ class ExchangeMixin(EdgeState):
                 add_cols.extend((int(o), (t, h)) for o in options)
         if not add_cols:
             return 0
-        group_row = {}  # (o, side, v) -> row
-        arc_row = {}
+        group_row: dict[tuple[int, int, int], int] = {}  # (o, side, v) -> row
+        arc_row: dict[tuple[int, int], int] = {}
         ri: list[int] = []
         ci: list[int] = []
         val: list[float] = []
@@ -111,16 +112,16 @@ class ExchangeMixin(EdgeState):
             return group_row[key]
 
         for j, (o, (a, b)) in enumerate(add_cols):
-            for key in ((o, NORTH, a), (o, SOUTH, b)):
-                ri.append(row_of(key))
+            for group in ((o, NORTH, a), (o, SOUTH, b)):
+                ri.append(row_of(group))
                 ci.append(j)
                 val.append(1.0)
             upper.append(float(-self._surplus(self._key(a, b))))
             cost.append(-1.0)
         for jj, (o, arc) in enumerate(drop_cols):
             j = len(add_cols) + jj
-            for key in ((o, NORTH, arc[0]), (o, SOUTH, arc[1])):
-                ri.append(row_of(key))
+            for group in ((o, NORTH, arc[0]), (o, SOUTH, arc[1])):
+                ri.append(row_of(group))
                 ci.append(j)
                 val.append(-1.0)
             upper.append(float(drop_count[(o, arc)]))
@@ -147,10 +148,10 @@ class ExchangeMixin(EdgeState):
         values = result.x[: len(add_cols)]
         log.debug("exchange LP: %.2f of %d deficit circuits placeable", values.sum(),
                   sum(-self._surplus(a) for a in deficit_arcs))
-        drop_value: dict[tuple[int, tuple[int, int]], float] = {}
+        drop_value: DropValue = {}
         for i, (o, arc) in enumerate(drop_cols):
-            key = (o, self._key(*arc))
-            drop_value[key] = drop_value.get(key, 0.0) + float(result.x[len(add_cols) + i])
+            where = (o, self._key(*arc))
+            drop_value[where] = drop_value.get(where, 0.0) + float(result.x[len(add_cols) + i])
         placed = 0
         for j in np.argsort(-values).tolist():
             if values[j] < threshold:

@@ -84,7 +84,9 @@ class FlipMixin(EdgeState):
             flipped += 1
         return flipped
 
-    def _ends_fit(self, component: list[int], open_end: dict, alpha: int, beta: int) -> bool:
+    def _ends_fit(
+        self, component: list[int], open_end: dict[tuple[int, int], tuple[int, int]], alpha: int, beta: int
+    ) -> bool:
         """A path (not a cycle) changes the counts at its ends: check the ports there."""
         change: dict[tuple[int, int, int], int] = {}
         for eid in component:

@@ -79,4 +79,5 @@ def solve_network_lp(
     x = np.rint(result.x)
     if np.max(np.abs(x - result.x), initial=0.0) > INTEGRALITY_TOLERANCE:
         raise SolverError("flow LP returned a fractional solution")
-    return x.astype(np.int64)
+    flows: np.ndarray = x.astype(np.int64)
+    return flows

@@ -70,7 +70,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -354,7 +354,7 @@ def map_topology(
     layout = domain_layout(model, wanted, rebalance)
     split = split_over_domains(wanted, layout.current_directed, layout.capacity, layout.limit, names)
     upper = np.triu(wanted, 1)  # wanted is symmetric: each pair once
-    sparse = upper.sum() < REGROUP_DENSITY * max(1, np.count_nonzero(upper)) * len(domains)
+    sparse = upper.sum() < REGROUP_DENSITY * max(1, int(np.count_nonzero(upper))) * len(domains)
     regrouping = regroup_ocs and sparse and len(domains) > 1
     # where the regrouping pass runs, the domains are re-solved exactly after it instead (from
     # the exact per-domain optima its neighbourhoods found less: 47/38 against 44/35 removed on
@@ -758,7 +758,7 @@ def _check_degrees(model: PortModel, wanted: np.ndarray, names: tuple[str, ...])
         for a in range(n):
             ports[a] += o.north_budget(a) + o.south_budget(a)
     degree = wanted.sum(axis=1)
-    for a in np.nonzero(degree > ports)[0]:
+    for a in np.nonzero(degree > ports)[0].tolist():
         raise InfeasibleError(
             f"block {names[a]} needs {int(degree[a])} circuits but has only {int(ports[a])} OCS ports"
         )
@@ -775,9 +775,10 @@ def _result(fabric: Fabric, current: Sequence[Circuit], circuits: list[Circuit])
     kept = new_set & old_set
     removed = tuple(sorted(old_set - new_set))
     added = tuple(sorted(new_set - old_set))
-    old_top = Topology(fabric.block_names, sum(_pair_matrices(fabric, current).values()))
+    old_top = Topology(fabric.block_names, cast(np.ndarray, sum(_pair_matrices(fabric, current).values())))
     per_domain = domain_pair_counts(fabric, circuits)
-    new_top = Topology(fabric.block_names, sum(np.asarray(t.counts) for t in per_domain.values()))
+    new_counts = cast(np.ndarray, sum(np.asarray(t.counts) for t in per_domain.values()))
+    new_top = Topology(fabric.block_names, new_counts)
     result = MappingResult(
         circuits=tuple(sorted(circuits)),
         kept=len(kept),

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from optimizer.errors import ConfigError
-from optimizer.fabric import Fabric, OcsSides, Side
+from optimizer.fabric import Fabric, OcsSides, Side, WiredPort
 from optimizer.topology import Circuit, check_circuits
 
 
@@ -86,7 +86,7 @@ def build_port_model(fabric: Fabric, current: Sequence[Circuit], source: str = "
     by_ocs: dict[str, list[Circuit]] = {}
     for c in current:
         by_ocs.setdefault(c.ocs, []).append(c)
-    wiring_by_ocs: dict[str, list] = {}
+    wiring_by_ocs: dict[str, list[WiredPort]] = {}
     for w in fabric.wiring:
         wiring_by_ocs.setdefault(w.ocs, []).append(w)
 
@@ -129,7 +129,7 @@ def build_port_model(fabric: Fabric, current: Sequence[Circuit], source: str = "
 
 
 def _label_any_ocs(
-    wired: list, block_of: dict[int, int], circuits: list[Circuit], n: int, any_index: int
+    wired: list[WiredPort], block_of: dict[int, int], circuits: list[Circuit], n: int, any_index: int
 ) -> dict[int, Side]:
     """Virtual sides for an ``any`` OCS.
 

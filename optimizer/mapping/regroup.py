@@ -49,6 +49,7 @@ from collections.abc import Sequence
 
 import highspy
 import numpy as np
+from highspy._core import _Highs
 
 from optimizer.budget import TimeBudget
 from optimizer.mapping.ports import OcsPorts
@@ -337,9 +338,9 @@ def _resolve(
     for o, f in enumerate(fixed):
         held[domain_index[o]] = held.get(domain_index[o], 0) + f + f.T
     for (d, a, b), cols in domain_cols.items():
-        room = float(allowed[d][a, b] - held[d][a, b])
-        if room < totals[a, b]:  # (else the pair's own row says it)
-            rows.append((cols, [], -_INF, room))
+        spare = float(allowed[d][a, b] - held[d][a, b])
+        if spare < totals[a, b]:  # (else the pair's own row says it)
+            rows.append((cols, [], -_INF, spare))
     bounds = np.array(upper + [float(t) for _, t in kept_of])
     first = np.array(start + [min(start[c], t) for c, t in kept_of])
     gain = np.zeros(len(bounds))
@@ -365,7 +366,7 @@ def _run_mip(
     """Maximise ``gain`` times the columns, over integers in [0, upper], under ``rows``
     (columns, coefficients or [] for ones, lower, upper), from ``start``."""
     size = len(upper)
-    h = highspy._Highs()  # the private class: the public one prints a banner to stdout
+    h = _Highs()  # the private class: the public one prints a banner to stdout
     h.setOptionValue("output_flag", False)
     # one thread, as every HiGHS in the process: its scheduler is global and refuses to run
     # once a run has asked for another thread count (the TE and ToE LPs use one)
@@ -377,7 +378,11 @@ def _run_mip(
     h.addVars(size, np.zeros(size), upper)
     h.changeColsCost(size, columns, cost)
     h.changeColsIntegrality(size, columns, np.full(size, highspy.HighsVarType.kInteger))
-    starts, index, value, lower, higher = [], [], [], [], []
+    starts: list[int] = []
+    index: list[int] = []
+    value: list[float] = []
+    lower: list[float] = []
+    higher: list[float] = []
     for cols, coefficients, low, high in rows:
         starts.append(len(index))
         index.extend(cols)
@@ -393,4 +398,5 @@ def _run_mip(
     h.run()
     if h.getInfo().primal_solution_status != _FEASIBLE:
         return None
-    return np.rint(np.asarray(h.getSolution().col_value)).astype(np.int64)
+    solved: np.ndarray = np.rint(np.asarray(h.getSolution().col_value)).astype(np.int64)
+    return solved

@@ -38,6 +38,10 @@ from optimizer.mapping.ports import OcsPorts
 
 log = logging.getLogger(__name__)
 
+Arcs = tuple[tuple[int, int], ...]  # (north block, south block) arcs on one OCS
+Move = tuple[float, int, int, Arcs, Arcs]  # (score, gain, ocs, removes, adds)
+Swap = tuple[int, Arcs, Arcs]  # (ocs, removes, adds)
+
 #: Candidate moves applied per round (each re-checked), before all are scored again.
 MOVES_PER_ROUND = 4000
 
@@ -59,8 +63,8 @@ class _Repair:
         self.north = np.array([[o.north_budget(a) for a in range(n)] for o in ocs_list], dtype=np.int64)
         self.south = np.array([[o.south_budget(a) for a in range(n)] for o in ocs_list], dtype=np.int64)
         self.orig = np.zeros((len(ocs_list), n, n), dtype=np.int64)
-        for i, o in enumerate(ocs_list):
-            self.orig[i] = current_orientation([o], n)
+        for i, ports in enumerate(ocs_list):
+            self.orig[i] = current_orientation([ports], n)
         self.count = self.orig.copy() if start is None else np.stack(start).astype(np.int64)
         placed = self.count.sum(axis=0)
         self.wanted = np.asarray(pairs, dtype=np.int64)
@@ -151,7 +155,7 @@ class _Repair:
 
     # -- scoring ----------------------------------------------------------------------
 
-    def candidates(self) -> list[tuple[float, int, int, tuple, tuple]]:
+    def candidates(self) -> list[Move]:
         """Every move with a positive estimated gain: (score, gain, ocs, removes, adds).
 
         Free ports take part as arcs to or from a dummy block ``n`` (whose pairs never
@@ -177,7 +181,7 @@ class _Repair:
         full = self.in_domain >= self.limit  # adding to a full pair breaks the domain's limit
         add_gain_in = np.repeat(add_gain[None], len(full), axis=0)
         add_gain_in[:, :n, :n][full] = -8  # never worth it (the exact check refuses it anyway)
-        out: list[tuple[float, int, int, tuple, tuple]] = []
+        out: list[Move] = []
         for o in range(len(self.count)):
             add_gain = add_gain_in[self.domain_of[o]]
             xs, ys = np.nonzero(self.count[o])
@@ -191,18 +195,19 @@ class _Repair:
     def _moves(
         self, o: int, xs: np.ndarray, ys: np.ndarray, rm_gain: np.ndarray, add_gain: np.ndarray,
         rm_cost: np.ndarray, add_cost: np.ndarray, may_drop: np.ndarray,
-    ) -> list[tuple[float, int, int, tuple, tuple]]:
+    ) -> list[Move]:
         """Swaps and rotations on OCS ``o`` through arcs ``xs[i] -> ys[i]`` (dummy block ``n``
         for free ports); ``may_drop[b]``: block ``b`` may lose a circuit without a new one."""
         n = self.n
         m = len(xs)
-        out: list[tuple[float, int, int, tuple, tuple]] = []
+        out: list[Move] = []
 
         def real(arcs: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
             return tuple((a, b) for a, b in arcs if a != n and b != n)
 
         def no_loop(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-            return (x != y) | (x == n)
+            keep: np.ndarray = (x != y) | (x == n)
+            return keep
 
         # two arcs i, j -> x_i->y_j, x_j->y_i. With h[i, j] = (arc i removed, x_i->y_j made),
         # the swap's gain is h[i, j] + h[j, i], and likewise its cost.
@@ -256,7 +261,7 @@ class _Repair:
 
     # -- chains ---------------------------------------------------------------------
 
-    def chain(self) -> list[tuple[int, tuple, tuple]] | None:
+    def chain(self) -> list[Swap] | None:
         """The cheapest chain of swaps that fixes one unit of excess and one of deficit.
 
         Block ``a`` has a circuit too many to ``b`` and one too few to ``z``. Swapping an
@@ -266,7 +271,7 @@ class _Repair:
         ``u-b`` short, where the chain ends. Dijkstra over the blocks, weighted by the
         circuits each swap tears down. Returns the swaps ``(ocs, removes, adds)``.
         """
-        best: tuple[int, list[tuple[int, tuple, tuple]]] | None = None
+        best: tuple[int, list[Swap]] | None = None
         excess = np.argwhere(self.need < 0)
         for a, b in excess.tolist():
             for z in np.nonzero(self.need[a] > 0)[0].tolist():
@@ -281,11 +286,11 @@ class _Repair:
 
     def _cheapest_chain(
         self, a: int, b: int, z: int, bound: int
-    ) -> tuple[int, list[tuple[int, tuple, tuple]]] | None:
+    ) -> tuple[int, list[Swap]] | None:
         """The cheapest chain from ``a`` for excess ``a-b`` and deficit ``a-z``, if it costs
         less than ``bound`` (the cheapest found so far: the search stops at that cost)."""
         dist = {a: 0}
-        back: dict[int, tuple[int, tuple[int, tuple, tuple]]] = {}
+        back: dict[int, tuple[int, Swap]] = {}
         heap = [(0, a)]
         done: set[int] = set()
         while heap:
@@ -296,7 +301,7 @@ class _Repair:
                 continue
             done.add(x)
             if x != a and (self.need[x, z] < 0 or self.need[x, b] > 0):
-                steps: list[tuple[int, tuple, tuple]] = []
+                steps: list[Swap] = []
                 while x != a:
                     x, step = back[x]
                     steps.append(step)
@@ -310,7 +315,7 @@ class _Repair:
                     heapq.heappush(heap, (d + cost, u))
         return None
 
-    def _chain_steps(self, x: int, b: int, z: int) -> list[tuple[int, int, tuple[int, tuple, tuple]]]:
+    def _chain_steps(self, x: int, b: int, z: int) -> list[tuple[int, int, Swap]]:
         """Swaps turning an x-b circuit into x-z: (circuits torn down, next block, swap)."""
         out = []
         for o in np.nonzero(self.count[:, x, b] > 0)[0].tolist():  # x->b with u->z
@@ -321,7 +326,7 @@ class _Repair:
             for u in np.nonzero(self.count[o, z, :] > 0)[0].tolist():
                 if u not in (x, b) and x != z:
                     out.append((o, ((b, x), (z, u)), ((z, x), (b, u)), u))
-        steps = []
+        steps: list[tuple[int, int, Swap]] = []
         room = self.limit - self.in_domain
         for o, removes, adds, u in out:
             if any(room[self.domain_of[o], p, q] < 1 for p, q in adds):
@@ -331,10 +336,10 @@ class _Repair:
             steps.append((max(cost, 0), u, (o, removes, adds)))
         return steps
 
-    def apply_chain(self, steps: list[tuple[int, tuple, tuple]]) -> bool:
+    def apply_chain(self, steps: list[Swap]) -> bool:
         """Apply a chain's swaps if each is still valid and together they gain; else undo."""
         before = int(np.abs(self.need).sum())
-        done: list[tuple[int, tuple, tuple]] = []
+        done: list[Swap] = []
         for o, removes, adds in steps:
             if any(self.count[o, p, q] < 1 for p, q in removes) or self.exact(o, removes, adds)[0] < -4:
                 break

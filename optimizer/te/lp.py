@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 import highspy
 import numpy as np
+from highspy._core import _Highs
 
 from optimizer.errors import ConfigError, SolverError
 from optimizer.te.paths import NO_LINK, CandidatePaths, Commodities, LinkGraph
@@ -124,7 +125,8 @@ def hedge_bounds(paths: CandidatePaths, demand: np.ndarray, hedge: float | None)
     if not 0.0 < hedge <= 1.0:
         raise ConfigError("<te>", "hedge", f"must be in (0, 1], got {hedge}")
     capacity_sum = paths.capacity_sum()
-    return demand[:, None] * paths.bottleneck_gbps / (capacity_sum[:, None] * hedge)
+    floor: np.ndarray = demand[:, None] * paths.bottleneck_gbps / (capacity_sum[:, None] * hedge)
+    return floor
 
 
 def mlu_lower_bound(graph: LinkGraph, comm: Commodities) -> float:
@@ -164,7 +166,8 @@ def initial_columns(
     chosen |= _prefix_until(order, floor_capacity, demand * FLOOR_COVER)
     if pool is not None:
         chosen |= pool
-    return chosen & paths.valid
+    mask: np.ndarray = chosen & paths.valid
+    return mask
 
 
 HEDGED_WINDOW = 3
@@ -216,7 +219,7 @@ def _prefix_until(order: np.ndarray, amounts: np.ndarray, target: np.ndarray) ->
     in_order = np.take_along_axis(amounts, order, axis=1)
     before = np.cumsum(in_order, axis=1) - in_order
     needed_in_order = before < target[:, None] * (1.0 - 1e-9)
-    needed = np.empty_like(needed_in_order)
+    needed: np.ndarray = np.empty_like(needed_in_order)
     np.put_along_axis(needed, order, needed_in_order, axis=1)
     return needed
 
@@ -259,7 +262,7 @@ class _Master:
         self.col_via = np.zeros(0, dtype=np.int64)
         self.iterations = 0
         # The thin binding: the ``highspy.Highs`` wrapper prints a banner to stdout.
-        self.highs = highspy._Highs()
+        self.highs = _Highs()
         for option, value in (
             ("output_flag", False),
             ("presolve", "off"),
@@ -344,7 +347,9 @@ class _Master:
         rows = np.concatenate([links, self.n_links + commodities]).astype(np.int32)
         lower = np.concatenate([np.full(len(links), -highspy.kHighsInf), remaining])
         upper = np.concatenate([-self.fixed_link_load[links], remaining])
-        if self.highs.changeRowsBounds(len(rows), rows, lower, upper) == highspy.HighsStatus.kError:
+        # highspy's stubs omit the vectorised changeRowsBounds that the binding has
+        status = self.highs.changeRowsBounds(len(rows), rows, lower, upper)  # type: ignore[attr-defined]
+        if status == highspy.HighsStatus.kError:
             raise SolverError("HiGHS rejected new row bounds")
 
     def solve(self, iteration_limit: int) -> bool:

@@ -138,7 +138,8 @@ class CandidatePaths:
 
     def capacity_sum(self) -> np.ndarray:
         """B_k: the sum of the bottleneck capacities of commodity k's paths."""
-        return self.bottleneck_gbps.sum(axis=1)
+        sums: np.ndarray = self.bottleneck_gbps.sum(axis=1)
+        return sums
 
 
 def candidate_paths(graph: LinkGraph, src: np.ndarray, dst: np.ndarray) -> CandidatePaths:
@@ -183,4 +184,5 @@ def path_loads(
 
 
 def utilisation(graph: LinkGraph, load_gbps: np.ndarray) -> np.ndarray:
-    return load_gbps / graph.capacity_gbps
+    utilisation: np.ndarray = load_gbps / graph.capacity_gbps
+    return utilisation

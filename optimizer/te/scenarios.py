@@ -101,13 +101,17 @@ class PathOperator:
     def utilisation(self, fractions: np.ndarray, demands: np.ndarray) -> np.ndarray:
         """(K, links): utilisation of each link under matrix k; ``demands`` is (K, P) Gbit/s."""
         flows = fractions.reshape(-1, 1) * self._per_path(demands)  # (P * N, K), contiguous
-        return (self.A @ flows).T * self.inv_capacity
+        utilisation: np.ndarray = (self.A @ flows).T * self.inv_capacity
+        return utilisation
 
     def gradient(self, link_weights: np.ndarray, demands: np.ndarray) -> np.ndarray:
         """d/dF of sum_k <link_weights_k, U_k(F)>; ``link_weights`` is (K, links)."""
         weighted = np.ascontiguousarray((link_weights * self.inv_capacity).T)  # (links, K)
         per_path = self.AT @ weighted  # (P * N, K)
-        return np.einsum("ik,ik->i", per_path, self._per_path(demands)).reshape(self.paths.valid.shape)
+        gradient: np.ndarray = (
+            np.einsum("ik,ik->i", per_path, self._per_path(demands)).reshape(self.paths.valid.shape)
+        )
+        return gradient
 
     def _per_path(self, demands: np.ndarray) -> np.ndarray:
         """(P * N, K): each pair's demand repeated for its vias, kept for the matrices at hand."""
@@ -133,7 +137,8 @@ def hose_bounds(graph: LinkGraph, demands: np.ndarray, src: np.ndarray, dst: np.
         out_ratio = np.where(out_cap > 0, egress / np.where(out_cap > 0, out_cap, 1), 0.0)
         in_ratio = np.where(in_cap > 0, ingress / np.where(in_cap > 0, in_cap, 1), 0.0)
     total = demands.sum(axis=1) / max(float(graph.capacity_gbps.sum()), 1e-12)
-    return np.maximum(np.maximum(out_ratio.max(axis=1), in_ratio.max(axis=1)), total)
+    ratio: np.ndarray = np.maximum(np.maximum(out_ratio.max(axis=1), in_ratio.max(axis=1)), total)
+    return ratio
 
 
 def project_capped_simplex(y: np.ndarray, cap: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -376,6 +381,7 @@ class ScenarioPlanner:
             candidates = [project_capped_simplex(capacity_split(paths), caps, paths.valid), lp_start()]
             start = min(candidates, key=lambda f: mean_ratio(operator, f, demands, scale, shares))
         cold = self.start is None or moved
+        betas: tuple[float, ...]
         if not cold:
             betas, steps = (COLD_BETAS[-1],), warm_steps
         elif demands.size * paths.valid.shape[1] <= FULL_COLD_SOLVE_ENTRIES:

@@ -284,7 +284,8 @@ def _ecmp_mlu(graph: LinkGraph, comm: Commodities, paths: CandidatePaths) -> flo
 def _weighted_flow(demand_gbps: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Gbit/s per path when each row's demand is split by its integer weights."""
     totals = np.maximum(weights.sum(axis=1), 1)
-    return demand_gbps[:, None] * weights / totals[:, None]
+    flow: np.ndarray = demand_gbps[:, None] * weights / totals[:, None]
+    return flow
 
 
 def _stretch(paths: CandidatePaths, flow_gbps: np.ndarray) -> float:

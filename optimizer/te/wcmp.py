@@ -126,7 +126,8 @@ def _oversubscription(weights: np.ndarray, fractions: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         share = weights / np.maximum(total, 1)[:, None]
         ratio = np.where(fractions > 0, share / fractions, np.where(weights > 0, np.inf, 0.0))
-    return np.maximum(ratio.max(axis=1), 1.0)
+    ratio_max: np.ndarray = np.maximum(ratio.max(axis=1), 1.0)
+    return ratio_max
 
 
 def oversubscription(weights: np.ndarray, fractions: np.ndarray) -> np.ndarray:

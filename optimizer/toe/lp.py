@@ -38,6 +38,7 @@ from dataclasses import replace
 
 import highspy
 import numpy as np
+from highspy._core import _Highs
 
 from optimizer import progress
 from optimizer.budget import TimeBudget
@@ -97,7 +98,7 @@ class ToeLp:
         self.n_rows = self.layout.n_rows
         self.n_fixed_cols = self.layout.n_fixed_cols
         self.stretch_row = -1
-        self.h = highspy._Highs()  # the private class: the public one prints a banner to stdout
+        self.h = _Highs()  # the private class: the public one prints a banner to stdout
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("threads", 1)
         self.budget = budget

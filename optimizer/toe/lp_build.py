@@ -96,15 +96,18 @@ class RowLayout:
         self.n_fixed_cols = 1 + (3 if track_mesh else 2) * self.n_pairs
 
     def link_row(self, m: int | np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        return self.link_base + (np.asarray(m) * self.n + i) * self.n + j
+        rows: np.ndarray = self.link_base + (np.asarray(m) * self.n + i) * self.n + j
+        return rows
 
     def spine_up_row(self, m: int, i: np.ndarray, sp: np.ndarray) -> np.ndarray:
         ns = self.n_spines
-        return self.spine_base + m * 2 * self.n * ns + i * ns + sp
+        rows: np.ndarray = self.spine_base + m * 2 * self.n * ns + i * ns + sp
+        return rows
 
     def spine_down_row(self, m: int, sp: np.ndarray, j: np.ndarray) -> np.ndarray:
         ns = self.n_spines
-        return self.spine_base + m * 2 * self.n * ns + self.n * ns + j * ns + sp
+        rows: np.ndarray = self.spine_base + m * 2 * self.n * ns + self.n * ns + j * ns + sp
+        return rows
 
 
 # -- rows: one function per constraint family (each writes its rows' bounds) -----------------

@@ -60,7 +60,8 @@ def seed_transit_paths(layout: RowLayout, problem: ToeProblem) -> list[NewPaths]
     if take <= 0:
         return []
     best_k = np.argpartition(-width, take - 1, axis=1)[:, :take, :]
-    s_idx, _, d_idx = np.indices(best_k.shape)
+    grid = np.indices(best_k.shape)  # (s, k, d) index arrays
+    s_idx, d_idx = grid[0], grid[2]
     seeds = []
     for m in range(layout.n_matrices):
         keep = (layout.dem_row[m][s_idx, d_idx] >= 0) & (width[s_idx, best_k, d_idx] >= 0)
@@ -104,7 +105,8 @@ def price_transit_paths(
         take = min(max_new_per_commodity, n)
         if n > take:
             best_k = np.argpartition(rc, take - 1, axis=1)[:, :take, :]
-            s_idx, _, d_idx = np.indices(best_k.shape)
+            grid = np.indices(best_k.shape)  # (s, k, d) index arrays
+            s_idx, d_idx = grid[0], grid[2]
             keep = rc[s_idx, best_k, d_idx] < -RC_TOL
             s, k, d = s_idx[keep], best_k[keep], d_idx[keep]
         else:

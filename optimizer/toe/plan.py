@@ -266,10 +266,10 @@ def plan_topology(
     counts, scale, repair_trades = problem.current, current_scale, 0
     if relaxed is not None and outcome.nothing_to_gain is None:
         combined = np.sum([m.gbps for m in matrices], axis=0)
-        budget_ports, current, limit = problem.budget, problem.current, problem.max_removed
-        counts = round_topology(relaxed.counts, budget_ports, current, combined, limit)
+        budget_ports, today, limit = problem.budget, problem.current, problem.max_removed
+        counts = round_topology(relaxed.counts, budget_ports, today, combined, limit)
         names = fabric.block_names
-        repair = repair_starved_blocks(counts, budget_ports, current, combined, scale_of, limit, names)
+        repair = repair_starved_blocks(counts, budget_ports, today, combined, scale_of, limit, names)
         counts, repair_trades = repair.counts, len(repair.trades)
         scale = scale_of(counts) if repair.scale is None else repair.scale
     topology = Topology(fabric.block_names, counts)

@@ -115,15 +115,15 @@ def _batch(
     chosen: tuple[tuple[Circuit, ...], tuple[Circuit, ...]] = (tuple(first[0]), tuple(first[1]))
     size = 2
     while size <= len(pool) and (budget is None or not budget.expired()):
-        removed = tuple(c for r, _ in pool[:size] for c in r)
-        added = tuple(c for _, a in pool[:size] for c in a)
-        more_drained = mlu_of(state - set(removed))
+        out = tuple(c for r, _ in pool[:size] for c in r)
+        into = tuple(c for _, a in pool[:size] for c in a)
+        more_drained = mlu_of(state - set(out))
         if more_drained > limit + _TOL:
             break
-        more_after = mlu_of((state - set(removed)) | set(added))
+        more_after = mlu_of((state - set(out)) | set(into))
         if more_after >= after - _TOL:
             break
-        chosen, drained, after = (removed, added), more_drained, more_after
+        chosen, drained, after = (out, into), more_drained, more_after
         size *= 2
     return chosen, drained, after
 

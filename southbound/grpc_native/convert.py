@@ -9,6 +9,7 @@ hop named twice) raises :class:`MalformedMessage`; each side turns it into its o
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TypeVar
 
 from southbound.grpc_native.pb import common_pb2, ocs_pb2, packet_switch_pb2
 from southbound.types import (
@@ -27,6 +28,7 @@ from southbound.types import (
 )
 
 pb = packet_switch_pb2
+_Enum = TypeVar("_Enum", bound=int)  # a generated enum type (an int subclass in the stubs)
 
 _UP, _DOWN = common_pb2.OPER_STATUS_UP, common_pb2.OPER_STATUS_DOWN
 _SIDES = {ocs_pb2.OCS_SIDES_NORTH_SOUTH: "north_south", ocs_pb2.OCS_SIDES_ANY: "any"}
@@ -41,7 +43,7 @@ class MalformedMessage(ValueError):
     """A message that does not convert (the text says why)."""
 
 
-def _inverse(table: Mapping[int, str]) -> dict[str, int]:
+def _inverse(table: Mapping[_Enum, str]) -> dict[str, _Enum]:
     return {v: k for k, v in table.items()}
 
 
@@ -144,7 +146,8 @@ def counters_from_proto(r: pb.SwitchCounters) -> SwitchCounters:
 
 def ocs_info_to_proto(info: OcsInfo) -> ocs_pb2.OcsDeviceInfo:
     return ocs_pb2.OcsDeviceInfo(
-        name=info.name, radix=info.radix, sides=_inverse(_SIDES).get(info.sides, 0),
+        name=info.name, radix=info.radix,
+        sides=_inverse(_SIDES).get(info.sides, ocs_pb2.OCS_SIDES_UNSPECIFIED),
         north_ports=info.north_ports, south_ports=info.south_ports, generation=info.generation,
         switching_time_ms=round(info.switching_time_s * 1000), powered=info.powered,
         vendor=EMULATOR_VENDOR, software_version=EMULATOR_VERSION,
@@ -159,7 +162,9 @@ def ocs_info_from_proto(r: ocs_pb2.OcsDeviceInfo) -> OcsInfo:
     )
 
 
-def cross_connect_to_proto(c: CrossConnect, state: int = 0) -> ocs_pb2.CrossConnect:
+def cross_connect_to_proto(
+    c: CrossConnect, state: ocs_pb2.CrossConnectState = ocs_pb2.CROSS_CONNECT_STATE_UNSPECIFIED
+) -> ocs_pb2.CrossConnect:
     """The ports (and ``state``, a CrossConnectState; unset in requests and events)."""
     return ocs_pb2.CrossConnect(port_a=c.a, port_b=c.b, state=state)
 
@@ -186,7 +191,8 @@ def cross_connects_from_proto(r: ocs_pb2.ListCrossConnectsResponse) -> CrossConn
 
 def port_status_to_proto(s: OcsPortStatus) -> ocs_pb2.OcsPortStatus:
     message = ocs_pb2.OcsPortStatus(
-        port=s.port, side=_inverse(_PORT_SIDES).get(s.side, 0), oper_status=_UP if s.oper_up else _DOWN,
+        port=s.port, side=_inverse(_PORT_SIDES).get(s.side, ocs_pb2.PORT_SIDE_UNSPECIFIED),
+        oper_status=_UP if s.oper_up else _DOWN,
         rx_power_dbm=s.rx_power_dbm, tx_power_dbm=s.tx_power_dbm,
     )
     if s.connected_port is not None:

@@ -47,13 +47,13 @@ def check_wiring_rules(
         if o not in ocs:
             problems.append(f"circuit {i}: unknown OCS {o}")
             continue
-        ends = [cabled.get((o, a)), cabled.get((o, b))]
-        if None in ends:
+        end_a, end_b = cabled.get((o, a)), cabled.get((o, b))
+        if end_a is None or end_b is None:
             problems.append(f"circuit {i}: uncabled port on {o} ({a}, {b})")
             continue
         if a == b:
             problems.append(f"circuit {i}: both ends are port {a}")
-        (block_a, side_a), (block_b, side_b) = ends
+        (block_a, side_a), (block_b, side_b) = end_a, end_b
         if block_a == block_b:
             problems.append(f"circuit {i}: joins block {block_a} to itself")
         if ocs[o][0] == "split" and {side_a, side_b} != {"north", "south"}:
@@ -107,7 +107,7 @@ def check_mapping(fabric, circuits, wanted: Mapping[tuple[str, str], int]) -> li
     if problems:
         return problems
     got = pair_counts(wiring, rows)
-    want = {tuple(sorted(k)): v for k, v in wanted.items() if v}
+    want = {(min(k), max(k)): v for k, v in wanted.items() if v}
     for pair in sorted(set(got) | set(want)):
         if got.get(pair, 0) != want.get(pair, 0):
             problems.append(f"pair {pair}: {got.get(pair, 0)} circuits, wanted {want.get(pair, 0)}")
