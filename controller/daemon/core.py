@@ -229,7 +229,8 @@ class Daemon:
             stop=term_stop,
             checkpoint=None if self.pause is None else self.pause.checkpoint(term_stop),
             listener=report.step_event,
-            **({} if self._wait is None else {"clock": self.clock, "wait": self._wait}),
+            clock=time.monotonic if self._wait is None else self.clock,  # a simulated clock with its wait
+            wait=self._wait,
         )
         sensing = Sensing(
             fabric, shared, drivers, self.devices_watch, config.devices, journal,

@@ -219,6 +219,7 @@ class Elector:
             [kv.absent(self.leader_key)], [kv.put(self.leader_key, me, self._lease)],
             [kv.get(self.leader_key)],
         )
+        record: LeaderRecord | None
         if result.succeeded:
             record = LeaderRecord(self.config.name, result.revision, self._lease, self.northbound)
         else:

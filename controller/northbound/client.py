@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -150,7 +150,7 @@ class ControllerClient(ClosesOnExit):
         """The controller's events as they happen, until it ends the stream (it stops, or the
         stream reached its length bound: call again to go on). No deadline; a failure to
         connect retries as reads do."""
-        request = pb.WatchEventsRequest(kinds=list(kinds))
+        request = pb.WatchEventsRequest(kinds=[cast(pb.EventKind, k) for k in kinds])
         stream = self._call(self._reads, lambda r, timeout: self._open_stream(r), request)
         try:
             yield from stream

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -86,9 +86,9 @@ def _plain(value: Any) -> Any:
 # -- status -----------------------------------------------------------------------------------
 
 
-def phase_to_pb(phase: Phase) -> int:
+def phase_to_pb(phase: Phase) -> pb.Phase:
     try:
-        return _PHASE_TO_PB[Phase(phase)]
+        return cast(pb.Phase, _PHASE_TO_PB[Phase(phase)])
     except (KeyError, ValueError):
         raise ConversionError(f"phase: {phase!r} has no value in heliostat.controller.v1.Phase") from None
 
@@ -180,8 +180,8 @@ def status_to_json(status: StatusSnapshot) -> dict[str, Any]:
 # -- maintenance ------------------------------------------------------------------------------
 
 
-def kind_to_pb(kind: MaintenanceKind) -> int:
-    return _KIND_TO_PB[MaintenanceKind(kind)]
+def kind_to_pb(kind: MaintenanceKind) -> pb.MaintenanceKind:
+    return cast(pb.MaintenanceKind, _KIND_TO_PB[MaintenanceKind(kind)])
 
 
 def kind_from_pb(number: int) -> MaintenanceKind | None:

@@ -277,7 +277,7 @@ def client_of(context: grpc.ServicerContext) -> str:
 def certificate_names(context: grpc.ServicerContext) -> set[str]:
     """The client certificate's subject CN and DNS SANs (empty without mutual TLS)."""
     auth = context.auth_context() or {}
-    names = set()
+    names: set[str] = set()
     for key in ("x509_common_name", "x509_subject_alternative_name"):
         names.update(v.decode("utf-8", "replace") for v in auth.get(key) or ())
     return names

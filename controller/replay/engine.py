@@ -209,7 +209,7 @@ class ReplayEngine:
         times = np.array([s.time for s in history])
         solver = TeSolver(self.fabric)
         results = []
-        windows = [(float(s), float(e) if e is not None else np.inf) for s, e in self._windows]
+        windows = [(float(s or 0.0), float(e) if e is not None else np.inf) for s, e in self._windows]
         for k in range(len(self.series)):
             t = float(self.series.times[k])
             state = history[int(np.searchsorted(times, t, side="right")) - 1]

@@ -84,7 +84,7 @@ def replay_table(result: ReplayResult) -> str:
     r = s["ratio"]
 
     def fmt(value: object) -> str:
-        return "-" if value is None else f"{value:.4f}"  # type: ignore[str-format]
+        return "-" if value is None else f"{value:.4f}"
 
     lines = [
         f"replay on {result.fabric}: {s['snapshots']} snapshots, {s['judged']} judged, "

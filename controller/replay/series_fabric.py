@@ -168,8 +168,8 @@ class SeriesFabric:
         peers: dict[tuple[str, int], tuple[str, int]] = {}
         for circuits in self._circuits.values():
             for c in circuits:
-                a, b = circuit_ends(self.fabric, c)
-                peers[a], peers[b] = b, a
+                end_a, end_b = circuit_ends(self.fabric, c)
+                peers[end_a], peers[end_b] = end_b, end_a
         out = {}
         for b in blocks:
             block = self.fabric.block(b)

@@ -32,6 +32,7 @@ import itertools
 import logging
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy import sparse
@@ -43,7 +44,9 @@ from optimizer.traffic import TrafficMatrix
 log = logging.getLogger(__name__)
 
 Pair = tuple[str, str]
-Routing = Mapping[Pair, Mapping[Hashable, float]]
+Routing = Mapping[Pair, Mapping[Any, float]]  # per pair, the share of it on each link (any link key)
+PortKey = TypeVar("PortKey", bound=Hashable)
+LinkKey = TypeVar("LinkKey", bound=Hashable)
 
 DENSE_LIMIT = 400  # pairs up to which the dense bounded solver (exact active set) is used
 RANK_LIMIT = 600  # pairs up to which identifiability is checked with a dense rank
@@ -90,15 +93,15 @@ def direct_routing(blocks: Sequence[str]) -> dict[Pair, dict[tuple[str, str], fl
 
 
 def aggregate_link_loads(
-    port_rates: Mapping[Hashable, float], port_links: Mapping[Hashable, Hashable]
-) -> dict[Hashable, float]:
+    port_rates: Mapping[PortKey, float], port_links: Mapping[PortKey, LinkKey]
+) -> dict[LinkKey, float]:
     """Per-link loads from per-port rates: ``port_links`` maps each port key to its link id.
 
     A link is measured only when every one of its ports has a rate; a partly measured link
     would understate its load, so it is left out (tomogravity then fits without it).
     """
-    loads: dict[Hashable, float] = {}
-    incomplete: set[Hashable] = set()
+    loads: dict[LinkKey, float] = {}
+    incomplete: set[LinkKey] = set()
     for port, link in port_links.items():
         rate = port_rates.get(port)
         if rate is None:
@@ -139,7 +142,7 @@ def gravity_prior(
 def tomogravity(
     blocks: Sequence[str],
     routing: Routing,
-    link_loads: Mapping[Hashable, float],
+    link_loads: Mapping[Any, float],
     egress: Mapping[str, float] | None = None,
     ingress: Mapping[str, float] | None = None,
     regularization: float = 1e-3,
@@ -187,7 +190,7 @@ def _measurements(
     names: tuple[str, ...],
     pairs: list[Pair],
     routing: Routing,
-    link_loads: Mapping[Hashable, float],
+    link_loads: Mapping[Any, float],
     egress: Mapping[str, float] | None,
     ingress: Mapping[str, float] | None,
 ) -> tuple[list[dict[int, float]], list[float]]:

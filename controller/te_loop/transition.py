@@ -188,12 +188,10 @@ def _one_block_at_a_time(
     state = {b: before.get(b, {}) for b in blocks}
     out: list[GroupTables] = []
     while len(waiting) > 1:
-        block = min(
-            waiting,
-            key=lambda b, now=total: _utilisation(
-                now - loads_before[index[b]] + loads_after[index[b]], capacity
-            ),
-        )
+        def after_moving(b: str, now: np.ndarray = total) -> float:
+            return _utilisation(now - loads_before[index[b]] + loads_after[index[b]], capacity)
+
+        block = min(waiting, key=after_moving)
         i = index[block]
         total = total - loads_before[i] + loads_after[i]
         worst = max(worst, _utilisation(total, capacity))
