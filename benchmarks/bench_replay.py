@@ -12,8 +12,8 @@ on it, ToE does).
    series and pooled.
 2. ToE over a trace: ToE on against the fixed uniform mesh, at the median-0.5 scale and a hot
    one (x1.6), with the default TE policy.
-3. One TE decision at 64 blocks (``configs/fabric-64.yaml``) with a 12-snapshot history, in a
-   fresh process: time and peak RSS.
+3. One TE decision at 8 and 64 blocks (``configs/fabric-8.yaml``, ``fabric-64.yaml``) with a
+   history of the policy's window (at least 12), in a fresh process: time and peak RSS.
 
 Results go to ``benchmarks/RESULTS_replay.md``.
 """
@@ -57,7 +57,8 @@ POLICIES: dict[str, TePolicy] = {
     "last snapshot, no hedge": TePolicy(TeMethod.MIN_MLU, Predictor.LAST, 1, None),
     "last snapshot, S=0.5": TePolicy(TeMethod.MIN_MLU, Predictor.LAST, 1, 0.5),
     "scenarios (48, S=0.5)": TePolicy(TeMethod.SCENARIOS, Predictor.LAST, 48, 0.5),
-    "default: scenarios (12)": TePolicy(),
+    "scenarios (12), the old default": TePolicy(window=12, burst=0.0),
+    "default: scenarios (96, bursts 0.1)": TePolicy(),
 }
 
 
@@ -171,17 +172,18 @@ def _toe_row(pod: str, number: int, scale: float, toe: bool, result: ReplayResul
 # -- 3. one decision at 64 blocks ------------------------------------------------------------------
 
 
-def decision_64(policy_name: str) -> dict[str, Any]:
-    """Child process: one TE decision on fabric-64 from a 12-matrix history."""
+def decision(policy_name: str, blocks: int = 64) -> dict[str, Any]:
+    """Child process: one TE decision on fabric-<blocks> from a history of the policy's window
+    (at most 96 matrices; the scenario method reads about a dozen at 64 blocks)."""
     from optimizer.te import RecentDemand, TeSolver, route
     from optimizer.topology import mesh_topology
     from optimizer.traffic import gravity_matrix
 
-    fabric = load_fabric(ROOT / "configs" / "fabric-64.yaml")
+    fabric = load_fabric(ROOT / "configs" / f"fabric-{blocks}.yaml")
     rng = np.random.default_rng(7)
     base = gravity_matrix(fabric, 3, 0.5)
-    history = tuple(base.scaled(1.0) if k == 0 else _jitter(base, rng) for k in range(12))
     policy = POLICIES[policy_name]
+    history = tuple(base.scaled(1.0) if k == 0 else _jitter(base, rng) for k in range(max(12, policy.window)))
     solver = TeSolver(fabric, hedge=policy.hedge, table_size=policy.table_size)
     mesh = mesh_topology(fabric)
     started = time.perf_counter()
@@ -205,7 +207,7 @@ def _jitter(matrix: Any, rng: np.random.Generator) -> Any:
 TITLES = {
     "te": "### 1. TE: MLU of the weights in force / the snapshot's optimum (ToE off)",
     "toe": "### 2. ToE over a trace (default TE policy)",
-    "scale": "### 3. One TE decision at 64 blocks (fabric-64, 12-matrix history, fresh process)",
+    "scale": "### 3. One TE decision at 8 and 64 blocks (fabric-8 / fabric-64, fresh process)",
 }
 
 #: What the tables mean; kept with the code that writes them.
@@ -267,13 +269,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--limit", type=int, default=None, help="snapshots per series (default: all)")
     parser.add_argument("--only", choices=("te", "toe", "scale"), nargs="*", default=None)
-    parser.add_argument("--child-64", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--child-blocks", type=int, default=64, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("controller").setLevel(logging.ERROR)
     logging.getLogger("optimizer").setLevel(logging.ERROR)
-    if args.child_64:
-        print(json.dumps(decision_64(args.child_64)))
+    if args.child:
+        print(json.dumps(decision(args.child, args.child_blocks)))
         return 0
     sections = args.only or ["te", "toe", "scale"]
     parts = _read_sections()
@@ -299,13 +302,17 @@ def main(argv: list[str] | None = None) -> int:
             *NOTES["toe"],
         ]
     if "scale" in sections:
-        rows = ["| policy | cold (s) | warm (s) | peak RSS (MB) | MLU |", "|---|---:|---:|---:|---:|"]
-        for name in POLICIES:
-            data = run_module("benchmarks.bench_replay", "--child-64", name)
-            rows.append(
-                f"| {name} | {data['cold_s']:.2f} | {data['warm_s']:.2f} | {data['peak_rss_mb']:.0f} | "
-                f"{data['mlu']:.4f} |"
-            )
+        rows = [
+            "| blocks | policy | cold (s) | warm (s) | peak RSS (MB) | MLU |",
+            "|---:|---|---:|---:|---:|---:|",
+        ]
+        for blocks in (8, 64):
+            for name in POLICIES:
+                data = run_module("benchmarks.bench_replay", "--child", name, "--child-blocks", str(blocks))
+                rows.append(
+                    f"| {blocks} | {name} | {data['cold_s']:.2f} | {data['warm_s']:.2f} | "
+                    f"{data['peak_rss_mb']:.0f} | {data['mlu']:.4f} |"
+                )
         parts["scale"] = [TITLES["scale"], "", f"Run on {machine_summary()}.", "", *rows, "", *NOTES["scale"]]
     text = "\n".join(line for key in ("head", "te", "toe", "scale") for line in parts.get(key, []))
     (HERE / "RESULTS_replay.md").write_text(text.rstrip() + "\n", encoding="utf-8")

@@ -41,6 +41,7 @@ from optimizer.te.paths import (
     path_loads,
 )
 from optimizer.te.scenarios import (
+    MAX_SCENARIO_ENTRIES,
     WARM_STEPS,
     PathOperator,
     ScenarioPlanner,
@@ -354,15 +355,22 @@ class TeSolver:
         matrices: Sequence[TrafficMatrix],
         spine: Sequence[SpineSwitch] | None = None,
         warm_steps: int = WARM_STEPS,
+        burst: float = 0.0,
     ) -> TeResult:
         """One routing for the recent ``matrices`` together (oldest first): the sample-average
         TE of :mod:`optimizer.te.scenarios`, capped by this solver's hedge, warm-started from
         the previous scenario solve on the same paths. Figures (MLU, links, stretch) are of the
-        newest matrix, which the result is judged on as any other TE result."""
+        newest matrix, which the result is judged on as any other TE result. ``burst`` is the
+        share of the objective on per-pair burst scenarios (:func:`~optimizer.te.scenarios.with_bursts`).
+
+        At most :data:`~optimizer.te.scenarios.MAX_SCENARIO_ENTRIES` matrices x paths are
+        used, the newest matrices first: a long window on a small fabric, about a dozen
+        matrices at 64 blocks (a decision stays within its time there)."""
         topology = self.mesh if topology is None else topology
         latest = matrices[-1]
         inst = _instance(self.fabric, topology, latest, spine)
         pairs = inst.pairs
+        matrices = matrices[-max(1, MAX_SCENARIO_ENTRIES // pairs.valid.size) :]
         blocks = self.fabric.block_names
         demands = np.array([m.gbps[pairs.src, pairs.dst] for m in matrices if m.blocks == blocks])
         active = demands.sum(axis=1) > 0
@@ -377,9 +385,8 @@ class TeSolver:
             def lp_start() -> np.ndarray:
                 return self._lp_fractions(inst, self._solve_lp(inst))
 
-            solved, used = self._scenarios.plan(
-                operator, demands, path_caps(pairs, self.hedge), lp_start, warm_steps
-            )
+            caps = path_caps(pairs, self.hedge)
+            solved, used = self._scenarios.plan(operator, demands, caps, lp_start, warm_steps, burst)
             fractions, iterations, objective = solved.fractions, solved.iterations, solved.objective
         flow = fractions[inst.comm_rows] * inst.comm.demand_gbps[:, None]
         mlu, _ = _mlu(inst.graph, inst.comm_paths, flow)
