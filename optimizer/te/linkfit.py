@@ -38,7 +38,7 @@ _INCLUDE = 0.97  # coarse rows crossing a link above this share of the target ar
 _MILP_SECONDS = 3.0  # a safety net for large rounding MILPs (64 blocks): the plan stays within seconds
 _MILP_NODES = 50  # branch-and-bound nodes (deterministic); the MILP keeps its best rounding
 _COARSE = 0.005  # a group is coarse when one entry of a full table is this much of a link
-_MAX_MOVES_PER_LINK = 40  # moves per link of the graph before the repair gives up
+_MAX_MOVES = 500  # single-unit moves before the repair stops (each costs ~1 ms at 64 blocks)
 _EPS = 1e-12
 
 
@@ -162,7 +162,7 @@ def _move_units(
     first_cap = np.append(caps, np.inf)[paths.first]
     second_cap = np.append(caps, np.inf)[paths.second]
     padded = np.append(_util(graph, paths, demand_gbps, weights), -np.inf)
-    for _ in range(_MAX_MOVES_PER_LINK * graph.n_links):
+    for _ in range(_MAX_MOVES):
         link = int(np.argmax(padded[:-1]))
         peak = padded[link]
         if peak <= target_mlu * (1 + _EPS):

@@ -269,16 +269,20 @@ def with_bursts(
     scale: np.ndarray,
     shares: np.ndarray | None,
     burst: float,
+    room: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The window plus one burst scenario per pair with demand: the window's mean matrix with
     that pair raised by the largest jump any pair made in the window (its share of a matrix
     over its mean share: any pair may burst as the burstiest one did). The bursts share
-    ``burst`` of the objective, the window the rest (in its own proportions)."""
+    ``burst`` of the objective, the window the rest (in its own proportions). With ``room``,
+    only that many bursts, of the pairs with the most demand (none fit at 64 blocks)."""
     totals = demands.sum(axis=1, keepdims=True)
     fractions = demands / np.where(totals > 0, totals, 1.0)
     jump = float((fractions - fractions.mean(axis=0)).max())
     mean = demands.mean(axis=0)
     pairs = np.flatnonzero(mean > 0)
+    if room is not None and len(pairs) > room:
+        pairs = np.sort(pairs[np.argsort(-mean[pairs], kind="stable")[:room]])
     if not len(pairs) or jump <= 0:
         return demands, scale, shares if shares is not None else np.full(len(demands), 1.0 / len(demands))
     bursts = np.repeat(mean[None, :], len(pairs), axis=0)
@@ -408,8 +412,9 @@ class ScenarioPlanner:
         burst: float,
     ) -> ScenarioResult:
         paths = operator.paths
-        if burst > 0.0 and len(demands) > 1:
-            demands, scale, shares = with_bursts(operator, demands, scale, shares, burst)
+        room = MAX_SCENARIO_ENTRIES // paths.valid.size - len(demands)
+        if burst > 0.0 and len(demands) > 1 and room > 0:
+            demands, scale, shares = with_bursts(operator, demands, scale, shares, burst, room)
         if moved:  # a new graph or a traffic shift: start from the better of the two on the window
             candidates = [project_capped_simplex(capacity_split(paths), caps, paths.valid), lp_start()]
             start = min(candidates, key=lambda f: mean_ratio(operator, f, demands, scale, shares))
