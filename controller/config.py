@@ -24,7 +24,8 @@ The accepted form (every section but the three paths is optional; times in secon
       min_qualified_fraction: 0.95     # below this share of new links qualified, the stage rolls back
     te:                                # what TE plans for (optimizer.te.TePolicy)
       method: scenarios                # scenarios (the recent matrices together) or min_mlu
-      window: 12                       # measurements of history the method reads
+      window: 96                       # measurements of history the method reads
+      burst: 0.1                       # scenarios: share of the objective on per-pair bursts
       hedge: null                      # S in (0, 1], or null (no cap)
       predictor: last                  # min_mlu only: last or peak (per-pair peak of the window)
       table_size: 128
@@ -295,7 +296,15 @@ def _te(section: dict[str, Any], source: str) -> TePolicy:
             "te.max_oversubscription",
             minimum=1.0,
         ),
+        burst=_burst(section.get("burst", d.burst), source),
     )
+
+
+def _burst(value: object, source: str) -> float:
+    number = schema.number(value, source, "te.burst", minimum=0.0)
+    if number >= 1.0:
+        raise ConfigError(source, "te.burst", f"must be in [0, 1) (a share of the objective), got {number:g}")
+    return number
 
 
 def _bounded_int(value: object, source: str, key: str, low: int, high: int) -> int:

@@ -50,6 +50,9 @@ COLD_STEPS = 50  # per temperature
 #: (64 blocks with a dozen matrices is 3 M) it takes 2 x WARM_STEPS at the last one, to stay
 #: within a TE cycle, and later decisions improve on it.
 FULL_COLD_SOLVE_ENTRIES = 1_000_000
+#: Matrices x pairs x vias a decision reads at most (the newest matrices of the window): 12
+#: matrices at 64 blocks (4,032 pairs x 66 vias), thousands at 8.
+MAX_SCENARIO_ENTRIES = 3_200_000
 #: The traffic shifted (a job started, a hotspot appeared) when, under the routing in force,
 #: two matrices in a row have a ratio to their bound of at least SHIFT_RATIO and SHIFT_FACTOR
 #: times the median of the older ones: the matrices before them then stop counting, until
@@ -232,8 +235,7 @@ def solve_scenarios(
     def evaluate(f: np.ndarray, beta: float) -> tuple[float, np.ndarray, float]:
         u = operator.utilisation(f, demands) * (1.0 / scale)[:, None]
         smooth, soft = _smax(u, beta)
-        true = float(u.max(axis=1) @ shares)
-        return float(smooth @ shares), soft, true
+        return float(smooth @ shares), soft * weight[:, None], float(u.max(axis=1) @ shares)
 
     best_value, best, iterations = np.inf, x, 0
     for beta in betas:
@@ -243,7 +245,7 @@ def solve_scenarios(
             best_value, best = true, x
         for _ in range(steps_per_beta):
             fy, soft, _ = evaluate(y, beta)
-            grad = operator.gradient(soft * weight[:, None], demands)
+            grad = operator.gradient(soft, demands)
             while True:  # backtracking on the smoothed objective
                 nxt = project_capped_simplex(y - step * grad, cap, valid)
                 fn, _, true = evaluate(nxt, beta)
@@ -264,6 +266,38 @@ def solve_scenarios(
             x, fx, t = nxt, fn, t_next
             step *= 1.25
     return ScenarioResult(best, best_value, iterations, step)
+
+
+def with_bursts(
+    operator: PathOperator,
+    demands: np.ndarray,
+    scale: np.ndarray,
+    shares: np.ndarray | None,
+    burst: float,
+    room: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The window plus one burst scenario per pair with demand: the window's mean matrix with
+    that pair raised by the largest jump any pair made in the window (its share of a matrix
+    over its mean share: any pair may burst as the burstiest one did). The bursts share
+    ``burst`` of the objective, the window the rest (in its own proportions). With ``room``,
+    only that many bursts, of the pairs with the most demand (none fit at 64 blocks)."""
+    totals = demands.sum(axis=1, keepdims=True)
+    fractions = demands / np.where(totals > 0, totals, 1.0)
+    jump = float((fractions - fractions.mean(axis=0)).max())
+    mean = demands.mean(axis=0)
+    pairs = np.flatnonzero(mean > 0)
+    if room is not None and len(pairs) > room:
+        pairs = np.sort(pairs[np.argsort(-mean[pairs], kind="stable")[:room]])
+    if not len(pairs) or jump <= 0:
+        return demands, scale, shares if shares is not None else np.full(len(demands), 1.0 / len(demands))
+    bursts = np.repeat(mean[None, :], len(pairs), axis=0)
+    bursts[np.arange(len(pairs)), pairs] += jump * float(mean.sum())
+    paths = operator.paths
+    burst_scale = hose_bounds(operator.graph, bursts, paths.src, paths.dst)
+    burst_scale = np.where(burst_scale > 0, burst_scale, 1.0)
+    window = np.full(len(demands), 1.0 / len(demands)) if shares is None else shares
+    all_shares = np.concatenate([(1.0 - burst) * window, np.full(len(pairs), burst / len(pairs))])
+    return np.vstack([demands, bursts]), np.concatenate([scale, burst_scale]), all_shares
 
 
 def _last_run(digests: list[bytes], digest: bytes | None) -> int:
@@ -310,6 +344,7 @@ class ScenarioPlanner:
         caps: np.ndarray,
         lp_start: Callable[[], np.ndarray],
         warm_steps: int = WARM_STEPS,
+        burst: float = 0.0,
     ) -> tuple[ScenarioResult, int]:
         """The routing for ``demands`` (K, P), oldest first; also how many matrices it used."""
         graph = operator.graph
@@ -340,14 +375,18 @@ class ScenarioPlanner:
             else:
                 self.suspect = None
         shares = self._shares(digests)
-        result = self._solve(operator, demands, scale, caps, start, moved, lp_start, warm_steps, shares)
+        result = self._solve(
+            operator, demands, scale, caps, start, moved, lp_start, warm_steps, shares, burst
+        )
         if shares is not None:
             newest = operator.utilisation(result.fractions, demands[-1:]).max() / scale[-1]
             if newest > HELD_FIT:  # the hedge costs the traffic in force too much: cut instead
                 cut = _last_run(digests, self.held_at)
                 self.shift_at, self.held_at = self.held_at, None
                 demands, scale = demands[cut:], scale[cut:]
-                result = self._solve(operator, demands, scale, caps, start, True, lp_start, warm_steps, None)
+                result = self._solve(
+                    operator, demands, scale, caps, start, True, lp_start, warm_steps, None, burst
+                )
         self.start, self.graph_key, self.step = result.fractions, key, result.step
         return result, len(demands)
 
@@ -375,8 +414,12 @@ class ScenarioPlanner:
         lp_start: Callable[[], np.ndarray],
         warm_steps: int,
         shares: np.ndarray | None,
+        burst: float,
     ) -> ScenarioResult:
         paths = operator.paths
+        room = MAX_SCENARIO_ENTRIES // paths.valid.size - len(demands)
+        if burst > 0.0 and len(demands) > 1 and room > 0:
+            demands, scale, shares = with_bursts(operator, demands, scale, shares, burst, room)
         if moved:  # a new graph or a traffic shift: start from the better of the two on the window
             candidates = [project_capped_simplex(capacity_split(paths), caps, paths.valid), lp_start()]
             start = min(candidates, key=lambda f: mean_ratio(operator, f, demands, scale, shares))

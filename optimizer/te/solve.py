@@ -22,6 +22,12 @@ import numpy as np
 
 from optimizer.errors import ConfigError
 from optimizer.fabric import Fabric, SpineSwitch
+from optimizer.te.linkfit import (
+    DEFAULT_SWITCH_BUDGET,
+    Repaired,
+    fit_switch_budget,
+    repair_link_loads,
+)
 from optimizer.te.lp import LpSolution, PathPool, solve_path_lp
 from optimizer.te.paths import (
     CandidatePaths,
@@ -35,6 +41,7 @@ from optimizer.te.paths import (
     path_loads,
 )
 from optimizer.te.scenarios import (
+    MAX_SCENARIO_ENTRIES,
     WARM_STEPS,
     PathOperator,
     ScenarioPlanner,
@@ -44,7 +51,6 @@ from optimizer.te.scenarios import (
 from optimizer.te.wcmp import (
     DEFAULT_MAX_OVERSUBSCRIPTION,
     DEFAULT_TABLE_SIZE,
-    ReducedWeights,
     oversubscription,
     reduce_weights,
 )
@@ -305,9 +311,13 @@ class TeSolver:
         hedge: float | None = None,
         table_size: int = DEFAULT_TABLE_SIZE,
         max_oversubscription: float = DEFAULT_MAX_OVERSUBSCRIPTION,
+        switch_budget: int = DEFAULT_SWITCH_BUDGET,
     ) -> None:
         _check_parameters(hedge, table_size, max_oversubscription)
+        if isinstance(switch_budget, bool) or not isinstance(switch_budget, int) or switch_budget < 1:
+            raise ConfigError("<te>", "switch_budget", f"must be an integer >= 1, got {switch_budget!r}")
         self.fabric = fabric
+        self.switch_budget = switch_budget
         self.hedge = hedge
         self.table_size = table_size
         self.max_oversubscription = max_oversubscription
@@ -346,15 +356,22 @@ class TeSolver:
         matrices: Sequence[TrafficMatrix],
         spine: Sequence[SpineSwitch] | None = None,
         warm_steps: int = WARM_STEPS,
+        burst: float = 0.0,
     ) -> TeResult:
         """One routing for the recent ``matrices`` together (oldest first): the sample-average
         TE of :mod:`optimizer.te.scenarios`, capped by this solver's hedge, warm-started from
         the previous scenario solve on the same paths. Figures (MLU, links, stretch) are of the
-        newest matrix, which the result is judged on as any other TE result."""
+        newest matrix, which the result is judged on as any other TE result. ``burst`` is the
+        share of the objective on per-pair burst scenarios (:func:`~optimizer.te.scenarios.with_bursts`).
+
+        At most :data:`~optimizer.te.scenarios.MAX_SCENARIO_ENTRIES` matrices x paths are
+        used, the newest matrices first: a long window on a small fabric, about a dozen
+        matrices at 64 blocks (a decision stays within its time there)."""
         topology = self.mesh if topology is None else topology
         latest = matrices[-1]
         inst = _instance(self.fabric, topology, latest, spine)
         pairs = inst.pairs
+        matrices = matrices[-max(1, MAX_SCENARIO_ENTRIES // pairs.valid.size) :]
         blocks = self.fabric.block_names
         demands = np.array([m.gbps[pairs.src, pairs.dst] for m in matrices if m.blocks == blocks])
         active = demands.sum(axis=1) > 0
@@ -369,9 +386,8 @@ class TeSolver:
             def lp_start() -> np.ndarray:
                 return self._lp_fractions(inst, self._solve_lp(inst))
 
-            solved, used = self._scenarios.plan(
-                operator, demands, path_caps(pairs, self.hedge), lp_start, warm_steps
-            )
+            caps = path_caps(pairs, self.hedge)
+            solved, used = self._scenarios.plan(operator, demands, caps, lp_start, warm_steps, burst)
             fractions, iterations, objective = solved.fractions, solved.iterations, solved.objective
         flow = fractions[inst.comm_rows] * inst.comm.demand_gbps[:, None]
         mlu, _ = _mlu(inst.graph, inst.comm_paths, flow)
@@ -438,12 +454,27 @@ class TeSolver:
         """Integer weights for ``fractions`` (every pair's split over its paths) and the
         figures; ``mlu`` and ``planned_flow`` are the fractional plan's on the matrix."""
         graph, pairs, comm = inst.graph, inst.pairs, inst.comm
-        reduced = reduce_weights(fractions, self.table_size, self.max_oversubscription)
-        weights, equal_split = self._fallback_to_equal_split(inst, fractions, reduced)
+        demand_of_pair = np.zeros(pairs.count)
+        demand_of_pair[inst.comm_rows] = comm.demand_gbps
+        reduced, tables = fit_switch_budget(
+            fractions, pairs.src, self.table_size, self.max_oversubscription, self.switch_budget
+        )
+        weights, equal_split = self._fallback_to_equal_split(inst, fractions, reduced, tables)
         if equal_split.any():
             # Those groups' plan is now ECMP: shares and over-subscription are against it.
             every_path = pairs.valid[equal_split]
-            fractions[equal_split] = every_path / every_path.sum(axis=1, keepdims=True)
+            ecmp_fractions = fractions.copy()
+            ecmp_fractions[equal_split] = every_path / every_path.sum(axis=1, keepdims=True)
+        else:
+            ecmp_fractions = fractions
+        target = mlu * self.max_oversubscription
+        repaired = self._repair(inst, demand_of_pair, ecmp_fractions, weights, tables, mlu, equal_split)
+        if equal_split.any() and _mlu_of(inst, repaired.weights) > target * (1 + 1e-9):
+            # Repairing the unequal splits may beat ECMP in the groups that missed the bound.
+            unequal = self._repair(inst, demand_of_pair, fractions, reduced, tables, mlu, None)
+            if _mlu_of(inst, unequal.weights) < _mlu_of(inst, repaired.weights):
+                repaired, equal_split = unequal, np.zeros_like(equal_split)
+        weights, fractions = repaired.weights, repaired.fractions
         group_oversubscription = oversubscription(weights, fractions)
         quantised_flow = _weighted_flow(comm.demand_gbps, weights[inst.comm_rows])
         mlu_quantized, load = _mlu(graph, inst.comm_paths, quantised_flow)
@@ -454,8 +485,6 @@ class TeSolver:
             mesh_graph = build_link_graph(self.fabric, self.mesh, spine)
             mesh_paths = candidate_paths(mesh_graph, comm.src, comm.dst)
 
-        demand_of_pair = np.zeros(pairs.count)
-        demand_of_pair[inst.comm_rows] = comm.demand_gbps
         groups = _groups(
             graph, pairs, weights, fractions, group_oversubscription, demand_of_pair, equal_split
         )
@@ -482,8 +511,23 @@ class TeSolver:
             method=method,
         )
 
+    def _repair(
+        self,
+        inst: _Instance,
+        demand: np.ndarray,
+        fractions: np.ndarray,
+        weights: np.ndarray,
+        tables: np.ndarray,
+        plan_mlu: float,
+        frozen: np.ndarray | None,
+    ) -> Repaired:
+        return repair_link_loads(
+            inst.graph, inst.pairs, demand, fractions, weights, tables, inst.pairs.src,
+            self.switch_budget, plan_mlu, self.max_oversubscription, frozen,
+        )
+
     def _fallback_to_equal_split(
-        self, inst: _Instance, fractions: np.ndarray, reduced: ReducedWeights
+        self, inst: _Instance, fractions: np.ndarray, weights: np.ndarray, tables: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """The reduced weights, or, if it routes the matrix with a lower MLU, the same with
         an equal split over all paths (ECMP) in every group that missed the bound.
@@ -492,22 +536,29 @@ class TeSolver:
         63 transits in 128 entries), one entry is a large slice of a link, and rounding
         unequal shares can cost more than ECMP: the plan should never deploy worse.
         """
-        weights = reduced.weights
         comm, rows = inst.comm, inst.comm_rows
         missed = np.zeros(inst.pairs.count, dtype=bool)
-        missed[rows] = reduced.oversubscription[rows] > self.max_oversubscription * (1 + 1e-9)
+        achieved = oversubscription(weights, fractions)
+        missed[rows] = achieved[rows] > self.max_oversubscription * (1 + 1e-9)
         if not missed.any():
             return weights, missed
         every_path = inst.pairs.valid[missed].astype(np.float64)
-        equal = reduce_weights(every_path, self.table_size, 1.0).weights
         candidate = weights.copy()
-        candidate[missed] = equal
+        for table in np.unique(tables[missed]).tolist():
+            same = tables[missed] == table
+            rows_same = np.flatnonzero(missed)[same]
+            candidate[rows_same] = reduce_weights(every_path[same], int(table), 1.0).weights
         graph, paths = inst.graph, inst.comm_paths
         mlu_reduced = _mlu(graph, paths, _weighted_flow(comm.demand_gbps, weights[rows]))[0]
         mlu_candidate = _mlu(graph, paths, _weighted_flow(comm.demand_gbps, candidate[rows]))[0]
         if mlu_candidate < mlu_reduced:
             return candidate, missed
         return weights, np.zeros_like(missed)
+
+
+def _mlu_of(inst: _Instance, weights: np.ndarray) -> float:
+    flow = _weighted_flow(inst.comm.demand_gbps, weights[inst.comm_rows])
+    return _mlu(inst.graph, inst.comm_paths, flow)[0]
 
 
 def _groups(
@@ -569,13 +620,17 @@ def solve_te(
     hedge: float | None = None,
     table_size: int = DEFAULT_TABLE_SIZE,
     max_oversubscription: float = DEFAULT_MAX_OVERSUBSCRIPTION,
+    switch_budget: int = DEFAULT_SWITCH_BUDGET,
 ) -> TeResult:
     """Plan TE for ``tm`` on ``topology`` (None: the uniform mesh) and the spine.
 
     ``spine`` defaults to the fabric's spine; pass ``()`` to route without it. ``hedge`` is
-    S in (0, 1] (None: plain min-MLU). Raises InfeasibleError if a demand has no path.
+    S in (0, 1] (None: plain min-MLU). ``table_size`` bounds each group's weights and
+    ``switch_budget`` the sum of the weights of all the groups of one switch; the weights
+    aim for ``mlu_quantized <= mlu * max_oversubscription`` on every link (see
+    :mod:`optimizer.te.linkfit`). Raises InfeasibleError if a demand has no path.
     """
-    return TeSolver(fabric, hedge, table_size, max_oversubscription).solve(topology, tm, spine)
+    return TeSolver(fabric, hedge, table_size, max_oversubscription, switch_budget).solve(topology, tm, spine)
 
 
 def min_mlu(

@@ -42,11 +42,13 @@ def reduce_weights(
     fractions: np.ndarray,
     table_size: int = DEFAULT_TABLE_SIZE,
     max_oversubscription: float = DEFAULT_MAX_OVERSUBSCRIPTION,
+    fill: bool = False,
 ) -> ReducedWeights:
     """Smallest integer weights per row of ``fractions`` whose over-subscription is in bound.
 
     ``fractions`` is (G, M), non-negative; each non-zero row is normalised to sum 1.
-    All-zero rows get all-zero weights.
+    All-zero rows get all-zero weights. With ``fill``, every active row instead gets the
+    best weights that use the whole table (the finest units; the bound is ignored).
     """
     if table_size < 1:
         raise ConfigError("<te>", "table_size", f"must be >= 1, got {table_size}")
@@ -73,7 +75,7 @@ def reduce_weights(
         chunk = max(1, _CHUNK_ELEMENTS // (width * table_size))
         for start in range(0, len(same_width), chunk):
             rows = same_width[start : start + chunk]
-            w, o = _reduce_compact(compact[rows, :width], table_size, max_oversubscription)
+            w, o = _reduce_compact(compact[rows, :width], table_size, max_oversubscription, fill)
             full = np.zeros((len(rows), members), dtype=np.int64)
             np.put_along_axis(full, order[rows, :width], w, axis=1)
             weights[active_rows[rows]] = full
@@ -82,7 +84,7 @@ def reduce_weights(
 
 
 def _reduce_compact(
-    fractions: np.ndarray, table_size: int, bound: float
+    fractions: np.ndarray, table_size: int, bound: float, fill: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """The reduction for rows whose non-zero fractions come first, sorted descending."""
     groups, width = fractions.shape
@@ -101,6 +103,8 @@ def _reduce_compact(
     least = oversub_at.min(axis=1, keepdims=True)
     best = np.argmax(oversub_at <= least * (1.0 + 1e-9), axis=1)
     chosen = np.where(within.any(axis=1), np.argmax(within, axis=1), best)
+    if fill:
+        chosen = np.full(groups, table_size - 1)
     total = chosen + 1
     threshold = unit_costs[np.arange(groups), chosen]
     weights = np.floor(threshold[:, None] * fractions * (1.0 + _RELATIVE_EPS)).astype(np.int64)

@@ -126,6 +126,7 @@ def test_the_te_section_sets_the_policy_the_daemon_routes_with() -> None:
     )
     assert config.te == TePolicy(TeMethod.MIN_MLU, Predictor.PEAK, 12, 0.5, 64)
     assert controller_config_from_dict(with_section("te", hedge=None), "c", Path("/")).te.hedge is None
+    assert controller_config_from_dict(with_section("te", burst=0.25), "c", Path("/")).te.burst == 0.25
 
 
 def test_the_toe_solver_budget_is_configured_under_timeouts() -> None:
@@ -165,6 +166,8 @@ def test_the_toe_solver_budget_is_configured_under_timeouts() -> None:
         (with_section("te", table_size=10**9), "te.table_size", "at most 65536"),
         (with_section("te", max_oversubscription=0.9), "te.max_oversubscription", ">= 1.0"),
         (with_section("te", hedging=0.5), "te.hedging", "unknown key"),
+        (with_section("te", burst=1.0), "te.burst", "must be in [0, 1)"),
+        (with_section("te", burst=-0.1), "te.burst", ">= 0"),
         (with_section("listen", northbound="localhost"), "listen.northbound", "host:port"),
         (with_section("listen", metrics="0.0.0.0:99999"), "listen.metrics", "0 to 65535"),
         (with_section("listen", metrics=":9100"), "listen.metrics", "host is empty"),

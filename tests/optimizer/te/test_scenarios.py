@@ -163,3 +163,60 @@ def test_a_traffic_shift_drops_the_old_matrices_but_noise_does_not(fabric8) -> N
     history = [*history[1:], hot]
     third = route(solver, mesh, RecentDemand(tuple(history)), policy)
     assert third.method.startswith("scenarios (3 matrices")  # the old ones stay out
+
+
+def test_burst_scenarios_raise_each_pair_by_the_largest_jump_of_the_window(fabric8) -> None:
+    from optimizer.te.scenarios import with_bursts
+
+    _, _, operator = _setting(fabric8)
+    demands = _demands(fabric8, [gravity_matrix(fabric8, s, 0.4) for s in range(4)])
+    scale = np.ones(len(demands))
+    out, out_scale, shares = with_bursts(operator, demands, scale, None, 0.2)
+    active = int((demands.mean(axis=0) > 0).sum())
+    assert out.shape == (len(demands) + active, demands.shape[1])
+    assert np.array_equal(out[: len(demands)], demands)
+    assert shares.sum() == pytest.approx(1.0)
+    assert shares[: len(demands)].sum() == pytest.approx(0.8)
+    fractions = demands / demands.sum(axis=1, keepdims=True)
+    jump = (fractions - fractions.mean(axis=0)).max()
+    mean = demands.mean(axis=0)
+    raised = out[len(demands)] - mean
+    assert raised.max() == pytest.approx(jump * mean.sum())
+    assert np.count_nonzero(np.abs(raised) > 1e-9) == 1
+    assert (out_scale[len(demands) :] > 0).all()
+
+
+def test_a_burst_share_spreads_the_burstiest_pair_s_traffic(fabric8) -> None:
+    # One pair on/off 10x in the window: planned with burst scenarios, a burst of that pair
+    # costs less than when the window alone is planned for.
+    base = gravity_matrix(fabric8, 5, 0.3)
+    quiet = [base.scaled(1.0 + 0.05 * k) for k in range(8)]
+    gbps = np.array(base.gbps)
+    gbps[0, 1] *= 10
+    burst = TrafficMatrix(fabric8.block_names, gbps)
+    window = (*quiet[:4], burst, *quiet[4:])
+    plain = route(TeSolver(fabric8), mesh_topology(fabric8), RecentDemand(window), TePolicy(window=9))
+    hedged = route(
+        TeSolver(fabric8), mesh_topology(fabric8), RecentDemand(window), TePolicy(window=9, burst=0.5)
+    )
+    assert _mlu_on(fabric8, hedged, burst) < _mlu_on(fabric8, plain, burst)
+
+
+def _mlu_on(fabric, result, tm) -> float:  # type: ignore[no-untyped-def]
+    from optimizer.te.paths import build_link_graph as graph_of
+
+    graph = graph_of(fabric, result.topology)
+    load = np.zeros(graph.n_links)
+    ends = zip(graph.link_src.tolist(), graph.link_dst.tolist(), strict=True)
+    index = {(graph.nodes[s], graph.nodes[d]): i for i, (s, d) in enumerate(ends)}
+    for g in result.groups:
+        demand = tm.demand(g.src, g.dst)
+        total = sum(h.weight for h in g.next_hops)
+        for h in g.next_hops:
+            gbps = demand * h.weight / total
+            if h.via == g.dst:
+                load[index[g.src, g.dst]] += gbps
+            else:
+                load[index[g.src, h.via]] += gbps
+                load[index[h.via, g.dst]] += gbps
+    return float((load / graph.capacity_gbps).max())

@@ -117,13 +117,26 @@ def test_plan_weights_fit_and_bound_the_quantised_mlu(kind: str, table_size: int
     with_demand = [g.oversubscription for g in result.groups if g.demand_gbps > 0]
     assert result.oversubscription == pytest.approx(max(with_demand))
     assert result.mlu_quantized >= result.mlu * (1 - 1e-9)  # the LP is optimal
-    if result.equal_split_groups == 0:
-        # No link takes more than its LP load times the worst over-subscription.
-        assert result.mlu_quantized <= result.mlu * result.oversubscription * (1 + 1e-9)
-        for link in result.links:
-            assert link.utilisation <= link.utilisation_lp * result.oversubscription + 1e-9
+    # No link takes more than the load the groups' planned shares put on it times the worst
+    # over-subscription (the shares are the LP's, or the link repair's where it re-planned).
+    planned = _planned_loads(result)
+    for link in result.links:
+        assert link.load_gbps <= planned[link.src, link.dst] * result.oversubscription + 1e-6
     if table_size == 128:
-        assert result.mlu_quantized <= result.mlu * 1.05
+        assert result.mlu_quantized <= result.mlu * 1.02 * (1 + 1e-9)
+
+
+def _planned_loads(result) -> dict[tuple[str, str], float]:  # type: ignore[no-untyped-def]
+    loads: dict[tuple[str, str], float] = {(link.src, link.dst): 0.0 for link in result.links}
+    for g in result.groups:
+        for h in g.next_hops:
+            gbps = g.demand_gbps * h.share
+            if h.via == g.dst:
+                loads[g.src, g.dst] += gbps
+            else:
+                loads[g.src, h.via] += gbps
+                loads[h.via, g.dst] += gbps
+    return loads
 
 
 def test_every_block_pair_has_a_group_even_without_demand() -> None:
@@ -136,19 +149,15 @@ def test_every_block_pair_has_a_group_even_without_demand() -> None:
     assert all(g.dst in {h.via for h in g.next_hops} for g in idle)
 
 
-def test_groups_too_wide_for_the_table_fall_back_to_ecmp_when_that_routes_better() -> None:
+def test_groups_too_wide_for_the_table_route_better_than_ecmp() -> None:
     # A ring spreads each pair over all 15 paths; 16 entries cannot follow the LP's unequal
-    # split, and rounding it would load some link more than ECMP over the same paths does.
+    # split. Rounding each group alone loads some link more than ECMP over the same paths
+    # (the old plan fell back to ECMP: 1.92); rounding them together on link loads beats it.
     fab = generate_fabric(16, 128, 32, 136, 4)
     tm = ring_matrix(fab, seed=1, load=0.9)
     result = solve_te(fab, None, tm, table_size=16)
-    assert result.equal_split_groups == 16
-    for group in (g for g in result.groups if g.demand_gbps > 0):
-        assert group.equal_split
-        assert {h.weight for h in group.next_hops} == {1} and len(group.next_hops) == 15
+    assert result.baseline_mlu == pytest.approx(1.92)
+    assert result.mlu_quantized <= 1.8 + 1e-9
+    for group in result.groups:
+        assert group.entries <= 16
         assert sum(h.share for h in group.next_hops) == pytest.approx(1.0)
-    assert result.mlu_quantized == pytest.approx(result.baseline_mlu)
-    assert result.mlu_quantized <= result.mlu * 1.15
-    # With room for the LP's split, the LP's weights are kept.
-    roomy = solve_te(fab, None, tm, table_size=128)
-    assert roomy.equal_split_groups == 0 and roomy.mlu_quantized < result.mlu_quantized
