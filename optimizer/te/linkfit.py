@@ -25,6 +25,7 @@ import dataclasses
 
 import highspy
 import numpy as np
+from highspy._core import _Highs
 from scipy import sparse
 
 from optimizer.errors import ConfigError
@@ -205,7 +206,8 @@ def _util(
 ) -> np.ndarray:
     totals = np.maximum(weights.sum(axis=1), 1)
     flow = demand_gbps[:, None] * weights / totals[:, None]
-    return path_loads(graph, paths, flow) / graph.capacity_gbps
+    util: np.ndarray = path_loads(graph, paths, flow) / graph.capacity_gbps
+    return util
 
 
 def _coarse(
@@ -222,7 +224,8 @@ def _coarse(
     narrowest = np.minimum(padded_caps[paths.first], padded_caps[paths.second])
     narrowest = np.where(paths.valid & (weights > 0), narrowest, np.inf).min(axis=1)
     active = demand_gbps > 0
-    return active & (frozen | (demand_gbps / np.maximum(tables, 1) > _COARSE * narrowest))
+    coarse: np.ndarray = active & (frozen | (demand_gbps / np.maximum(tables, 1) > _COARSE * narrowest))
+    return coarse
 
 
 def _round_jointly(
@@ -325,7 +328,7 @@ def _solve_milp(
     """min z (the last column) with the ``integrality`` columns integer; the best solution
     found within ``_MILP_SECONDS``, or None."""
     cols = matrix.shape[1]
-    highs = highspy._Highs()  # the thin binding: the wrapper prints a banner to stdout
+    highs = _Highs()  # the thin binding: the wrapper prints a banner to stdout
     for option, value in (
         ("output_flag", False),
         ("threads", 1),
