@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from controller.commands import ctl_tables
 from controller.commands.ctl import CTL_READ_RETRY
+from controller.commands.ctl import tables as ctl_tables
 from controller.metrics import ControllerMetrics
 from controller.northbound import ControllerClient, start_northbound
 from controller.northbound.api import Phase, StatusSnapshot

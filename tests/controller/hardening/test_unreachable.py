@@ -8,7 +8,7 @@ import itertools
 import time
 from pathlib import Path
 
-from controller.commands.ctl_tables import status_text
+from controller.commands.ctl.tables import status_text
 from controller.config import load_controller_config
 from controller.daemon import Daemon
 from controller.devices_watch import DevicesFileWatch

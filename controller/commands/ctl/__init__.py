@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from controller.commands import ctl_tables
+from controller.commands.ctl import tables as ctl_tables
 from controller.commands.output import emit, emit_json
 from controller.northbound.api import MAX_HISTORY_LIMIT, ApiError, ApiErrorCode, MaintenanceKind
 from controller.northbound.client import (
