@@ -98,6 +98,7 @@ def _from_jobs(args: argparse.Namespace, fab: Any) -> int:
     import numpy as np
 
     from controller.commands.output import emit
+    from controller.replay.series import Series
     from optimizer.errors import ConfigError
     from optimizer.jobs import job_traffic, jobs_series, load_job
     from optimizer.traffic import TrafficMatrix, dump_matrix
@@ -110,7 +111,7 @@ def _from_jobs(args: argparse.Namespace, fab: Any) -> int:
         if not 1 <= args.series <= MAX_SERIES_ITERATIONS:
             raise ConfigError("<command line>", "--series", f"must be from 1 to {MAX_SERIES_ITERATIONS:,}")
         times, gbps = jobs_series(traffic, args.series)
-        emit(series_csv(fab.block_names, times, gbps), args.out)
+        emit(Series(fab.block_names, times, gbps).to_csv(), args.out)
         return 0
     parts = [(t.peak() if args.peak else t.mean()).gbps for t in traffic]
     emit(
@@ -121,13 +122,3 @@ def _from_jobs(args: argparse.Namespace, fab: Any) -> int:
     )
     return 0
 
-
-def series_csv(blocks: tuple[str, ...], times: Any, gbps: Any) -> str:
-    """The long CSV ``heliostat replay`` reads: one row per pair with traffic, per snapshot (a
-    snapshot with none gets one zero row, so that its time is there)."""
-    lines = ["time,src,dst,gbps"]
-    for t, matrix in zip(times, gbps, strict=True):
-        rows = [(i, j) for i in range(len(blocks)) for j in range(len(blocks)) if matrix[i, j] > 0]
-        for i, j in rows or [(0, 1)]:
-            lines.append(f"{t:.6f},{blocks[i]},{blocks[j]},{matrix[i, j]:.6f}")
-    return "\n".join(lines) + "\n"

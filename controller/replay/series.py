@@ -53,6 +53,17 @@ class Series:
             return float(self.times[k + 1] - self.times[k])
         return float(self.times[k] - self.times[k - 1]) if k > 0 else 1.0
 
+    def to_csv(self) -> str:
+        """The long CSV :func:`parse_series_csv` reads: a row per pair with traffic, per snapshot
+        (a snapshot with none gets one zero row, so that its time is there)."""
+        lines = [",".join(CSV_HEADER)]
+        n = len(self.blocks)
+        for t, matrix in zip(self.times, self.gbps, strict=True):
+            rows = [(i, j) for i in range(n) for j in range(n) if matrix[i, j] > 0]
+            for i, j in rows or [(0, 1)]:
+                lines.append(f"{t:.6f},{self.blocks[i]},{self.blocks[j]},{matrix[i, j]:.6f}")
+        return "\n".join(lines) + "\n"
+
     def scaled(self, factor: float) -> Series:
         return Series(self.blocks, self.times, self.gbps * factor, self.source)
 

@@ -20,9 +20,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from optimizer.jobs.traffic import JobTraffic
+from optimizer.jobs.traffic import BITS_PER_BYTE, JobTraffic
 
-BITS_PER_BYTE = 8.0
 _EPS = 1e-12
 
 
