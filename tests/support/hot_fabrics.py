@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from optimizer.fabric import Block, Fabric, Ocs, SpineSwitch, build_fabric
 from optimizer.te import TeSolver
-from optimizer.traffic import TrafficMatrix, gravity_matrix, ring_matrix, uniform_matrix
+from optimizer.traffic import TrafficMatrix, gravity_matrix, ring_matrix
 
 
 def mixed_fabric(
@@ -40,8 +38,7 @@ def mixed_fabric(
 
 def mesh_scaled(fabric: Fabric, matrix: TrafficMatrix, mlu: float) -> TrafficMatrix:
     """``matrix`` scaled so that its min-MLU on the uniform mesh is ``mlu``."""
-    now = TeSolver(fabric).min_mlu(None, matrix, None)
-    return TrafficMatrix(fabric.block_names, np.asarray(matrix.gbps) * (mlu / now))
+    return matrix.scaled(mlu / TeSolver(fabric).min_mlu(None, matrix, None))
 
 
 def skewed(fabric: Fabric, seed: int = 5, skew: float = 1.5) -> TrafficMatrix:
@@ -55,10 +52,6 @@ def ring(fabric: Fabric, seed: int = 3) -> TrafficMatrix:
 def shift(fabric: Fabric, seed: int = 3) -> TrafficMatrix:
     """Each block to the block two places on (a fixed permutation, as a shifted collective)."""
     return ring_matrix(fabric, seed, 0.5, phase=1)
-
-
-def even(fabric: Fabric) -> TrafficMatrix:
-    return uniform_matrix(fabric, 0.5)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import numpy as np
 
 from controller.replay.series import Series
 from optimizer.fabric import Fabric
-from optimizer.traffic import TrafficMatrix, generate_matrix
+from optimizer.traffic import generate_matrix
 
 INTERVAL = 30.0
 #: A snapshot moved from the one before when the traffic moved by more than this share of its
@@ -113,6 +113,3 @@ def shapes(fabric: Fabric) -> dict[str, Series]:
     }
     return out
 
-
-def as_matrix(fabric: Fabric, gbps: np.ndarray) -> TrafficMatrix:
-    return TrafficMatrix(fabric.block_names, gbps)
