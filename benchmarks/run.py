@@ -17,9 +17,10 @@ from benchmarks.machine import machine_summary
 
 HERE = Path(__file__).resolve().parent
 ORDER = ("te", "mapping", "toe", "toe_limit", "southbound", "controller")
-#: Results written by runs that ``make bench`` does not start (``python -m benchmarks.soak``,
-#: ``python -m benchmarks.scale.mesh_sweep``).
-EXTRA_SECTIONS = ("mesh", "soak")
+#: Results written by runs that ``make bench`` does not start (``python -m benchmarks.bench_te
+#: --wcmp``, ``benchmarks.hot.family``, ``benchmarks.jobs.comm_time``, ``benchmarks.scale.mesh_sweep``,
+#: ``benchmarks.soak``).
+EXTRA_SECTIONS = ("wcmp", "hot", "jobs", "mesh", "soak")
 
 log = logging.getLogger(__name__)
 
