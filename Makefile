@@ -36,6 +36,7 @@ bench: $(STAMP)
 protos: $(STAMP)
 	$(BIN)/python -m southbound.grpc_native.proto
 	$(BIN)/python -m controller.northbound.proto
+	$(BIN)/python -m southbound.standard.proto
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache

@@ -10,7 +10,8 @@ import pytest
 
 from controller.northbound import proto as northbound_proto
 from southbound.grpc_native import proto as southbound_proto
-from southbound.grpc_native.protoc import ProtoTree, regenerate
+from southbound.protoc import ProtoTree, regenerate
+from southbound.standard import proto as standard_proto
 
 
 def _tree(root: Path) -> set[Path]:
@@ -22,7 +23,8 @@ def _tree(root: Path) -> set[Path]:
 
 
 @pytest.mark.parametrize(
-    "tree", [southbound_proto.TREE, northbound_proto.TREE], ids=["southbound", "northbound"]
+    "tree", [southbound_proto.TREE, northbound_proto.TREE, standard_proto.TREE],
+    ids=["southbound", "northbound", "standard"],
 )
 def test_committed_stubs_match_regenerated(tree: ProtoTree, tmp_path: Path) -> None:
     written = regenerate(tree, tmp_path)

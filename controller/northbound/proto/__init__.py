@@ -2,12 +2,12 @@
 :mod:`controller.northbound.server`, and its committed stubs (``gen/``).
 
 ``python -m controller.northbound.proto`` regenerates the stubs (see
-:mod:`southbound.grpc_native.protoc`)."""
+:mod:`southbound.protoc`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from southbound.grpc_native.protoc import ProtoTree
+from southbound.protoc import ProtoTree
 
 TREE = ProtoTree(Path(__file__).resolve().parent, __name__)

@@ -3,6 +3,6 @@
 import sys
 
 from controller.northbound.proto import TREE
-from southbound.grpc_native.protoc import main
+from southbound.protoc import main
 
 sys.exit(main(TREE))

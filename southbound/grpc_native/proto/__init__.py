@@ -1,12 +1,12 @@
 """The device API's protos (``heliostat.southbound.v1``) and their committed stubs (``gen/``).
 
 ``python -m southbound.grpc_native.proto`` regenerates the stubs (see
-:mod:`southbound.grpc_native.protoc`)."""
+:mod:`southbound.protoc`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from southbound.grpc_native.protoc import ProtoTree
+from southbound.protoc import ProtoTree
 
 TREE = ProtoTree(Path(__file__).resolve().parent, __name__)

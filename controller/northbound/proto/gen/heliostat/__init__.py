@@ -1,1 +1,1 @@
-"""Generated from controller.northbound.proto by southbound.grpc_native.protoc; do not edit."""
+"""Generated from controller.northbound.proto by southbound.protoc; do not edit."""

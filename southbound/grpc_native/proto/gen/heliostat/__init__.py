@@ -1,1 +1,1 @@
-"""Generated from southbound.grpc_native.proto by southbound.grpc_native.protoc; do not edit."""
+"""Generated from southbound.grpc_native.proto by southbound.protoc; do not edit."""

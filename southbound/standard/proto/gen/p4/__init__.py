@@ -1,0 +1,1 @@
+"""Generated from southbound.standard.proto by southbound.protoc; do not edit."""
