@@ -14,12 +14,22 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# The foreign clients of the standard protocols (finsy, pygnmi) in their own environment:
+# their protobuf pins differ from ours (tests/foreign/requirements.txt says why).
+FOREIGN := .venv-foreign
+FOREIGN_STAMP := $(FOREIGN)/.installed
+
+$(FOREIGN_STAMP): tests/foreign/requirements.txt
+	$(PYTHON) -m venv $(FOREIGN)
+	$(FOREIGN)/bin/pip install --quiet -r tests/foreign/requirements.txt
+	touch $(FOREIGN_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/heliostat demo
 
 # mypy checks every package (pyproject.toml's [tool.mypy]: strict on optimizer/ and the device
 # contracts, the defaults elsewhere).
-test: $(STAMP)
+test: $(STAMP) $(FOREIGN_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
