@@ -22,6 +22,7 @@ from southbound.types import (
     ApplyResult,
     CrossConnect,
     CrossConnectTable,
+    GroupBudget,
     NextHopGroups,
     OcsEvent,
     OcsInfo,
@@ -43,6 +44,10 @@ class GroupWriter(Closeable, Protocol):
     per ``request_id``: a retry with the same id gets the first answer (``replayed``)."""
 
     def groups(self, deadline_s: float | None = None) -> NextHopGroups: ...
+
+    def budget(self) -> GroupBudget:
+        """The switch's declared group-table budget (read from the device)."""
+        ...
 
     def set_groups(
         self,

@@ -50,6 +50,7 @@ from southbound.types import (
     ApplyResult,
     CrossConnect,
     CrossConnectTable,
+    GroupBudget,
     NextHopGroups,
     OcsInfo,
     OcsPortStatus,
@@ -185,6 +186,9 @@ class ComposedSwitch(_Composed):
 
     def groups(self, deadline_s: float | None = None) -> NextHopGroups:
         return self._groups.groups(deadline_s)
+
+    def budget(self) -> GroupBudget:
+        return self._groups.budget()
 
     def set_groups(
         self,

@@ -109,6 +109,16 @@ class NextHopGroups:
 
 
 @dataclass(frozen=True)
+class GroupBudget:
+    """What a switch's group tables hold, as the switch declares it: the sum of the weights of
+    one group, and of all its groups together (PINS's fabric build: 49,152). The quantizer
+    fits the weights to it; a device refuses a write past it."""
+
+    max_group_weight: int
+    total_weight: int
+
+
+@dataclass(frozen=True)
 class SetGroupsResult:
     generation: int
     replayed: bool

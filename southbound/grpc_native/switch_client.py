@@ -19,7 +19,14 @@ from southbound.errors import (
 from southbound.grpc_native import convert
 from southbound.grpc_native.client_base import DeviceClient, new_request_id
 from southbound.grpc_native.pb import packet_switch_pb2, packet_switch_pb2_grpc
-from southbound.types import NextHopGroups, SetGroupsResult, SwitchCounters, SwitchInfo, SwitchPort
+from southbound.types import (
+    GroupBudget,
+    NextHopGroups,
+    SetGroupsResult,
+    SwitchCounters,
+    SwitchInfo,
+    SwitchPort,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +45,12 @@ class SwitchClient(DeviceClient):
         return convert.switch_info_from_proto(
             self._caller.call(self._stub.GetDeviceInfo, pb.GetSwitchDeviceInfoRequest())
         )
+
+    def budget(self) -> GroupBudget:
+        """The native service declares a group's entries and the table's capacity (entries of
+        every group together) in its device info."""
+        info = self.device_info()
+        return GroupBudget(info.max_group_entries, info.table_capacity)
 
     def ports(self) -> list[SwitchPort]:
         reply = self._caller.call(self._stub.ListPorts, pb.ListPortsRequest())

@@ -36,6 +36,7 @@ from southbound.types import (
     ApplyResult,
     CrossConnect,
     CrossConnectTable,
+    GroupBudget,
     NextHopGroups,
     OcsEvent,
     OcsInfo,
@@ -64,6 +65,9 @@ class MemorySwitch:
 
     def groups(self, deadline_s: float | None = None) -> NextHopGroups:
         return NextHopGroups(self.generation, dict(self.source), dict(self.transit), 0)
+
+    def budget(self) -> GroupBudget:
+        return GroupBudget(128, 49_152)
 
     def set_groups(
         self,
