@@ -15,7 +15,7 @@ from typing import Protocol
 
 from optimizer.fabric import Fabric
 from optimizer.topology import Circuit
-from southbound.types import SwitchCounters, SwitchPort
+from southbound.types import GroupBudget, SwitchCounters, SwitchPort
 
 #: block -> {destination block: {via block: weight}} (a spine switch's entry holds its
 #: transit groups: {destination block: {destination block: weight}})
@@ -105,6 +105,10 @@ class FabricPort(Protocol):
     def ocs_light(self, ocs: str, ports: Iterable[int]) -> dict[int, bool]: ...
 
     def push_groups(self, tables: GroupTables, request_prefix: str) -> dict[str, int]: ...
+
+    def budgets(self) -> tuple[dict[str, GroupBudget], dict[str, str]]:
+        """Each managed switch's declared group-table budget (and the switches that failed)."""
+        ...
 
     def drain(self, ports: Mapping[str, Iterable[int]]) -> None: ...
 

@@ -26,7 +26,7 @@ from southbound.devices import DeviceConfig
 from southbound.errors import SouthboundError, StaleGeneration
 from southbound.fencing import EpochSource
 from southbound.registry import DriverRegistry, UnknownTransport, default_registry
-from southbound.types import CrossConnect, SwitchCounters, SwitchPort
+from southbound.types import CrossConnect, GroupBudget, SwitchCounters, SwitchPort
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +191,10 @@ class FabricDrivers:
 
     def switch_ports(self, blocks: Iterable[str]) -> tuple[dict[str, list[SwitchPort]], dict[str, str]]:
         return self._each(blocks, lambda b: self.switches[b].ports())
+
+    def budgets(self) -> tuple[dict[str, GroupBudget], dict[str, str]]:
+        """Each block's and managed spine switch's declared group-table budget."""
+        return self._each([*self.switches, *self.spines], lambda name: self._switch(name).budget())
 
     def ocs_light(self, ocs: str, ports: Iterable[int]) -> dict[int, bool]:
         """Whether each OCS port is lit both ways (light levels, when the device reports them)."""

@@ -204,6 +204,11 @@ class Daemon:
         # as staging does, so that measured loads stay under the threshold itself.
         mix_floor = config.thresholds.stage_mlu / DEFAULT_MAX_OVERSUBSCRIPTION
         te = TePusher(fabric, drivers, mix_floor=mix_floor, policy=config.te)
+        budgets, unread = drivers.budgets()
+        if unread:
+            log.warning("group budgets not read from %s; they are assumed to hold the policy's groups",
+                        ", ".join(sorted(unread)))
+        te.fit_budgets(budgets)
         if self.parallel_map is None and pays_off(fabric):  # started once; close() ends it
             self.parallel_map = self.mapping_pool.enter_context(domain_pool(fabric=fabric))
         planner = ToePlanner(

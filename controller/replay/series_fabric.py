@@ -30,7 +30,7 @@ from optimizer.errors import HeliostatError
 from optimizer.fabric import Fabric
 from optimizer.topology import Circuit
 from southbound.errors import InvalidRequest, StaleGeneration
-from southbound.types import PortCounters, SwitchCounters, SwitchPort
+from southbound.types import GroupBudget, PortCounters, SwitchCounters, SwitchPort
 
 BYTES_PER_GBIT = 1e9 / 8
 
@@ -191,6 +191,10 @@ class SeriesFabric:
         return {p: p in lit for p in ports}
 
     # -- FabricPort: writing ------------------------------------------------------------------
+
+    def budgets(self) -> tuple[dict[str, GroupBudget], dict[str, str]]:
+        """Replay's switches declare no budget: TE keeps the policy's."""
+        return {}, {}
 
     def push_groups(self, tables: GroupTables, request_prefix: str) -> dict[str, int]:
         generations = {}

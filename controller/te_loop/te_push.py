@@ -33,8 +33,10 @@ from controller.te_loop.transition import (
 from optimizer.fabric import Fabric, SpineSwitch
 from optimizer.spine import spine_capacity_gbps
 from optimizer.te import RecentDemand, TePolicy, TeResult, TeSolver, route
+from optimizer.te.linkfit import DEFAULT_SWITCH_BUDGET
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
+from southbound.types import GroupBudget
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +144,22 @@ class TePusher:
         self._possible_cache: (
             tuple[tuple[frozenset[Circuit], tuple[SpineSwitch, ...]], TrafficMatrix, float] | None
         ) = None
+
+    def fit_budgets(self, budgets: Mapping[str, GroupBudget]) -> tuple[int, int]:
+        """Fit the weights to what the switches declare: a group holds at most the smallest
+        declared group (and the policy's ``table_size``), a switch's groups together at most the
+        smallest declared total. Returns (table size, switch budget) in force."""
+        with self._lock:
+            table_size = min([self.policy.table_size, *(b.max_group_weight for b in budgets.values())])
+            switch_budget = min((b.total_weight for b in budgets.values()), default=DEFAULT_SWITCH_BUDGET)
+            for solver in (self.solver, self.exact):
+                solver.table_size, solver.switch_budget = table_size, switch_budget
+        if table_size < self.policy.table_size:
+            log.warning("the switches hold groups of at most %d weights, below te.table_size %d: using %d",
+                        table_size, self.policy.table_size, table_size)
+        log.info("TE weights fit groups of %d and %d weights a switch (%d switches declared theirs)",
+                 table_size, switch_budget, len(budgets))
+        return table_size, switch_budget
 
     def set_spine(self, spine: Iterable[SpineSwitch] | None, devices: Iterable[str] = ()) -> None:
         """The spine TE may route over from now on (see :func:`optimizer.spine.spine_in_service`)."""
