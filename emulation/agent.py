@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from typing import Any
 
@@ -40,7 +40,7 @@ class DeviceAgent:
         name: str,
         kind: str,
         register: Callable[[grpc.Server], None],
-        service_name: str,
+        service_name: str | Sequence[str],
         *,
         host: str = "127.0.0.1",
         tls: ServerTlsConfig | None = None,
@@ -51,7 +51,8 @@ class DeviceAgent:
         self.host = host
         self.port = 0
         self._register = register
-        self._service_name = service_name
+        #: the device's own services (one per protocol it speaks), for health and reflection
+        self._service_names = (service_name,) if isinstance(service_name, str) else tuple(service_name)
         self._tls = tls
         self._max_workers = max_workers
         self._server: grpc.Server | None = None
@@ -82,7 +83,7 @@ class DeviceAgent:
             self._health = health_servicer
             self._publish_health()
             reflection.enable_server_reflection(
-                (self._service_name, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+                (*self._service_names, health.SERVICE_NAME, reflection.SERVICE_NAME), server
             )
             target = f"{self.host}:{self.port}"
             warn_if_exposed(f"device {self.name}'s gRPC server", self.host, self._tls)
@@ -116,7 +117,7 @@ class DeviceAgent:
             return
         status = (health_pb2.HealthCheckResponse.SERVING if self._serving
                   else health_pb2.HealthCheckResponse.NOT_SERVING)
-        for service in ("", self._service_name):
+        for service in ("", *self._service_names):
             self._health.set(service, status)
 
     def stop(self, grace_s: float | None = None) -> None:
@@ -194,6 +195,14 @@ class _NotServingGate(grpc.ServerInterceptor):
             )
         if handler.unary_stream is not None:
             return grpc.unary_stream_rpc_method_handler(
+                refuse, handler.request_deserializer, handler.response_serializer
+            )
+        if handler.stream_unary is not None:
+            return grpc.stream_unary_rpc_method_handler(
+                refuse, handler.request_deserializer, handler.response_serializer
+            )
+        if handler.stream_stream is not None:  # P4Runtime's StreamChannel, gNMI's Subscribe
+            return grpc.stream_stream_rpc_method_handler(
                 refuse, handler.request_deserializer, handler.response_serializer
             )
         return handler

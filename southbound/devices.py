@@ -407,8 +407,13 @@ def _dump_endpoint(e: Endpoint) -> str | dict[str, Any]:
 
 
 def write_devices_file(path: str | Path, devices: Mapping[str, DeviceConfig]) -> None:
-    """Write atomically (temp file + rename) so readers never see half a file."""
+    """Write atomically (temp file + rename) so readers never see half a file; readable by its
+    owner only when it holds a password (a NETCONF login)."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
+    secret = any(e.password is not None for d in devices.values() for e in d.endpoints)
+    tmp.touch(mode=0o600 if secret else 0o644)
+    if secret:
+        tmp.chmod(0o600)  # touch keeps the mode of a file left behind
     tmp.write_text(yaml.safe_dump(dump_devices(devices), sort_keys=False))
     tmp.replace(path)

@@ -3,6 +3,7 @@ protocols' own keys; each capability then takes the protocol that serves it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from optimizer.errors import ConfigError
-from southbound.devices import dump_devices, load_devices_file, parse_devices
+from southbound.devices import dump_devices, load_devices_file, parse_devices, write_devices_file
 
 
 def _file(tmp_path: Path, devices: dict[str, Any], **top: Any) -> Path:
@@ -57,6 +58,14 @@ def test_the_file_round_trips(tmp_path: Path) -> None:
     devices = load_devices_file(_file(tmp_path, STANDARD, prefixes={"a00": "10.0.0.0/24"}))
     again = parse_devices(dump_devices(devices), source="again")
     assert again == devices
+
+
+def test_a_file_holding_a_netconf_password_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    devices = load_devices_file(_file(tmp_path, STANDARD))
+    written = tmp_path / "written.yaml"
+    write_devices_file(written, devices)
+    assert written.stat().st_mode & 0o777 == 0o600
+    assert load_devices_file(written) == {n: replace(d, source=str(written)) for n, d in devices.items()}
 
 
 @pytest.mark.parametrize(
