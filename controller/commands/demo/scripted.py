@@ -63,6 +63,7 @@ class Progress:
         self.reconfig_started: float | None = None
         self.reconfig_ended: float | None = None
         self.stages_total = 0
+        self.changed = 0  # circuits the applied plan changes (its target against the live set)
 
     def say(self, text: str) -> None:
         print(f"[{time.monotonic() - self.started:6.1f}s] {text}", flush=True)
@@ -81,6 +82,7 @@ class Progress:
                 self.say(f"ToE ({d['trigger']}): {verdict}: {d['reason']}")
                 if d["apply"]:
                     self.stages_total = int(d["stages"])
+                    self.changed = int(d["changed"])
                     self.reconfig_started = time.monotonic()
                     self.say(f"    {d['changed']} circuits to change in {d['stages']} stages")
             elif event == "step" and d["event"] == "failed":
@@ -96,6 +98,41 @@ class Progress:
                 self.outcome = d
                 self.reconfig_ended = time.monotonic()
                 self.say(f"reconfiguration {d['outcome']}" + (f": {d['reason']}" if d["reason"] else ""))
+
+
+class PlanningTicker:
+    """Says when the ToE starts planning and, every ``every_s`` while it plans, for how long:
+    a first plan can take tens of seconds on a loaded machine, and silence looks like a hang."""
+
+    def __init__(self, progress: Progress, phase: Any, every_s: float = 5.0) -> None:
+        self.progress = progress
+        self.phase = phase  # () -> the daemon's phase ("planning" while the ToE plans)
+        self.every_s = every_s
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="demo-planning", daemon=True)
+
+    def __enter__(self) -> PlanningTicker:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=2)
+
+    def _run(self) -> None:
+        since: float | None = None
+        said = 0.0
+        while not self.stop.wait(0.2):
+            planning = self.phase() == "planning"
+            now = time.monotonic()
+            if planning and since is None:
+                since, said = now, now
+                self.progress.say("ToE: planning the topology ...")
+            elif planning and since is not None and now - said >= self.every_s:
+                said = now
+                self.progress.say(f"ToE: still planning ({now - since:.0f} s)")
+            elif not planning:
+                since = None
 
 
 def _wait(condition: Any, timeout: float, stop_at: float) -> bool:
@@ -156,7 +193,8 @@ def _demo(args: argparse.Namespace) -> int:
         try:
             if signals is not None:
                 servers, page = _serve(daemon, progress, events)
-            result = _script(args, fabric, daemon, progress, hotspot, stop_at, started)
+            with PlanningTicker(progress, lambda: daemon.board.get("phase")):
+                result = _script(args, fabric, daemon, progress, hotspot, stop_at, started)
             if signals is not None:
                 signals.wait(progress)
             return result
@@ -287,10 +325,14 @@ def _script(
     print(f"  MLU after reconfiguration:                          {after.mlu:.3f}{change}")
     planned = plan.get("planned_mlu")
     print(f"  MLU the planner predicted:                          {planned:.3f}" if planned else "")
-    print(
-        f"  circuits changed: {changed} ({plan.get('circuits_removed')} removed, "
-        f"{plan.get('circuits_added')} added) in {progress.stages_total} stages"
-    )
+    moves = (f"; the stages make {changed} moves ({plan.get('circuits_removed')} removals, "
+             f"{plan.get('circuits_added')} additions: a circuit may move twice)"
+             if changed != progress.changed else
+             f" ({plan.get('circuits_removed')} removed, {plan.get('circuits_added')} added)")
+    print(f"  circuits changed: {progress.changed}{moves} in {progress.stages_total} stages")
+    solver = plan.get("solver") or {}
+    if solver.get("timed_out"):
+        print("  the planner's time limit cut its search: another run may find a different plan")
     print(
         f"  traffic lost during the change (blackholed): {lost:.0f} bytes; dropped by congestion: "
         f"{dropped:.0f} bytes"

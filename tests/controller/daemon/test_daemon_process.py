@@ -8,6 +8,7 @@ and start a new one, which must finish the reconfiguration with nothing lost or 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -306,6 +307,10 @@ def test_the_demo_reconfigures_without_loss_within_two_minutes(tmp_path: Path) -
         "traffic lost during the change (blackholed): 0 bytes; dropped by congestion: 0 bytes",
     ):
         assert expected in out, expected
+    # the summary counts what the ToE announced (its target against the live circuits)
+    announced = re.search(r"(\d+) circuits to change in \d+ stages", out)
+    summarised = re.search(r"circuits changed: (\d+)", out)
+    assert announced and summarised and announced.group(1) == summarised.group(1), out[-3000:]
     assert elapsed < 120
 
 
