@@ -5,6 +5,7 @@ the same port with the device's state intact (fail static)."""
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import itertools
 import logging
@@ -113,6 +114,8 @@ class NetconfServer:
             transports = list(self._transports)
             self._running_lock_holder = None
         if listener is not None:
+            with contextlib.suppress(OSError):  # shutdown wakes the accepting thread; close does not
+                listener.shutdown(socket.SHUT_RDWR)
             listener.close()
         for transport in transports:
             transport.close()
