@@ -1,4 +1,5 @@
-"""OcsService contract, over real loopback gRPC against the emulated OCS."""
+"""The OCS contract (CircuitSwitch + OcsEvents) against the emulated OCS, over real loopback
+gRPC and over NETCONF (SSH): each test runs once per transport (the ``ocs`` fixture)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,19 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 from emulation.ocs_device import DARK_DBM, ApplyFault
 from southbound.errors import ApplyFailed, ApplyOutcome, ErrorCode, InvalidRequest, StaleGeneration
 from southbound.types import CrossConnect, OcsEvent
+from tests.support.netconf_support import OCS_TRANSPORTS, OcsTransport
 from tests.support.southbound_fixtures import served_ocs, wait_for
 
 XC = CrossConnect
 
 
-def test_device_info_reports_radix_sides_and_generation() -> None:
-    with served_ocs(radix=16) as (_, _, client, _):
+@pytest.fixture(params=sorted(OCS_TRANSPORTS))
+def ocs(request: pytest.FixtureRequest) -> OcsTransport:
+    return OCS_TRANSPORTS[request.param]
+
+
+def test_device_info_reports_radix_sides_and_generation(ocs: OcsTransport) -> None:
+    with ocs.serve(radix=16) as (_, _, client, _):
         info = client.device_info()
     assert info.name == "ocs-t"
     assert info.radix == 16
@@ -31,8 +38,8 @@ def test_device_info_reports_radix_sides_and_generation() -> None:
     assert info.powered
 
 
-def test_apply_adds_and_removes_and_bumps_generation() -> None:
-    with served_ocs() as (_, _, client, _):
+def test_apply_adds_and_removes_and_bumps_generation(ocs: OcsTransport) -> None:
+    with ocs.serve() as (_, _, client, _):
         first = client.apply(expected_generation=1, add=[XC(0, 8), XC(9, 1)])
         assert first.generation == 2 and not first.replayed
         table = client.cross_connects()
@@ -43,8 +50,8 @@ def test_apply_adds_and_removes_and_bumps_generation() -> None:
         assert client.cross_connects().cross_connects == {XC(0, 10), XC(1, 9)}
 
 
-def test_new_circuit_is_switching_until_the_switching_time_passes() -> None:
-    with served_ocs(switching_time_s=0.05) as (_, _, client, clock):
+def test_new_circuit_is_switching_until_the_switching_time_passes(ocs: OcsTransport) -> None:
+    with ocs.serve(switching_time_s=0.05) as (_, _, client, clock):
         client.apply(expected_generation=1, add=[XC(2, 12)])
         assert client.cross_connects().switching == {XC(2, 12)}
         status = {p.port: p for p in client.port_status([2, 12])}
@@ -59,8 +66,8 @@ def test_new_circuit_is_switching_until_the_switching_time_passes() -> None:
         assert DARK_DBM < status[2].tx_power_dbm < status[12].rx_power_dbm
 
 
-def test_port_status_lists_every_port_with_side_and_light() -> None:
-    with served_ocs(radix=8, switching_time_s=0.0) as (_, _, client, _):
+def test_port_status_lists_every_port_with_side_and_light(ocs: OcsTransport) -> None:
+    with ocs.serve(radix=8, switching_time_s=0.0) as (_, _, client, _):
         client.apply(expected_generation=1, add=[XC(0, 4)])
         ports = client.port_status()
     assert [p.port for p in ports] == list(range(8))
@@ -70,8 +77,8 @@ def test_port_status_lists_every_port_with_side_and_light() -> None:
     assert ports[1].tx_power_dbm == DARK_DBM and ports[1].connected_port is None
 
 
-def test_replaying_a_request_returns_the_first_result_without_reapplying() -> None:
-    with served_ocs() as (device, _, client, _):
+def test_replaying_a_request_returns_the_first_result_without_reapplying(ocs: OcsTransport) -> None:
+    with ocs.serve() as (device, _, client, _):
         first = client.apply(expected_generation=1, add=[XC(0, 8)], request_id="req-1")
         again = client.apply(expected_generation=1, add=[XC(0, 8)], request_id="req-1")
         assert again.replayed and again.generation == first.generation == 2
@@ -79,14 +86,14 @@ def test_replaying_a_request_returns_the_first_result_without_reapplying() -> No
         assert client.cross_connects().cross_connects == {XC(0, 8)}
 
 
-def test_stale_generation_is_refused_and_reports_the_current_one() -> None:
-    with served_ocs() as (_, _, client, _):
+def test_stale_generation_is_refused_and_reports_the_current_one(ocs: OcsTransport) -> None:
+    with ocs.serve() as (_, _, client, _):
         client.apply(expected_generation=1, add=[XC(0, 8)])
         with pytest.raises(StaleGeneration) as info:
             client.apply(expected_generation=1, add=[XC(1, 9)])
         assert info.value.current_generation == 2
         assert info.value.code is ErrorCode.CONFLICT
-        assert info.value.transport_code == grpc.StatusCode.FAILED_PRECONDITION
+        assert info.value.transport_code == ocs.conflict
         assert client.cross_connects().cross_connects == {XC(0, 8)}
 
 
@@ -103,9 +110,9 @@ def test_stale_generation_is_refused_and_reports_the_current_one() -> None:
     ],
 )
 def test_malformed_apply_is_invalid_argument_and_changes_nothing(
-    remove: list[CrossConnect], add: list[CrossConnect], message: str
+    remove: list[CrossConnect], add: list[CrossConnect], message: str, ocs: OcsTransport
 ) -> None:
-    with served_ocs() as (device, _, client, _):
+    with ocs.serve() as (device, _, client, _):
         client.apply(expected_generation=1, add=[XC(0, 8)])
         before = client.cross_connects()
         with pytest.raises(InvalidRequest) as info:
@@ -113,20 +120,20 @@ def test_malformed_apply_is_invalid_argument_and_changes_nothing(
             client.apply(expected_generation=2, remove=remove, add=[XC(5, 13), *add])
         assert message in str(info.value)
         assert info.value.code is ErrorCode.INVALID
-        assert info.value.transport_code == grpc.StatusCode.INVALID_ARGUMENT
+        assert info.value.transport_code in ocs.invalid
         assert client.cross_connects() == before
         assert device.generation == 2
 
 
-def test_sides_any_joins_ports_of_the_same_half() -> None:
-    with served_ocs(sides="any") as (_, _, client, _):
+def test_sides_any_joins_ports_of_the_same_half(ocs: OcsTransport) -> None:
+    with ocs.serve(sides="any") as (_, _, client, _):
         assert client.device_info().sides == "any"
         client.apply(expected_generation=1, add=[XC(1, 2)])
         assert client.cross_connects().cross_connects == {XC(1, 2)}
 
 
-def test_apply_failing_halfway_rolls_back_and_the_driver_says_old_state() -> None:
-    with served_ocs() as (device, _, client, _):
+def test_apply_failing_halfway_rolls_back_and_the_driver_says_old_state(ocs: OcsTransport) -> None:
+    with ocs.serve() as (device, _, client, _):
         client.apply(expected_generation=1, add=[XC(0, 8)])
         before = client.cross_connects()
         device.inject_apply_fault(ApplyFault.ROLLBACK)
@@ -134,12 +141,12 @@ def test_apply_failing_halfway_rolls_back_and_the_driver_says_old_state() -> Non
             client.apply(expected_generation=2, remove=[XC(0, 8)], add=[XC(1, 9), XC(2, 10)])
         assert info.value.outcome is ApplyOutcome.OLD_STATE
         assert info.value.cause.code is ErrorCode.ABORTED
-        assert info.value.cause.transport_code == grpc.StatusCode.ABORTED
+        assert info.value.cause.transport_code == ocs.aborted
         assert client.cross_connects() == before
 
 
-def test_apply_whose_reply_is_lost_is_reported_as_new_state_and_replays() -> None:
-    with served_ocs() as (device, _, client, _):
+def test_apply_whose_reply_is_lost_is_reported_as_new_state_and_replays(ocs: OcsTransport) -> None:
+    with ocs.serve() as (device, _, client, _):
         device.inject_apply_fault(ApplyFault.REPLY_LOST)
         with pytest.raises(ApplyFailed) as info:
             client.apply(expected_generation=1, add=[XC(1, 9), XC(2, 10)], request_id="r")
@@ -155,8 +162,8 @@ def _collect(stream_events: object, into: list[OcsEvent], ready: threading.Event
         into.append(event)
 
 
-def test_event_stream_reports_circuit_up_down_and_power_loss() -> None:
-    with served_ocs(switching_time_s=0.05) as (device, _, client, clock):
+def test_event_stream_reports_circuit_up_down_and_power_loss(ocs: OcsTransport) -> None:
+    with ocs.serve(switching_time_s=0.05) as (device, _, client, clock):
         stream = client.events()
         events: list[OcsEvent] = []
         ready = threading.Event()
@@ -184,8 +191,8 @@ def test_event_stream_reports_circuit_up_down_and_power_loss() -> None:
     assert not reader.is_alive()
 
 
-def test_power_loss_drops_every_circuit_and_bumps_the_generation() -> None:
-    with served_ocs(switching_time_s=0.0) as (device, _, client, _):
+def test_power_loss_drops_every_circuit_and_bumps_the_generation(ocs: OcsTransport) -> None:
+    with ocs.serve(switching_time_s=0.0) as (device, _, client, _):
         client.apply(expected_generation=1, add=[XC(0, 8), XC(1, 9)])
         device.lose_power()
         table = client.cross_connects()
@@ -209,10 +216,10 @@ def test_health_and_reflection_are_served() -> None:
     } <= services
 
 
-def test_concurrent_applies_on_one_generation_let_exactly_one_win() -> None:
+def test_concurrent_applies_on_one_generation_let_exactly_one_win(ocs: OcsTransport) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    with served_ocs(radix=32) as (device, _, client, _):
+    with ocs.serve(radix=32) as (device, _, client, _):
         def attempt(i: int) -> str:
             try:
                 client.apply(expected_generation=1, add=[XC(i, 16 + i)])
