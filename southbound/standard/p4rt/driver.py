@@ -15,7 +15,6 @@ import logging
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import grpc
 
@@ -33,7 +32,7 @@ from southbound.errors import (
 from southbound.fencing import NO_ELECTION, EpochSource
 from southbound.grpc_native.rpc import RpcCaller, open_channel
 from southbound.standard.p4rt import encoding
-from southbound.standard.p4rt.entries import EncodingError, Entry, Key, from_proto, to_proto
+from southbound.standard.p4rt.entries import EncodingError, Entry, Key, from_proto
 from southbound.standard.p4rt.prefixes import prefixes_for
 from southbound.standard.p4rt.program import Program, ProgramError
 from southbound.standard.p4rt.session import Arbitration, election_id_of, uint128
@@ -176,8 +175,8 @@ class P4GroupWriter(ClosesOnExit):
                                   f"is at {state.generation}", current_generation=state.generation)
         old_source, old_transit = self._decoded(state)
         if not replace:
-            source = _merged(old_source, source, delete_source)
-            transit = _merged(old_transit, transit, delete_transit)
+            source = encoding.merged(old_source, source, delete_source)
+            transit = encoding.merged(old_transit, transit, delete_transit)
         for which, table in (("source", source), ("transit", transit)):
             for dest in table:
                 if dest not in self._prefixes:
@@ -189,7 +188,7 @@ class P4GroupWriter(ClosesOnExit):
         history = [*state.history, encoding.Answer(request_id, expected_generation, digest, generation, used)]
         new_marker = encoding.marker(generation, history)
         wanted[new_marker.key] = new_marker
-        updates = diff(self.program(), state.entries, wanted)
+        updates = encoding.diff(self.program(), state.entries, wanted)
         try:
             self._write(updates)
         except (StaleGeneration, InvalidRequest, Fenced):
@@ -258,10 +257,10 @@ class P4GroupWriter(ClosesOnExit):
             return exc
         program = self.program()
         errors = [e for e in errors if e.index < len(updates)]
-        if any(_is_marker(program, updates[e.index]) and e.code in _MOVED for e in errors):
+        if any(encoding.is_marker(program, updates[e.index]) and e.code in _MOVED for e in errors):
             return _MarkerMoved(self.name, "the generation marker moved")
         first = errors[0]
-        named = _describe(program, updates[first.index]) if first.index < len(updates) else "an update"
+        named = encoding.describe(program, updates[first.index])
         text = f"{named}: {first.code.name}: {first.message}"
         if first.code in _REFUSALS:
             return InvalidRequest(self.name, text, first.code)
@@ -283,49 +282,4 @@ _REFUSALS = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTE
              grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.UNIMPLEMENTED)
 
 
-def _is_marker(program: Program, update: p4runtime_pb2.Update) -> bool:
-    try:
-        e = from_proto(program, update.entity.table_entry)
-    except EncodingError:
-        return False
-    vrf = e.field("vrf_id")
-    return e.table == "vrf_table" and isinstance(vrf, str) and vrf.startswith(encoding.MARKER_PREFIX)
-
-
-def _describe(program: Program, update: p4runtime_pb2.Update) -> str:
-    """The entity an update names, as an operator reads it: ``INSERT wcmp_group_table src-b``."""
-    kind = pb.Update.Type.Name(update.type)
-    try:
-        e = from_proto(program, update.entity.table_entry)
-    except EncodingError:
-        return f"{kind} of an entity"
-    return f"{kind} {e.table} {' '.join(str(v) for _, v in e.match)}"
-
-
-def _merged(old: encoding.GroupTable, new: Mapping[str, Mapping[str, int]],
-            delete: list[str]) -> dict[str, Any]:
-    merged: dict[str, Any] = {d: dict(g) for d, g in old.items()}
-    for dest in delete:
-        merged.pop(dest, None)
-    merged.update({d: dict(g) for d, g in new.items()})
-    return merged
-
-
-def diff(program: Program, current: Mapping[Key, Entry],
-         wanted: Mapping[Key, Entry]) -> list[p4runtime_pb2.Update]:
-    """The updates taking ``current`` to ``wanted``: insertions and modifications in dependency
-    order (referenced before referencing), then deletions in reverse."""
-    rank = {t: i for i, t in enumerate(encoding.DEPENDENCY_ORDER)}
-    out = []
-    for key, e in sorted(wanted.items(), key=lambda item: rank.get(item[1].table, len(rank))):
-        old = current.get(key)
-        if old is None or not old.same_key_and_action(e):
-            kind = pb.Update.INSERT if old is None else pb.Update.MODIFY
-            out.append(pb.Update(type=kind, entity=pb.Entity(table_entry=to_proto(program, e))))
-    for key, e in sorted(current.items(), key=lambda item: -rank.get(item[1].table, len(rank))):
-        if key not in wanted:
-            out.append(pb.Update(type=pb.Update.DELETE, entity=pb.Entity(table_entry=to_proto(program, e))))
-    return out
-
-
-__all__ = ["P4GroupWriter", "UpdateError", "diff"]
+__all__ = ["P4GroupWriter", "UpdateError"]

@@ -20,8 +20,13 @@ import ipaddress
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from southbound.standard.p4rt.entries import Entry, Key, Value, entry
+from southbound.standard.p4rt.entries import EncodingError, Entry, Key, Value, entry, from_proto, to_proto
+from southbound.standard.p4rt.program import Program
+from southbound.standard.pb import p4runtime_pb2
+
+pb = p4runtime_pb2
 
 SOURCE_VRF = "heliostat-source"
 TRANSIT_VRF = "heliostat-transit"
@@ -182,3 +187,48 @@ def owned(e: Entry) -> bool:
         return vrf in (SOURCE_VRF, TRANSIT_VRF)
     key = str(e.match[0][1]) if e.match else ""
     return key.startswith(("src-", "tr-", "rif-", "nbr-", "nh-"))
+
+
+def is_marker(program: Program, update: p4runtime_pb2.Update) -> bool:
+    try:
+        e = from_proto(program, update.entity.table_entry)
+    except EncodingError:
+        return False
+    vrf = e.field("vrf_id")
+    return e.table == "vrf_table" and isinstance(vrf, str) and vrf.startswith(MARKER_PREFIX)
+
+
+def describe(program: Program, update: p4runtime_pb2.Update) -> str:
+    """The entity an update names, as an operator reads it: ``INSERT wcmp_group_table src-b``."""
+    kind = pb.Update.Type.Name(update.type)
+    try:
+        e = from_proto(program, update.entity.table_entry)
+    except EncodingError:
+        return f"{kind} of an entity"
+    return f"{kind} {e.table} {' '.join(str(v) for _, v in e.match)}"
+
+
+def merged(old: GroupTable, new: Mapping[str, Mapping[str, int]],
+            delete: list[str]) -> dict[str, Any]:
+    merged: dict[str, Any] = {d: dict(g) for d, g in old.items()}
+    for dest in delete:
+        merged.pop(dest, None)
+    merged.update({d: dict(g) for d, g in new.items()})
+    return merged
+
+
+def diff(program: Program, current: Mapping[Key, Entry],
+         wanted: Mapping[Key, Entry]) -> list[p4runtime_pb2.Update]:
+    """The updates taking ``current`` to ``wanted``: insertions and modifications in dependency
+    order (referenced before referencing), then deletions in reverse."""
+    rank = {t: i for i, t in enumerate(DEPENDENCY_ORDER)}
+    out = []
+    for key, e in sorted(wanted.items(), key=lambda item: rank.get(item[1].table, len(rank))):
+        old = current.get(key)
+        if old is None or not old.same_key_and_action(e):
+            kind = pb.Update.INSERT if old is None else pb.Update.MODIFY
+            out.append(pb.Update(type=kind, entity=pb.Entity(table_entry=to_proto(program, e))))
+    for key, e in sorted(current.items(), key=lambda item: -rank.get(item[1].table, len(rank))):
+        if key not in wanted:
+            out.append(pb.Update(type=pb.Update.DELETE, entity=pb.Entity(table_entry=to_proto(program, e))))
+    return out

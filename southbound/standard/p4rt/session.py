@@ -73,7 +73,11 @@ class Arbitration:
         requests.put(pb.StreamMessageRequest(arbitration=pb.MasterArbitrationUpdate(
             device_id=self.device_id, election_id=uint128(election_id))))
         with self._cond:
-            if not self._cond.wait_for(lambda: self._answers > seen or not self._alive, timeout_s):
+            # an update sent before ours may still be on its way: ours names an id >= ours
+            def answered() -> bool:
+                return (self._answers > seen and self.highest >= election_id) or not self._alive
+
+            if not self._cond.wait_for(answered, timeout_s):
                 raise DeviceUnavailable(self.name, "no answer to the arbitration update")
             if not self._alive:
                 raise DeviceUnavailable(self.name, "the arbitration stream closed")
