@@ -12,9 +12,13 @@ import numpy as np
 import pytest
 
 from emulation.agent import SWITCH_SERVICE, DeviceAgent
+from emulation.clock import EmulatedClock
 from emulation.servicers import PacketSwitchServicer
-from emulation.standard.p4rt import add_p4runtime
+from emulation.spine_device import SpineDevice
+from emulation.standard.p4rt import add_p4runtime, start_p4runtime
+from emulation.switch_device import StaticLinks
 from southbound.devices import CapabilityRoute
+from southbound.errors import InvalidRequest
 from southbound.grpc_native import transport as grpc_transport
 from southbound.grpc_native.pb import packet_switch_pb2_grpc
 from southbound.registry import DriverRegistry
@@ -27,6 +31,7 @@ from southbound.standard.p4rt.session import Arbitration, uint128
 from southbound.standard.p4rt.status import update_errors
 from southbound.standard.pb import p4runtime_pb2, p4runtime_pb2_grpc
 from tests.support.p4rt_support import PREFIXES, block_switch, p4_device, served_p4_switch
+from tests.support.southbound_fixtures import BLOCKS
 
 pb = p4runtime_pb2
 PROGRAM = Program.shipped()
@@ -140,3 +145,17 @@ def test_native_and_p4runtime_on_one_server_through_the_registry() -> None:
     finally:
         agent.stop()
 
+
+
+def test_a_spine_takes_transit_groups_and_refuses_source_groups() -> None:
+    spine = SpineDevice("sp", BLOCKS, 8, 100.0, EmulatedClock(), StaticLinks((*BLOCKS, "sp"), 8))
+    agent = start_p4runtime(spine)  # default prefixes of the fabric's blocks
+    try:
+        with P4GroupWriter(p4_device(agent.address, name="sp")) as driver:
+            driver.set_groups(expected_generation=1, transit={"a": {"a": 1}, "c": {"c": 4}})
+            with pytest.raises(InvalidRequest, match="a spine switch originates no traffic"):
+                driver.set_groups(expected_generation=2, source={"b": {"b": 1}})
+            assert driver.groups().transit == {"a": {"a": 1}, "c": {"c": 4}}
+    finally:
+        agent.stop()
+    assert spine.groups()[2] == {"a": {"a": 1}, "c": {"c": 4}}
