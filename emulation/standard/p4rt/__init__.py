@@ -7,7 +7,7 @@ device agent may serve the native service, P4Runtime and gNMI together);
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import grpc
 
@@ -20,7 +20,7 @@ from southbound.tls import ServerTlsConfig
 
 P4RUNTIME_SERVICE = p4runtime_pb2.DESCRIPTOR.services_by_name["P4Runtime"].full_name
 
-__all__ = ["P4RUNTIME_SERVICE", "P4RuntimeServicer", "add_p4runtime", "start_p4runtime"]
+__all__ = ["P4RUNTIME_SERVICE", "P4RuntimeServicer", "add_p4runtime", "p4runtime_register", "start_p4runtime"]
 
 
 def _blocks(device: ServedSwitch) -> Sequence[str]:
@@ -30,17 +30,32 @@ def _blocks(device: ServedSwitch) -> Sequence[str]:
 def add_p4runtime(server: grpc.Server, device: ServedSwitch, *, prefixes: Mapping[str, str] | None = None,
                   device_id: int = 1) -> P4RuntimeServicer:
     """Serve ``device`` over P4Runtime on ``server``; ``prefixes`` (block -> IPv4 network)
-    default to :func:`~southbound.standard.p4rt.prefixes.default_prefixes` of its blocks."""
+    default to :func:`~southbound.standard.p4rt.prefixes.default_prefixes` of its blocks.
+    A new servicer: an agent that restarts should use :func:`p4runtime_register`."""
+    return p4runtime_register(device, prefixes=prefixes, device_id=device_id)(server)
+
+
+def p4runtime_register(device: ServedSwitch, *, prefixes: Mapping[str, str] | None = None,
+                       device_id: int = 1) -> Callable[[grpc.Server], P4RuntimeServicer]:
+    """A function adding one servicer (made now) to a server: a DeviceAgent calls it at every
+    start, and the switch's tables and arbitration survive the agent's restarts, as the
+    native servicer's state does."""
     servicer = P4RuntimeServicer(device, prefixes or default_prefixes(_blocks(device)), device_id)
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
-    return servicer
+
+    def register(server: grpc.Server) -> P4RuntimeServicer:
+        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+        return servicer
+
+    return register
 
 
 def start_p4runtime(device: ServedSwitch, *, prefixes: Mapping[str, str] | None = None, device_id: int = 1,
                     tls: ServerTlsConfig | None = None) -> DeviceAgent:
     """A running agent serving ``device`` over P4Runtime alone (loopback, OS-chosen port)."""
+    add = p4runtime_register(device, prefixes=prefixes, device_id=device_id)
+
     def register(server: grpc.Server) -> None:
-        add_p4runtime(server, device, prefixes=prefixes, device_id=device_id)
+        add(server)
 
     agent = DeviceAgent(device.name, device.role, register, P4RUNTIME_SERVICE, tls=tls, max_workers=WORKERS)
     agent.start()

@@ -189,6 +189,8 @@ class P4GroupWriter(ClosesOnExit):
         new_marker = encoding.marker(generation, history)
         wanted[new_marker.key] = new_marker
         updates = encoding.diff(self.program(), state.entries, wanted)
+        # the marker's delete and insert first: the switch checks the compare-and-set first
+        updates.sort(key=lambda u: not encoding.is_marker(self.program(), u))
         try:
             self._write(updates)
         except (StaleGeneration, InvalidRequest, Fenced):
@@ -232,18 +234,28 @@ class P4GroupWriter(ClosesOnExit):
         return ApplyOutcome.NEW_STATE if done else ApplyOutcome.UNKNOWN
 
     def _write(self, updates: list[p4runtime_pb2.Update]) -> None:
-        election_id = election_id_of(self.epoch.current_epoch())
-        try:
-            self._session.ensure_primary(election_id, self.options.deadline_s)
-        except Fenced as exc:
-            self.epoch.refused(self.name, exc.highest_epoch)
-            raise
-        request = pb.WriteRequest(device_id=self.device_id, election_id=uint128(election_id),
-                                  updates=updates, atomicity=pb.WriteRequest.ROLLBACK_ON_ERROR)
-        try:
-            self._caller.call(self._stub.Write, request)
-        except SouthboundError as exc:
-            raise self._write_error(exc, updates) from exc
+        """One ROLLBACK_ON_ERROR Write as the primary. A refusal as non-primary while this
+        session believed itself primary (its stream ended unnoticed: the switch restarted)
+        re-arbitrates once and retries; nothing of a refused Write held, and the marker's
+        compare-and-set makes the retry safe."""
+        for attempt in range(2):
+            election_id = election_id_of(self.epoch.current_epoch())
+            try:
+                self._session.ensure_primary(election_id, self.options.deadline_s)
+            except Fenced as exc:
+                self.epoch.refused(self.name, exc.highest_epoch)
+                raise
+            request = pb.WriteRequest(device_id=self.device_id, election_id=uint128(election_id),
+                                      updates=updates, atomicity=pb.WriteRequest.ROLLBACK_ON_ERROR)
+            try:
+                self._caller.call(self._stub.Write, request)
+                return
+            except SouthboundError as exc:
+                if exc.transport_code == grpc.StatusCode.PERMISSION_DENIED and attempt == 0:
+                    log.info("%s: the switch did not take us for the primary; arbitrating again", self.name)
+                    self._session.close()
+                    continue
+                raise self._write_error(exc, updates) from exc
 
     def _write_error(self, exc: SouthboundError, updates: list[p4runtime_pb2.Update]) -> Exception:
         if exc.transport_code == grpc.StatusCode.PERMISSION_DENIED:

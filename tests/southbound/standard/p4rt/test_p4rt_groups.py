@@ -74,3 +74,13 @@ def test_read_reconciles_after_a_driver_restart() -> None:
     assert tables.count("nexthop_table") == tables.count("router_interface_table") == 1
     markers = [e for e in left if str(e.field("vrf_id")).startswith(encoding.MARKER_PREFIX)]
     assert [m.field("vrf_id") for m in markers] == ["heliostat-gen-3"]
+
+
+def test_the_driver_carries_on_after_the_switch_agent_restarts() -> None:
+    with served_p4_switch() as (device, agent, driver, _):
+        driver.set_groups(expected_generation=1, source={"b": {"b": 2}})
+        agent.stop()
+        agent.start()  # same port; the switch's tables and the model survive
+        result = driver.set_groups(expected_generation=2, source={"c": {"c": 1}}, transit={"b": {"b": 1}})
+        assert result.generation == 3 and driver.groups().transit == {"b": {"b": 1}}
+    assert device.groups()[1:3] == ({"c": {"c": 1}}, {"b": {"b": 1}})
