@@ -80,13 +80,14 @@ class GnmiTarget(gnmi_pb2_grpc.gNMIServicer):
         return View(self.device, self.drains, self.naming)
 
     def select(self, path: gnmi_pb2.Path, data_type: int = gnmi_pb2.GetRequest.ALL) -> list[Leaf]:
-        """The schema's leaves at or under ``path``; NOT_FOUND when there are none."""
+        """The schema's leaves at or under ``path`` of ``data_type``; NOT_FOUND when the schema
+        has none there (of any type)."""
         if path.origin not in ORIGINS:
             raise setting.NotFound(f"{paths.text(path)}: unknown origin {path.origin!r}")
-        found = [leaf for leaf in self.schema if paths.covers(path, leaf.path) and _of_type(leaf, data_type)]
+        found = [leaf for leaf in self.schema if paths.covers(path, leaf.path)]
         if not found:
             raise setting.NotFound(f"{paths.text(path)}: no such data on {self.device.name}")
-        return found
+        return [leaf for leaf in found if _of_type(leaf, data_type)]
 
     def check_encoding(self, encoding: int) -> None:
         if encoding not in ENCODINGS:
