@@ -1,5 +1,6 @@
 """PacketSwitchService contract, over real loopback gRPC against the emulated block switch; the
-group tests run over both group drivers (the native service and P4Runtime)."""
+group tests run over both group drivers (the native service and P4Runtime), the CounterReader
+and PortDrainer parts over gNMI as well (``transport``: see tests/support/gnmi_support.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 )
 
 from southbound.errors import ErrorCode, InvalidRequest, StaleGeneration
+from tests.support.gnmi_support import SWITCH_TRANSPORTS, served_switch_over
 from tests.support.p4rt_support import GROUP_DRIVERS, Served, served_groups
 from tests.support.southbound_fixtures import served_switch
 
@@ -25,6 +27,12 @@ def served(request: pytest.FixtureRequest) -> ServedGroups:
     return served_groups(request.param)
 
 
+@pytest.fixture(params=SWITCH_TRANSPORTS)
+def transport(request: pytest.FixtureRequest) -> str:
+    """The transport a CounterReader / PortDrainer test runs over (native gRPC, gNMI)."""
+    return str(request.param)
+
+
 def test_device_info() -> None:
     with served_switch(num_ports=8, max_group_entries=16, table_capacity=40) as (_, _, c, _):
         info = c.device_info()
@@ -33,8 +41,8 @@ def test_device_info() -> None:
     assert (info.max_group_entries, info.table_capacity, info.generation) == (16, 40, 1)
 
 
-def test_ports_report_oper_status_and_lldp_peer() -> None:
-    with served_switch(num_ports=6) as (_, _, client, links):
+def test_ports_report_oper_status_and_lldp_peer(transport: str) -> None:
+    with served_switch_over(transport, num_ports=6) as (_, _, client, links):
         links.disconnect("a", 5)
         ports = client.ports()
     assert [p.port for p in ports] == list(range(6))
@@ -134,8 +142,8 @@ def _refusal_codes(native: bool, message: str) -> tuple[grpc.StatusCode | None, 
     return _P4_CODES.get(message, (grpc.StatusCode.INVALID_ARGUMENT,))
 
 
-def test_drain_and_undrain_ports() -> None:
-    with served_switch() as (device, _, client, _):
+def test_drain_and_undrain_ports(transport: str) -> None:
+    with served_switch_over(transport) as (device, _, client, _):
         assert client.drain([1, 4]) == {1, 4}
         assert client.drain([4, 5]) == {1, 4, 5}
         assert [p.port for p in client.ports() if p.drained] == [1, 4, 5]
@@ -146,8 +154,8 @@ def test_drain_and_undrain_ports() -> None:
         assert client.undrain([]) == {5}
 
 
-def test_counters_start_at_zero_for_every_port_and_destination() -> None:
-    with served_switch(num_ports=4) as (_, _, client, _):
+def test_counters_start_at_zero_for_every_port_and_destination(transport: str) -> None:
+    with served_switch_over(transport, num_ports=4) as (_, _, client, _):
         counters = client.counters()
     assert sorted(counters.ports) == [0, 1, 2, 3]
     assert all(c.tx_bytes == c.rx_bytes == c.tx_drops == 0 for c in counters.ports.values())
