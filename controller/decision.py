@@ -171,6 +171,9 @@ class Observation:
     installed: frozenset[Circuit] | None = None  # everything the OCSes hold (default: live)
     spine_links: frozenset[object] = frozenset()  # a hybrid fabric's spine links that are up
     weights_fit: WeightsFit | None = None  # the weights in force on the latest matrix (None: unknown)
+    #: the switches route nothing TE wrote and count no bytes per destination (a P4 switch starts
+    #: with empty tables and counts on its routes only): no matrix can be measured until TE routes
+    routes_missing: bool = False
 
 
 def decide(
@@ -246,11 +249,15 @@ def apply_requests(state: ControlState, requests: Iterable[Request]) -> ControlS
 
 #: How a TE run for stale weights alone is announced (the reason starts with it).
 STALE_REASON = "the weights in force give"
+#: TE before any traffic is measured: the switches need routes to carry (and count) it.
+NO_ROUTES_REASON = "no routes on the switches yet: routing a uniform prior until traffic is measured"
 
 
 def te_reason(state: ControlState, obs: Observation, settings: Settings | None = None) -> str | None:
     """Why TE should run now, or None."""
     settings = settings or Settings()
+    if obs.routes_missing and not obs.have_matrix and (state.last_te_at is None or state.te_failed):
+        return NO_ROUTES_REASON
     if not obs.have_matrix:
         return None
     if state.last_te_at is None:

@@ -68,6 +68,16 @@ class DeviceAgent:
     def running(self) -> bool:
         return self._server is not None
 
+    @property
+    def service_names(self) -> tuple[str, ...]:
+        """The device's own services (one per protocol it speaks)."""
+        return self._service_names
+
+    @property
+    def serving(self) -> bool:
+        """False while :meth:`set_serving` says the device is not attached."""
+        return self._serving
+
     def start(self) -> str:
         with self._lock:
             if self._server is not None:

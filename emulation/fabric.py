@@ -27,7 +27,7 @@ from typing import Self
 
 import numpy as np
 
-from emulation.agent import DeviceAgent, ocs_agent, spine_agent, switch_agent
+from emulation.agent import DeviceAgent, ocs_agent
 from emulation.clock import EmulatedClock
 from emulation.counters import switch_counters
 from emulation.dataplane import (
@@ -42,6 +42,14 @@ from emulation.dataplane import (
 )
 from emulation.ocs_device import DEFAULT_SWITCHING_TIME_S, OcsDevice
 from emulation.spine_device import SpineDevice
+from emulation.standard.netconf import NetconfServer
+from emulation.standard.serving import (
+    check_protocols,
+    device_config,
+    netconf_server,
+    new_password,
+    packet_switch_agent,
+)
 from emulation.switch_device import (
     DEFAULT_MAX_GROUP_ENTRIES,
     DEFAULT_TABLE_CAPACITY,
@@ -56,6 +64,7 @@ from southbound.devices import DeviceConfig, write_devices_file
 from southbound.grpc_native.ocs_client import OcsClient
 from southbound.grpc_native.switch_client import SwitchClient
 from southbound.options import CallOptions
+from southbound.standard.p4rt.prefixes import default_prefixes
 from southbound.tls import ServerTlsConfig, TlsConfig
 from southbound.types import SwitchCounters
 
@@ -117,6 +126,7 @@ class EmulatedFabric:
         server_tls: ServerTlsConfig | None = None,
         client_tls: TlsConfig | None = None,
         clock: EmulatedClock | None = None,
+        protocols: str = "native",
     ) -> None:
         if tick_s <= 0:
             raise FabricError("tick_s must be positive")
@@ -185,10 +195,20 @@ class EmulatedFabric:
         for switch in [*self.switches.values(), *self.spines.values()]:
             switch.install_current_peers()
 
+        # the device protocols (emulation.standard.serving): "native", or "standard" (P4Runtime
+        # and gNMI beside the native service on every switch, NETCONF in front of every OCS)
+        self.protocols = check_protocols(protocols)
+        standard = self.protocols == "standard"
+        #: every block's IPv4 prefix, which the P4Runtime switches route (standard protocols)
+        self.prefixes: dict[str, str] = default_prefixes(fabric.block_names) if standard else {}
         self.agents: dict[str, DeviceAgent] = {
             **{n: ocs_agent(d, server_tls) for n, d in self.ocs.items()},
-            **{n: switch_agent(d, server_tls) for n, d in self.switches.items()},
-            **{n: spine_agent(d, server_tls) for n, d in self.spines.items()},
+            **{n: packet_switch_agent(d, server_tls, protocols=self.protocols, prefixes=self.prefixes)
+               for n, d in [*self.switches.items(), *self.spines.items()]},
+        }
+        password = new_password() if standard else ""
+        self.netconf: dict[str, NetconfServer] = {
+            n: netconf_server(d, password) for n, d in self.ocs.items() if standard
         }
         self._demand: Demand | None = None
         self._schedule_times: list[float] = []
@@ -211,6 +231,8 @@ class EmulatedFabric:
         """Start every agent and write the devices file."""
         for agent in self.agents.values():
             agent.start()
+        for server in self.netconf.values():
+            server.start()
         if self._devices_path is None:
             self._tmpdir = Path(tempfile.mkdtemp(prefix="heliostat-fabric-"))
             self._devices_path = self._tmpdir / "devices.yaml"
@@ -221,6 +243,8 @@ class EmulatedFabric:
     def stop(self) -> None:
         for agent in self.agents.values():
             agent.stop(grace_s=0)
+        for server in self.netconf.values():
+            server.stop()
         for device in self.ocs.values():
             device.close()
         if self._tmpdir is not None:
@@ -248,7 +272,8 @@ class EmulatedFabric:
 
     def device_configs(self) -> dict[str, DeviceConfig]:
         return {
-            name: DeviceConfig(name, agent.kind, agent.address, "grpc", self._client_tls)
+            name: device_config(agent, self._client_tls, netconf=self.netconf.get(name),
+                                prefixes=self.prefixes)
             for name, agent in self.agents.items()
         }
 
@@ -299,22 +324,27 @@ class EmulatedFabric:
         self._ocs(name).restore_power()
 
     def kill_agent(self, device: str) -> None:
-        """Stop the device's gRPC server; the device keeps forwarding (fail static)."""
+        """Stop the device's servers (gRPC, and NETCONF for an OCS under the standard
+        protocols); the device keeps forwarding (fail static)."""
         self._agent(device).stop(grace_s=0)
+        if device in self.netconf:
+            self.netconf[device].stop()
 
     def restart_agent(self, device: str) -> str:
-        """Start the device's server again, on the same address."""
+        """Start the device's servers again, on the same addresses; returns the gRPC one."""
+        if device in self.netconf:
+            self.netconf[device].start()
         return self._agent(device).start()
 
     def kill_agents(self) -> None:
-        """Stop every device's gRPC server; the devices keep forwarding (fail static)."""
-        for agent in self.agents.values():
-            agent.stop(grace_s=0)
+        """Stop every device's servers; the devices keep forwarding (fail static)."""
+        for name in self.agents:
+            self.kill_agent(name)
 
     def restart_agents(self) -> None:
-        """Start every device's server again, on the same addresses."""
-        for agent in self.agents.values():
-            agent.start()
+        """Start every device's servers again, on the same addresses."""
+        for name in self.agents:
+            self.restart_agent(name)
 
     def counters(self, device: str) -> SwitchCounters:
         """Block or spine switch ``device``'s counters, as its device API reports them."""
@@ -330,6 +360,10 @@ class EmulatedFabric:
             agent.stop(grace_s=0)
             agent.port = 0
             agent.start()
+        for server in self.netconf.values():
+            server.stop()
+            server.port = 0
+            server.start()
         write_devices_file(self.devices_file, self.device_configs())
         return {name: agent.address for name, agent in self.agents.items()}
 

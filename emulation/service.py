@@ -17,6 +17,7 @@ from pathlib import Path
 from emulation.control import ControlServer, FabricControl
 from emulation.fabric import Demand, EmulatedFabric, FabricError
 from emulation.signals import stop_on_signals
+from emulation.standard.serving import PROTOCOLS
 from optimizer.config import load_fabric
 from optimizer.errors import ConfigError
 from optimizer.fabric import Fabric
@@ -68,7 +69,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="serve a control endpoint (loopback only; port 0 picks one) that `heliostat emuctl` "
                    "pokes: demand, fibres, OCS power, agents, blocks; its URL goes to the devices file's "
                    "name + .control")
+    add_protocols_argument(p)
     add_tls_arguments(p)
+
+
+def add_protocols_argument(p: argparse.ArgumentParser) -> None:
+    """What the devices speak, shared by the flow-level and the packet-level emulators."""
+    p.add_argument("--protocols", choices=PROTOCOLS, default="standard",
+                   help="standard: P4Runtime and gNMI on every switch, NETCONF over SSH on every OCS, "
+                   "beside the native service (the devices file names each endpoint); native: "
+                   "heliostat.southbound.v1 alone (default: %(default)s)")
 
 
 def add_tls_arguments(p: argparse.ArgumentParser) -> None:
@@ -109,6 +119,7 @@ def run_command(args: argparse.Namespace) -> int:
             devices_file=args.devices_file,
             server_tls=server_tls,
             client_tls=client_tls,
+            protocols=args.protocols,
         )
     except (ConfigError, TlsConfigError, FabricError) as exc:
         print(f"heliostat: error: {exc}", file=sys.stderr)
@@ -177,8 +188,9 @@ def _serve(
             url = server.start()
             control_file(fabric.devices_file).write_text(url + "\n")
             print(f"control endpoint {url} (heliostat emuctl --devices-file {fabric.devices_file} status)")
-        for name, agent in fabric.agents.items():
-            print(f"  {name:12s} {agent.kind:6s} {agent.address}")
+        for name, config in fabric.device_configs().items():
+            served = ", ".join(f"{e.protocol} {e.address}" for e in config.endpoints)
+            print(f"  {name:12s} {config.kind:6s} {config.address}" + (f" ({served})" if served else ""))
         sys.stdout.flush()
         try:
             run(fabric, stop, speed=speed, duration_s=duration_s)

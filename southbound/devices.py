@@ -76,6 +76,7 @@ STANDARD_TRANSPORTS = {
 ENDPOINT_KINDS = {"p4runtime": ("block", "spine"), "gnmi": ("block", "spine"), "netconf": ("ocs",)}
 _ENDPOINT_KEYS = {"address", "username", "password", "key_file", "device_id"}
 MAX_DEVICE_ID = 2**64 - 1
+MIN_SAMPLE_INTERVAL_S, MAX_SAMPLE_INTERVAL_S = 0.01, 3600.0
 MAX_DEADLINE_S = 3600.0
 MAX_ATTEMPTS = 20
 _DEVICE_KEYS = {"kind", "address", "transport", "deadline_s", "max_attempts", "tls", "capabilities",
@@ -104,6 +105,9 @@ class Endpoint:
     password: str | None = field(default=None, repr=False)  # NETCONF password (or key_file)
     key_file: Path | None = None  # NETCONF SSH private key
     device_id: int = 1  # P4Runtime device_id
+    #: gNMI: how often the target samples the counters (None: the driver's default, 1 s); sample
+    #: at most half the controller's poll interval so that every poll sees a new sample
+    sample_interval_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -271,7 +275,7 @@ def _endpoint(protocol: str, raw: Any, kind: str, source: str, key: str, base_di
         raw = {"address": raw}
     entry = schema.mapping(raw, source, key)
     allowed = {"address", "device_id"} if protocol == "p4runtime" else (
-        _ENDPOINT_KEYS - {"device_id"} if protocol == "netconf" else {"address"})
+        _ENDPOINT_KEYS - {"device_id"} if protocol == "netconf" else {"address", "sample_interval_s"})
     schema.check_keys(entry, source, key, allowed, required=("address",))
     text = {k: schema.string(entry[k], source, f"{key}.{k}", max_chars=255)
             for k in ("username", "password") if k in entry}
@@ -287,8 +291,11 @@ def _endpoint(protocol: str, raw: Any, kind: str, source: str, key: str, base_di
         raise ConfigError(source, f"{key}.password", "a password or a key_file is required")
     device_id = schema.integer(entry.get("device_id", 1), source, f"{key}.device_id", minimum=1,
                                maximum=MAX_DEVICE_ID)
+    interval = entry.get("sample_interval_s")
+    sample_interval_s = None if interval is None else schema.number(
+        interval, source, f"{key}.sample_interval_s", minimum=MIN_SAMPLE_INTERVAL_S, maximum=MAX_SAMPLE_INTERVAL_S)
     return Endpoint(protocol, _address(entry["address"], source, f"{key}.address"),
-                    text.get("username"), text.get("password"), key_file, device_id)
+                    text.get("username"), text.get("password"), key_file, device_id, sample_interval_s)
 
 
 def _parse_routes(raw: Any, device: DeviceConfig, source: str, where: str) -> tuple[CapabilityRoute, ...]:
@@ -403,6 +410,8 @@ def _dump_endpoint(e: Endpoint) -> str | dict[str, Any]:
         entry["key_file"] = str(Path(e.key_file).resolve())
     if e.device_id != 1:
         entry["device_id"] = e.device_id
+    if e.sample_interval_s is not None:
+        entry["sample_interval_s"] = e.sample_interval_s
     return entry if len(entry) > 1 else e.address
 
 

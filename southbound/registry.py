@@ -252,10 +252,19 @@ class ComposedOcs(_Composed):
 
 
 def default_registry() -> DriverRegistry:
-    """A new registry with the gRPC transport (``grpc``) for every capability: one OcsClient
-    per OCS, one SwitchClient per block or spine switch."""
+    """A new registry with every built-in transport: the native gRPC one (``grpc``) for every
+    capability (one OcsClient per OCS, one SwitchClient per block or spine switch), and the
+    standard protocols: ``p4runtime`` for groups, ``gnmi`` for counters and drains, ``netconf``
+    for circuits and events (:mod:`southbound.standard`)."""
+    from southbound.standard.gnmi import transport as gnmi_transport
+    from southbound.standard.netconf import transport as netconf_transport
+    from southbound.standard.p4rt import transport as p4rt_transport
+
     registry = DriverRegistry()
     grpc_transport.register(registry)
+    p4rt_transport.register(registry)
+    gnmi_transport.register(registry)
+    netconf_transport.register(registry)
     return registry
 
 

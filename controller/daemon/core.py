@@ -321,6 +321,7 @@ class Daemon:
             live_circuits=shared.live,
             have_matrix=shared.matrix is not None,
             te_due=te_due,
+            routes_missing=shared.routes_missing,
             ocs_down=shared.ocs_down,
             requests=requests,
             installed=shared.installed,

@@ -140,7 +140,9 @@ class Sensing:
         From per-destination egress counters when the blocks report them; otherwise by
         tomogravity from the trunks' port rates and the groups last pushed.
         """
-        if any(c.egress_bytes for c in poll.counters.values()) or not poll.counters:
+        counted = any(c.egress_bytes for c in poll.counters.values())
+        self.state.routes_missing = bool(poll.counters) and not counted and self.state.pushed_tables is None
+        if counted or not poll.counters:
             cycle = self.state.estimation.cycle(egress_samples(poll.counters), now)
             if cycle.prediction is None:
                 return False

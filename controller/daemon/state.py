@@ -70,6 +70,7 @@ class DaemonState:
     port_rates: RateEstimator = field(default_factory=RateEstimator)  # Sensing
     matrix: TrafficMatrix | None = None  # Sensing (StartUp from the history): the latest matrix
     pushed_tables: GroupTables | None = None  # TeStep: the groups TE last pushed (for tomogravity)
+    routes_missing: bool = False  # Sensing: no groups pushed yet and no per-destination counters
     te_runs: int = 0  # TeStep
     #: last_error set by a failed cycle or journal write: the Loop, Reporter, Reconfiguration
     cycle_error: str | None = None

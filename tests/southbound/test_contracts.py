@@ -309,14 +309,15 @@ def test_an_unregistered_transport_is_an_error_naming_the_file_and_key(tmp_path:
     entries: dict[str, Any] = {n: {"kind": d.kind, "address": "127.0.0.1:1"}
                                for n, d in _devices(fabric).items()}
     b1 = fabric.block_names[0]
-    entries[b1]["capabilities"] = {"groups": "p4runtime"}
+    entries[b1]["capabilities"] = {"groups": "openflow"}
     devices = load_devices_file(_write(tmp_path, entries))
     registry = default_registry()
     with pytest.raises(UnknownTransport) as info:
         registry.check(devices)
     assert isinstance(info.value, ConfigError)
     assert str(info.value).startswith(f"{tmp_path / 'devices.yaml'}: devices.{b1}.capabilities.groups: ")
-    assert "no driver for transport 'p4runtime' and capability 'groups' (registered: grpc)" in str(info.value)
+    assert ("no driver for transport 'openflow' and capability 'groups' (registered: grpc, "
+            "p4runtime)") in str(info.value)
     with pytest.raises(DevicesMismatch, match=f"devices.{b1}.capabilities.groups"):
         FabricDrivers(fabric, devices, registry=registry)
 
@@ -348,14 +349,14 @@ def test_config_check_reports_an_unregistered_transport(tmp_path: Path) -> None:
 
     fabric = load_fabric(ROOT / "configs" / "fabric-4.yaml")
     devices = _devices(fabric, transport="grpc")
-    devices["ocs1"] = DeviceConfig("ocs1", "ocs", "127.0.0.1:7", transport="netconf")
+    devices["ocs1"] = DeviceConfig("ocs1", "ocs", "127.0.0.1:7", transport="p4runtime")
     write_devices_file(tmp_path / "devices.yaml", devices)
     config = tmp_path / "controller.yaml"
     config.write_text(yaml.safe_dump({"fabric": str(ROOT / "configs" / "fabric-4.yaml"),
                                       "devices": str(tmp_path / "devices.yaml"),
                                       "store": str(tmp_path / "journal.db")}))
     with pytest.raises(UnknownTransport, match=r"devices.yaml: devices.ocs1.transport: no driver for "
-                                               r"transport 'netconf' and capability 'circuits'"):
+                                               r"transport 'p4runtime' and capability 'circuits'"):
         check_controller_config(config)
 
 

@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="serve the API, metrics and status page, and keep running after the summary until SIGTERM",
     )
+    p.add_argument("--protocols", choices=("standard", "native"), default="standard",
+                   help="what the emulated devices speak: P4Runtime, gNMI and NETCONF (standard) or "
+                   "heliostat.southbound.v1 (native) (default: %(default)s)")
     p.add_argument("--ha", action="store_true",
                    help="3 etcd members and 3 replicas; kill the leader mid-reconfiguration (issue 14)")
     p.set_defaults(handler=_demo)
@@ -159,7 +162,8 @@ def _demo(args: argparse.Namespace) -> int:
     run_dir = Path(tempfile.mkdtemp(prefix="heliostat-demo-"))
     config = dataclasses.replace(base, devices=run_dir / "devices.yaml", store=run_dir / "heliostat.db")
     progress = Progress(started)
-    fabric = EmulatedFabric.from_config(config.fabric, tick_s=0.25, devices_file=config.devices)
+    fabric = EmulatedFabric.from_config(config.fabric, tick_s=0.25, devices_file=config.devices,
+                                        protocols=args.protocols)
     model = fabric.fabric
     uniform = uniform_matrix(model, load=0.5)
     hotspot = hotspot_matrix(model, seed=args.seed, load=args.load)
@@ -167,7 +171,8 @@ def _demo(args: argparse.Namespace) -> int:
     with fabric:
         progress.say(
             f"emulated fabric {model.name}: {model.n_blocks} blocks, {len(model.ocs)} OCSes, "
-            f"{len(fabric.agents)} gRPC devices; clock x{args.speed:g}; run dir {run_dir}"
+            f"{len(fabric.agents)} devices speaking {_spoken(args.protocols)}; clock x{args.speed:g}; "
+            f"run dir {run_dir}"
         )
         clock = threading.Thread(
             target=run_fabric,
@@ -210,6 +215,12 @@ def _demo(args: argparse.Namespace) -> int:
             daemon.close()
             stop_clock.set()
             clock.join(timeout=5)
+
+
+def _spoken(protocols: str) -> str:
+    if protocols == "standard":
+        return "P4Runtime + gNMI (switches) and NETCONF (OCSes)"
+    return "heliostat.southbound.v1"
 
 
 def _event_hub() -> Any:

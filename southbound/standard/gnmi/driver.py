@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -84,6 +85,8 @@ class GnmiSwitch(ClosesOnExit):
         if sample_interval_s <= 0:
             raise ValueError(f"sample_interval_s must be positive, got {sample_interval_s}")
         endpoint = device.endpoint("gnmi")
+        if endpoint is not None and endpoint.sample_interval_s is not None:
+            sample_interval_s = endpoint.sample_interval_s
         own = device.transport == "gnmi" or endpoint is None
         self.address = device.address if own or endpoint is None else endpoint.address
         self.name = device.name
@@ -92,6 +95,9 @@ class GnmiSwitch(ClosesOnExit):
         self.naming = naming
         self._peer_block = peer_block
         self._egress = egress
+        #: the egress bytes read as the newest sample arrived, with that sample's timestamp (ns)
+        self._egress_sample: tuple[int, dict[str, int]] | None = None
+        self._egress_lock = threading.Lock()
         #: the leadership epoch put on every Set (HA; 0 without an election)
         self.epoch: EpochSource = NO_ELECTION
         self._channel = channel or open_channel(self.address, device.tls)
@@ -100,13 +106,28 @@ class GnmiSwitch(ClosesOnExit):
         request = subscribe_request([paths.counter("*", leaf) for leaf in paths.COUNTER_LEAVES],
                                     sample_interval_s)
         self.sampler = Sampler(self.name, self._stub.Subscribe, request, interval_s=sample_interval_s,
-                               deadline_s=self.options.deadline_s)
+                               deadline_s=self.options.deadline_s,
+                               on_update=None if egress is None else self._read_egress)
         self._closed = False
+
+    def _read_egress(self, stamp_ns: int) -> None:
+        """Read the per-destination bytes as a sample arrives (once per sample timestamp), so
+        that they carry the sample's time: bytes read at poll time against a sample up to one
+        interval old would make rates that jump with the phase between polls and samples."""
+        if self._egress is None or (self._egress_sample is not None and self._egress_sample[0] == stamp_ns):
+            return
+        try:
+            egress = self._egress.egress_bytes()
+        except SouthboundError as exc:
+            log.debug("%s: egress counters not read with the sample: %s", self.name, exc.message)
+            return
+        with self._egress_lock:
+            self._egress_sample = (stamp_ns, dict(egress))
 
     # -- CounterReader ------------------------------------------------------------------
     def counters(self) -> SwitchCounters:
         """The latest complete sample of the port counters (ports with every leaf), timed by
-        the oldest leaf's timestamp; egress bytes from ``egress``."""
+        the oldest leaf's timestamp; egress bytes from ``egress``, read as the sample arrived."""
         sample = self.sampler.latest()
         by_port: dict[int, dict[str, int]] = {}
         stamps: list[int] = []
@@ -119,8 +140,20 @@ class GnmiSwitch(ClosesOnExit):
             stamps.append(stamp)
         complete = {p: c for p, c in by_port.items() if len(c) == len(paths.COUNTER_LEAVES)}
         ports = {p: PortCounters(p, **complete[p]) for p in sorted(complete)}
-        egress = self._egress.egress_bytes() if self._egress is not None else {}
-        return SwitchCounters(time_s=min(stamps, default=0) / 1e9, ports=ports, egress_bytes=dict(egress))
+        time_ns = min(stamps, default=0)
+        egress: dict[str, int] = {}
+        if self._egress is not None:
+            with self._egress_lock:
+                read = self._egress_sample
+            if read is None or read[0] < time_ns:  # none read with this sample yet: read it now
+                self._read_egress(max(stamps, default=0))
+                with self._egress_lock:
+                    read = self._egress_sample
+            if read is None:
+                egress = self._egress.egress_bytes()  # raises why it cannot be read
+            else:
+                egress = read[1]
+        return SwitchCounters(time_s=time_ns / 1e9, ports=ports, egress_bytes=egress)
 
     def ports(self) -> list[SwitchPort]:
         leaves = self._get([paths.interface("*", "state", "oper-status"),

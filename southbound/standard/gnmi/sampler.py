@@ -67,6 +67,7 @@ class Sampler:
         interval_s: float,
         deadline_s: float,
         max_backoff_s: float = 1.0,
+        on_update: Callable[[int], None] | None = None,
     ) -> None:
         self.device = device
         self._open = open_stream
@@ -75,6 +76,8 @@ class Sampler:
         self.deadline_s = deadline_s
         self.stale_after_s = max(3 * interval_s, deadline_s)
         self._max_backoff_s = max_backoff_s
+        #: called in the reading thread after each notification is recorded, with its timestamp
+        self._on_update = on_update
         self._cond = threading.Condition()
         self._leaves: Leaves = {}
         self._synced = False
@@ -177,6 +180,8 @@ class Sampler:
             self._leaves.update(fresh)
             self.updates += len(note.update)
             self._received_s = time.monotonic()
+        if self._on_update is not None and fresh:
+            self._on_update(note.timestamp)
         return False
 
     def _broken(self, error: SouthboundError) -> None:

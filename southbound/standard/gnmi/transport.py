@@ -1,8 +1,10 @@
 """The gNMI transport's entry in the driver registry: ``gnmi`` for counters and drains.
 
 One :class:`~southbound.standard.gnmi.driver.GnmiSwitch` per switch serves both (one
-channel, one sampling stream). Its ``egress_bytes`` stay empty here: the per-destination
-bytes come from the P4Runtime counters, which the wiring passes as ``egress``.
+channel, one sampling stream). gNMI has no per-destination byte counters: when the device
+also names a ``p4runtime`` endpoint, its ``egress_bytes`` are read from the ipv4_table's direct
+counters over P4Runtime (:class:`~southbound.standard.p4rt.counters.DestinationCounters`);
+otherwise they stay empty and the controller estimates the matrix from port counters alone.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ NAME = "gnmi"
 
 
 def gnmi_switch(device: DeviceConfig) -> GnmiSwitch:
-    return GnmiSwitch(device)
+    if device.endpoint("p4runtime") is None:
+        return GnmiSwitch(device)
+    from southbound.standard.p4rt.counters import DestinationCounters
+
+    return GnmiSwitch(device, egress=DestinationCounters(device))
 
 
 def register(registry: DriverRegistry) -> None:
