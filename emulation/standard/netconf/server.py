@@ -27,6 +27,8 @@ from emulation.standard.netconf.session import Session
 log = logging.getLogger(__name__)
 
 _NEGOTIATION_S = 10.0
+#: SSH connections served at once (each holds a thread); more are closed at once
+MAX_CONNECTIONS = 32
 
 
 class _SshLogin(paramiko.ServerInterface):
@@ -137,7 +139,10 @@ class NetconfServer:
     def _serve(self, connection: socket.socket) -> None:
         transport = paramiko.Transport(connection)
         with self._lock:
-            if self._listener is None:
+            if self._listener is None or len(self._transports) >= MAX_CONNECTIONS:
+                log.warning("%s: refusing an SSH connection (stopped or %d open)", self.device.name,
+                            len(self._transports))
+                transport.close()
                 connection.close()
                 return
             self._transports.add(transport)

@@ -134,3 +134,17 @@ def test_restart_mid_session_raises_unavailable_then_reconnects_with_state_kept(
             client.close()
     assert table.cross_connects == {XC(0, 8)} and table.generation == first.generation == 2
     assert again.replayed and again.generation == 2 == device.generation
+
+
+def test_connections_past_the_cap_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from emulation.standard.netconf import server as server_module
+
+    monkeypatch.setattr(server_module, "MAX_CONNECTIONS", 1)
+    with served_netconf_ocs() as (_, server, _, _):
+        first = RawNetconf(server)
+        try:
+            with pytest.raises((paramiko.SSHException, EOFError, OSError)):
+                RawNetconf(server)
+            assert first.rpc(GET_PAIRS).find(q("data", BASE_NS)) is not None
+        finally:
+            first.close()
