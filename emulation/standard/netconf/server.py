@@ -194,6 +194,8 @@ class NetconfServer:
         """End another session (kill-session); False when there is none."""
         with self._lock:
             entry = self._sessions.get(session_id)
+            if entry is not None and self._running_lock_holder == session_id:
+                self._running_lock_holder = None  # released before the <ok/> (RFC 6241 7.9)
         if entry is None:
             return False
         session, transport = entry
