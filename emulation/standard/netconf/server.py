@@ -20,6 +20,7 @@ from paramiko.common import (
     OPEN_SUCCEEDED,
 )
 
+from emulation.admission.fencing import EpochFence
 from emulation.ocs_device import ServedOcs
 from emulation.standard.netconf.service import OcsDatastore
 from emulation.standard.netconf.session import Session
@@ -68,9 +69,10 @@ class NetconfServer:
     """A NETCONF server in front of ``device`` (see :func:`start_netconf_server`)."""
 
     def __init__(self, device: ServedOcs, *, host: str = "127.0.0.1", port: int = 0,
-                 username: str, password: str, authorized_key: paramiko.PKey | None = None) -> None:
+                 username: str, password: str, authorized_key: paramiko.PKey | None = None,
+                 fence: EpochFence | None = None) -> None:
         self.device = device
-        self.datastore = OcsDatastore(device)
+        self.datastore = OcsDatastore(device, fence)
         self.host, self.port = host, port
         self.username, self.password = username, password
         self.authorized_key = authorized_key
@@ -206,10 +208,14 @@ class NetconfServer:
 
 def start_netconf_server(device: ServedOcs, *, host: str = "127.0.0.1", port: int = 0,
                          username: str, password: str,
-                         authorized_key: paramiko.PKey | None = None) -> NetconfServer:
+                         authorized_key: paramiko.PKey | None = None,
+                         fence: EpochFence | None = None) -> NetconfServer:
     """A started NETCONF server in front of ``device``: ``.address``, ``.username``,
-    ``.password``, ``.stop()``, ``.start()`` (same port, state kept), ``.set_serving(bool)``."""
+    ``.password``, ``.stop()``, ``.start()`` (same port, state kept), ``.set_serving(bool)``.
+    ``authorized_key``: a public key that may log in as ``username`` besides the password.
+    ``fence``: the device's EpochFence when another protocol serves it too (one highest epoch
+    per device, whichever protocol saw it); a new one otherwise."""
     server = NetconfServer(device, host=host, port=port, username=username, password=password,
-                           authorized_key=authorized_key)
+                           authorized_key=authorized_key, fence=fence)
     server.start()
     return server
