@@ -104,6 +104,9 @@ class Session:
         if hello.tag != q("hello", BASE_NS) or not offered & {BASE_1_0, BASE_1_1}:
             log.info("session %d: no NETCONF base capability in the hello, closing", self.session_id)
             return False
+        if hello.find(q("session-id", BASE_NS)) is not None:
+            log.info("session %d: a client hello with a session-id, closing (RFC 6241 8.1)", self.session_id)
+            return False
         self._framer.chunked = BASE_1_1 in offered
         return True
 
