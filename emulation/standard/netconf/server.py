@@ -20,6 +20,7 @@ from paramiko.common import (
     OPEN_SUCCEEDED,
 )
 
+from emulation.admission.fencing import EpochFence
 from emulation.ocs_device import ServedOcs
 from emulation.standard.netconf.service import OcsDatastore
 from emulation.standard.netconf.session import Session
@@ -27,6 +28,8 @@ from emulation.standard.netconf.session import Session
 log = logging.getLogger(__name__)
 
 _NEGOTIATION_S = 10.0
+#: SSH connections served at once (each holds a thread); more are closed at once
+MAX_CONNECTIONS = 32
 
 
 class _SshLogin(paramiko.ServerInterface):
@@ -66,9 +69,10 @@ class NetconfServer:
     """A NETCONF server in front of ``device`` (see :func:`start_netconf_server`)."""
 
     def __init__(self, device: ServedOcs, *, host: str = "127.0.0.1", port: int = 0,
-                 username: str, password: str, authorized_key: paramiko.PKey | None = None) -> None:
+                 username: str, password: str, authorized_key: paramiko.PKey | None = None,
+                 fence: EpochFence | None = None) -> None:
         self.device = device
-        self.datastore = OcsDatastore(device)
+        self.datastore = OcsDatastore(device, fence)
         self.host, self.port = host, port
         self.username, self.password = username, password
         self.authorized_key = authorized_key
@@ -137,7 +141,10 @@ class NetconfServer:
     def _serve(self, connection: socket.socket) -> None:
         transport = paramiko.Transport(connection)
         with self._lock:
-            if self._listener is None:
+            if self._listener is None or len(self._transports) >= MAX_CONNECTIONS:
+                log.warning("%s: refusing an SSH connection (stopped or %d open)", self.device.name,
+                            len(self._transports))
+                transport.close()
                 connection.close()
                 return
             self._transports.add(transport)
@@ -189,6 +196,8 @@ class NetconfServer:
         """End another session (kill-session); False when there is none."""
         with self._lock:
             entry = self._sessions.get(session_id)
+            if entry is not None and self._running_lock_holder == session_id:
+                self._running_lock_holder = None  # released before the <ok/> (RFC 6241 7.9)
         if entry is None:
             return False
         session, transport = entry
@@ -199,10 +208,14 @@ class NetconfServer:
 
 def start_netconf_server(device: ServedOcs, *, host: str = "127.0.0.1", port: int = 0,
                          username: str, password: str,
-                         authorized_key: paramiko.PKey | None = None) -> NetconfServer:
+                         authorized_key: paramiko.PKey | None = None,
+                         fence: EpochFence | None = None) -> NetconfServer:
     """A started NETCONF server in front of ``device``: ``.address``, ``.username``,
-    ``.password``, ``.stop()``, ``.start()`` (same port, state kept), ``.set_serving(bool)``."""
+    ``.password``, ``.stop()``, ``.start()`` (same port, state kept), ``.set_serving(bool)``.
+    ``authorized_key``: a public key that may log in as ``username`` besides the password.
+    ``fence``: the device's EpochFence when another protocol serves it too (one highest epoch
+    per device, whichever protocol saw it); a new one otherwise."""
     server = NetconfServer(device, host=host, port=port, username=username, password=password,
-                           authorized_key=authorized_key)
+                           authorized_key=authorized_key, fence=fence)
     server.start()
     return server

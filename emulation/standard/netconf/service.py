@@ -29,9 +29,10 @@ MAX_RESULTS = 1024
 class OcsDatastore:
     """One device's NETCONF view; thread-safe (edits are serialised across sessions)."""
 
-    def __init__(self, device: ServedOcs) -> None:
+    def __init__(self, device: ServedOcs, fence: EpochFence | None = None) -> None:
         self.device = device
-        self.fence = EpochFence(device.name)
+        #: the device's highest epoch; pass the native servicer's to fence both protocols as one
+        self.fence = fence or EpochFence(device.name)
         self._edit_lock = threading.Lock()
         self._results: OrderedDict[str, RequestResult] = OrderedDict()
         self._seen: OrderedDict[tuple[str, int], tuple[str, int]] = OrderedDict()

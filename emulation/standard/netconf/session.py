@@ -61,6 +61,7 @@ class Session:
         self._write_lock = threading.Lock()
         self._closed = threading.Event()
         self._subscribed = False
+        self._subscription: queue.SimpleQueue[OcsEvent] | None = None
         self._handlers: dict[tuple[str, str], Callable[[etree._Element, dict[str, str]], etree._Element]] = {
             (BASE_NS, "get"): self._get, (BASE_NS, "get-config"): self._get_config,
             (BASE_NS, "edit-config"): self._edit_config, (BASE_NS, "lock"): self._lock,
@@ -103,6 +104,9 @@ class Session:
         if hello.tag != q("hello", BASE_NS) or not offered & {BASE_1_0, BASE_1_1}:
             log.info("session %d: no NETCONF base capability in the hello, closing", self.session_id)
             return False
+        if hello.find(q("session-id", BASE_NS)) is not None:
+            log.info("session %d: a client hello with a session-id, closing (RFC 6241 8.1)", self.session_id)
+            return False
         self._framer.chunked = BASE_1_1 in offered
         return True
 
@@ -137,6 +141,10 @@ class Session:
         except RpcFailure as failure:
             reply = replies.error(attributes, failure)
         self._write(reply)
+        events, self._subscription = self._subscription, None
+        if events is not None:
+            threading.Thread(target=self._notify, args=(events,), daemon=True,
+                             name=f"netconf-notify-{self.session_id}").start()
 
     # -- operations -------------------------------------------------------------------------------
     def _filter(self, operation: etree._Element) -> etree._Element | None:
@@ -230,9 +238,8 @@ class Session:
         if self._subscribed:
             raise RpcFailure("operation-failed", "this session is subscribed already", error_type="protocol")
         self._subscribed = True
-        events = self.server.device.subscribe()  # before the <ok/>: no event after it is missed
-        threading.Thread(target=self._notify, args=(events,), daemon=True,
-                         name=f"netconf-notify-{self.session_id}").start()
+        # subscribed before the <ok/> (no later event is missed), sent after it
+        self._subscription = self.server.device.subscribe()
         return replies.ok(attributes)
 
     def _notify(self, events: queue.SimpleQueue[OcsEvent]) -> None:

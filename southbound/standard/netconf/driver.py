@@ -134,7 +134,9 @@ class NetconfOcs(ClosesOnExit):
                                       expected_generation=expected_generation, request_id=request_id)
 
         def edit(m: Manager) -> encoding.RequestResult:
-            m.edit_config(config=config, target="running", error_option="rollback-on-error")
+            # all or nothing either way on our device; a server without the capability gets none
+            option = "rollback-on-error" if ":rollback-on-error" in m.server_capabilities else None
+            m.edit_config(config=config, target="running", error_option=option)
             data = _data(m.get(filter=[f'<fence-state xmlns="{NS}"><request><request-id>'
                                        f"{escape(request_id)}</request-id></request></fence-state>"]))
             result = encoding.request_result_from_xml(data, request_id)

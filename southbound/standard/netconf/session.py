@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ncclient import manager
-from ncclient.operations.errors import TimeoutExpiredError
+from ncclient import NCClientError, manager
+from ncclient.operations.errors import MissingCapabilityError, TimeoutExpiredError
 from ncclient.operations.rpc import RPCError
 from ncclient.transport import SSHSession
 from ncclient.transport.errors import AuthenticationError, TransportError
@@ -61,6 +61,11 @@ def map_ncclient_error(exc: Exception, device: str) -> SouthboundError:
     if isinstance(exc, TimeoutExpiredError):
         return DeviceUnavailable(device, f"no NETCONF reply before the deadline: {exc}",
                                  ErrorCode.DEADLINE, "timeout")
+    if isinstance(exc, MissingCapabilityError):
+        return DeviceError(device, f"the device lacks a NETCONF capability: {exc}", ErrorCode.UNSUPPORTED,
+                           "missing-capability")
+    if isinstance(exc, NCClientError) and not isinstance(exc, TransportError):
+        return DeviceError(device, f"NETCONF: {type(exc).__name__}: {exc}", ErrorCode.INTERNAL, "ncclient")
     return DeviceUnavailable(device, f"NETCONF session lost: {type(exc).__name__}: {exc}",
                              transport_code="transport")
 
@@ -155,7 +160,7 @@ class NetconfSession:
         for number in range(policy.max_attempts):
             try:
                 return attempt()
-            except (AuthenticationError, TimeoutExpiredError) as exc:
+            except (AuthenticationError, TimeoutExpiredError, MissingCapabilityError) as exc:
                 if drop and isinstance(exc, TimeoutExpiredError):
                     with self._lock:
                         self._drop_locked()
@@ -171,6 +176,8 @@ class NetconfSession:
                 log.info("%s: NETCONF unavailable (attempt %d/%d), retrying in %.3fs",
                          self.name, number + 1, policy.max_attempts, pause)
                 time.sleep(pause)
+            except NCClientError as exc:  # ncclient's other complaints (a reply it cannot read...)
+                raise map_ncclient_error(exc, self.name) from exc
         raise SouthboundError(self.name, "no attempt made")  # unreachable: max_attempts >= 1
 
     def close(self) -> None:

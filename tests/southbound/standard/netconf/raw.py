@@ -15,13 +15,13 @@ from southbound.standard.netconf.session import split_address
 from tests.support.netconf_support import PASSWORD, USERNAME
 
 
-def _hello(*capabilities: str) -> str:
+def hello_with(*capabilities: str) -> str:
     offered = "".join(f"<capability>{c}</capability>" for c in capabilities)
     return f'<hello xmlns="{BASE_NS}"><capabilities>{offered}</capabilities></hello>'
 
 
-HELLO_1_0 = _hello("urn:ietf:params:netconf:base:1.0")
-HELLO_1_1 = _hello("urn:ietf:params:netconf:base:1.0", "urn:ietf:params:netconf:base:1.1")
+HELLO_1_0 = hello_with("urn:ietf:params:netconf:base:1.0")
+HELLO_1_1 = hello_with("urn:ietf:params:netconf:base:1.0", "urn:ietf:params:netconf:base:1.1")
 
 
 class RawNetconf:

@@ -90,3 +90,18 @@ def test_a_device_without_a_netconf_login_is_a_config_error_naming_the_key() -> 
                              endpoints=(Endpoint("netconf", "127.0.0.1:1", USERNAME),))
     with pytest.raises(ConfigError, match="password or key_file"):
         NetconfOcs(no_secret)
+
+
+def test_the_driver_has_every_method_of_the_optical_switch_contract() -> None:
+    import inspect
+
+    from southbound import contracts
+
+    protocol = contracts.OpticalSwitch
+    wanted = {n for c in protocol.__mro__ if c.__module__ == contracts.__name__ for n in vars(c)
+              if not n.startswith("_") and callable(vars(c)[n])}
+    assert {"apply", "events", "port_status", "close"} <= wanted
+    for name in wanted:
+        ours = inspect.signature(getattr(protocol, name))
+        theirs = inspect.signature(getattr(NetconfOcs, name))
+        assert list(theirs.parameters) == list(ours.parameters), name

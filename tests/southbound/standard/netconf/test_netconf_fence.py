@@ -57,3 +57,27 @@ def test_replay_answers_the_first_result_and_a_reused_id_with_another_body_is_re
             client.apply(expected_generation=1, add=[XC(1, 9)], request_id="r1")
     assert not first.replayed and again.replayed and again.generation == first.generation == 2
     assert device.generation == 2
+
+
+def test_a_fence_shared_with_another_protocol_refuses_what_that_protocol_raised() -> None:
+    from emulation.admission.fencing import EpochFence
+    from emulation.clock import EmulatedClock
+    from emulation.ocs_device import OcsDevice
+    from emulation.standard.netconf import start_netconf_server
+    from southbound.standard.netconf.driver import NetconfOcs
+    from tests.support.netconf_support import PASSWORD, USERNAME, netconf_device
+
+    device = OcsDevice("ocs-s", 16, EmulatedClock())
+    shared = EpochFence(device.name)
+    server = start_netconf_server(device, username=USERNAME, password=PASSWORD, fence=shared)
+    client = NetconfOcs(netconf_device(server, name="ocs-s"))
+    try:
+        shared.admit(8)  # as the native servicer does for a gRPC apply at epoch 8
+        client.epoch = Epochs(6)
+        with pytest.raises(Fenced) as refused:
+            client.apply(expected_generation=1, add=[XC(0, 8)])
+    finally:
+        client.close()
+        server.stop()
+        device.close()
+    assert refused.value.highest_epoch == 8 and device.generation == 1

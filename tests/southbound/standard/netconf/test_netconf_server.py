@@ -13,7 +13,7 @@ from southbound.standard.netconf import YANG_MODULE
 from southbound.standard.netconf.driver import NetconfOcs
 from southbound.standard.netconf.encoding import BASE_NS, NS, q
 from southbound.types import CrossConnect as XC
-from tests.southbound.standard.netconf.raw import HELLO_1_0, RawNetconf
+from tests.southbound.standard.netconf.raw import HELLO_1_0, RawNetconf, hello_with
 from tests.support.netconf_support import netconf_device, served_netconf_ocs
 
 GET_PAIRS = f'<get><filter type="subtree"><cross-connects xmlns="{NS}"/></filter></get>'
@@ -134,3 +134,33 @@ def test_restart_mid_session_raises_unavailable_then_reconnects_with_state_kept(
             client.close()
     assert table.cross_connects == {XC(0, 8)} and table.generation == first.generation == 2
     assert again.replayed and again.generation == 2 == device.generation
+
+
+def test_connections_past_the_cap_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from emulation.standard.netconf import server as server_module
+
+    monkeypatch.setattr(server_module, "MAX_CONNECTIONS", 1)
+    with served_netconf_ocs() as (_, server, _, _):
+        first = RawNetconf(server)
+        try:
+            with pytest.raises((paramiko.SSHException, EOFError, OSError)):
+                RawNetconf(server)
+            assert first.rpc(GET_PAIRS).find(q("data", BASE_NS)) is not None
+        finally:
+            first.close()
+
+
+@pytest.mark.parametrize("hello", [
+    HELLO_1_0.replace("</hello>", "<session-id>4</session-id></hello>"),  # only the server names it
+    hello_with("urn:ietf:params:netconf:base:9.9"),  # no base capability in common
+    "<hello>not netconf",
+], ids=["session-id", "no-base", "malformed"])
+def test_a_bad_client_hello_ends_the_session(hello: str) -> None:
+    with served_netconf_ocs() as (_, server, client, _):
+        raw = RawNetconf(server, hello)
+        try:
+            with pytest.raises((EOFError, OSError)):
+                raw.rpc(GET_PAIRS)
+        finally:
+            raw.close()
+        assert client.cross_connects().generation == 1  # the server goes on serving others
