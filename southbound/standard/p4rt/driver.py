@@ -174,6 +174,9 @@ class P4GroupWriter(ClosesOnExit):
             raise StaleGeneration(self.name, f"expected generation {expected_generation} but the device "
                                   f"is at {state.generation}", current_generation=state.generation)
         old_source, old_transit = self._decoded(state)
+        unknown = next((d for d in (*delete_source, *delete_transit) if d not in self._prefixes), None)
+        if not replace and unknown is not None:
+            raise InvalidRequest(self.name, f"cannot delete group of unknown {unknown!r}")
         if not replace:
             source = encoding.merged(old_source, source, delete_source)
             transit = encoding.merged(old_transit, transit, delete_transit)
