@@ -1,4 +1,5 @@
-"""The driver's StreamChannel: arbitration (P4Runtime spec §5) as leadership fencing.
+"""The drivers' channel (:func:`open_p4runtime`), and the StreamChannel: arbitration
+(P4Runtime spec §5) as leadership fencing.
 
 The controller's leadership epoch is the election id (epoch 0, no election, is election id 1):
 the replica with the highest epoch is the primary and the only one whose Writes the switch
@@ -17,13 +18,34 @@ from collections.abc import Iterator
 
 import grpc
 
+from southbound.devices import DeviceConfig
 from southbound.errors import DeviceUnavailable, Fenced
+from southbound.grpc_native.rpc import open_channel
 from southbound.standard.pb import p4runtime_pb2, p4runtime_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 pb = p4runtime_pb2
 _CLOSE = object()
+
+
+#: a Read may return every entry of a 4,096-block switch
+_CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 64 << 20)]
+
+
+def endpoint_of(device: DeviceConfig) -> tuple[str, int]:
+    """(address, device_id) of the device's P4Runtime endpoint."""
+    endpoint = device.endpoint("p4runtime")
+    if device.transport == "p4runtime" and device.address:
+        address = device.address
+    else:
+        address = endpoint.address if endpoint is not None else device.address
+    return address, endpoint.device_id if endpoint is not None else 1
+
+
+def open_p4runtime(device: DeviceConfig) -> tuple[grpc.Channel, int]:
+    address, device_id = endpoint_of(device)
+    return open_channel(address, device.tls, _CHANNEL_OPTIONS), device_id
 
 
 def election_id_of(epoch: int) -> int:
