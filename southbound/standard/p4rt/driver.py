@@ -44,7 +44,6 @@ log = logging.getLogger(__name__)
 pb = p4runtime_pb2
 
 
-
 @dataclass(frozen=True)
 class SwitchState:
     """What a Read found: every entry by key, the generation and the remembered answers."""
@@ -179,7 +178,10 @@ class P4GroupWriter(ClosesOnExit):
         updates.sort(key=lambda u: not encoding.is_marker(self.program(), u))
         try:
             self._write(updates)
-        except (StaleGeneration, InvalidRequest, Fenced):
+        except InvalidRequest:
+            self._cache = None  # refused as it stood: the next call reads what the switch holds
+            raise
+        except (StaleGeneration, Fenced):
             raise
         except _MarkerMoved:
             state = self._read_state()
