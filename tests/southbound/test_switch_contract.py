@@ -81,6 +81,14 @@ def test_replace_false_upserts_and_deletes_per_destination(served: ServedGroups)
     assert groups.generation == 3
 
 
+def test_deleting_the_group_of_an_unknown_block_is_refused(served: ServedGroups) -> None:
+    with served() as (device, _, client, _):
+        client.set_groups(expected_generation=1, source={"b": {"b": 1}})
+        with pytest.raises(InvalidRequest, match="cannot delete group of unknown 'z'"):
+            client.set_groups(expected_generation=2, replace=False, delete_source=["z"])
+        assert client.groups().source == {"b": {"b": 1}} and device.generation == 2
+
+
 def test_replayed_set_returns_first_result_without_reapplying(served: ServedGroups) -> None:
     with served() as (device, _, client, _):
         first = client.set_groups(expected_generation=1, source={"b": {"b": 1}}, request_id="g1")

@@ -16,10 +16,10 @@ from southbound.devices import DeviceConfig
 from southbound.errors import DeviceError
 from southbound.grpc_native.rpc import RpcCaller
 from southbound.standard.p4rt import encoding
-from southbound.standard.p4rt.driver import open_p4runtime
 from southbound.standard.p4rt.entries import EncodingError, from_proto
 from southbound.standard.p4rt.prefixes import prefixes_for
 from southbound.standard.p4rt.program import Program
+from southbound.standard.p4rt.session import open_p4runtime
 from southbound.standard.pb import p4runtime_pb2, p4runtime_pb2_grpc
 
 pb = p4runtime_pb2

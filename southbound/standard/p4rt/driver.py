@@ -30,21 +30,18 @@ from southbound.errors import (
     StaleGeneration,
 )
 from southbound.fencing import NO_ELECTION, EpochSource
-from southbound.grpc_native.rpc import RpcCaller, open_channel
+from southbound.grpc_native.rpc import RpcCaller
 from southbound.standard.p4rt import encoding
 from southbound.standard.p4rt.entries import EncodingError, Entry, Key, from_proto
 from southbound.standard.p4rt.prefixes import prefixes_for
 from southbound.standard.p4rt.program import Program, ProgramError
-from southbound.standard.p4rt.session import Arbitration, election_id_of, uint128
+from southbound.standard.p4rt.session import Arbitration, election_id_of, open_p4runtime, uint128
 from southbound.standard.p4rt.status import UpdateError, update_errors
 from southbound.standard.pb import p4runtime_pb2, p4runtime_pb2_grpc
 from southbound.types import GroupBudget, NextHopGroups, SetGroupsResult
 
 log = logging.getLogger(__name__)
 pb = p4runtime_pb2
-
-#: a Read may return every entry of a 4,096-block switch
-_CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 64 << 20)]
 
 
 @dataclass(frozen=True)
@@ -54,21 +51,6 @@ class SwitchState:
     entries: dict[Key, Entry]
     generation: int
     history: list[encoding.Answer]
-
-
-def endpoint_of(device: DeviceConfig) -> tuple[str, int]:
-    """(address, device_id) of the device's P4Runtime endpoint."""
-    endpoint = device.endpoint("p4runtime")
-    if device.transport == "p4runtime" and device.address:
-        address = device.address
-    else:
-        address = endpoint.address if endpoint is not None else device.address
-    return address, endpoint.device_id if endpoint is not None else 1
-
-
-def open_p4runtime(device: DeviceConfig) -> tuple[grpc.Channel, int]:
-    address, device_id = endpoint_of(device)
-    return open_channel(address, device.tls, _CHANNEL_OPTIONS), device_id
 
 
 def request_digest(source: Mapping[str, Mapping[str, int]], transit: Mapping[str, Mapping[str, int]],
@@ -174,6 +156,9 @@ class P4GroupWriter(ClosesOnExit):
             raise StaleGeneration(self.name, f"expected generation {expected_generation} but the device "
                                   f"is at {state.generation}", current_generation=state.generation)
         old_source, old_transit = self._decoded(state)
+        unknown = next((d for d in (*delete_source, *delete_transit) if d not in self._prefixes), None)
+        if not replace and unknown is not None:
+            raise InvalidRequest(self.name, f"cannot delete group of unknown {unknown!r}")
         if not replace:
             source = encoding.merged(old_source, source, delete_source)
             transit = encoding.merged(old_transit, transit, delete_transit)
@@ -193,7 +178,10 @@ class P4GroupWriter(ClosesOnExit):
         updates.sort(key=lambda u: not encoding.is_marker(self.program(), u))
         try:
             self._write(updates)
-        except (StaleGeneration, InvalidRequest, Fenced):
+        except InvalidRequest:
+            self._cache = None  # refused as it stood: the next call reads what the switch holds
+            raise
+        except (StaleGeneration, Fenced):
             raise
         except _MarkerMoved:
             state = self._read_state()

@@ -1,4 +1,5 @@
-"""The driver's StreamChannel: arbitration (P4Runtime spec §5) as leadership fencing.
+"""The drivers' channel (:func:`open_p4runtime`), and the StreamChannel: arbitration
+(P4Runtime spec §5) as leadership fencing.
 
 The controller's leadership epoch is the election id (epoch 0, no election, is election id 1):
 the replica with the highest epoch is the primary and the only one whose Writes the switch
@@ -17,13 +18,34 @@ from collections.abc import Iterator
 
 import grpc
 
-from southbound.errors import DeviceUnavailable, Fenced
+from southbound.devices import DeviceConfig
+from southbound.errors import DeviceError, DeviceUnavailable, ErrorCode, Fenced, SouthboundError
+from southbound.grpc_native.rpc import open_channel
 from southbound.standard.pb import p4runtime_pb2, p4runtime_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 pb = p4runtime_pb2
 _CLOSE = object()
+
+
+#: a Read may return every entry of a 4,096-block switch
+_CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 64 << 20)]
+
+
+def endpoint_of(device: DeviceConfig) -> tuple[str, int]:
+    """(address, device_id) of the device's P4Runtime endpoint."""
+    endpoint = device.endpoint("p4runtime")
+    if device.transport == "p4runtime" and device.address:
+        address = device.address
+    else:
+        address = endpoint.address if endpoint is not None else device.address
+    return address, endpoint.device_id if endpoint is not None else 1
+
+
+def open_p4runtime(device: DeviceConfig) -> tuple[grpc.Channel, int]:
+    address, device_id = endpoint_of(device)
+    return open_channel(address, device.tls, _CHANNEL_OPTIONS), device_id
 
 
 def election_id_of(epoch: int) -> int:
@@ -54,6 +76,7 @@ class Arbitration:
         self.primary = False
         self.highest = 0  # the primary's election id, as the switch last told us
         self._alive = False
+        self._ended: tuple[grpc.StatusCode, str] | None = None  # how the last stream ended
 
     def ensure_primary(self, election_id: int, timeout_s: float) -> None:
         """Be primary with ``election_id`` or raise Fenced (DeviceUnavailable if no answer)."""
@@ -80,7 +103,7 @@ class Arbitration:
             if not self._cond.wait_for(answered, timeout_s):
                 raise DeviceUnavailable(self.name, "no answer to the arbitration update")
             if not self._alive:
-                raise DeviceUnavailable(self.name, "the arbitration stream closed")
+                raise self._refusal(election_id)
             if not self.primary:
                 raise Fenced(self.name, f"the switch names another P4Runtime primary (election id "
                              f"{self.highest}, ours {election_id})", self.highest)
@@ -97,9 +120,21 @@ class Arbitration:
 
         call = self._stub.StreamChannel(outgoing())
         self._requests, self._call, self._alive = requests, call, True
-        self._answers, self.primary = 0, False
+        self._answers, self.primary, self._ended = 0, False, None
         threading.Thread(target=self._follow, args=(call, requests), daemon=True,
                          name=f"p4rt-stream-{self.name}").start()
+
+    def _refusal(self, election_id: int) -> SouthboundError:
+        """Why the switch closed the stream on our arbitration update."""
+        code, details = self._ended or (grpc.StatusCode.UNAVAILABLE, "the arbitration stream closed")
+        if code == grpc.StatusCode.INVALID_ARGUMENT:
+            return DeviceError(self.name, f"the switch refused election id {election_id}: {details} (two "
+                               "controllers without an election write to this switch; only one may)",
+                               ErrorCode.DENIED, code)
+        if code == grpc.StatusCode.NOT_FOUND:
+            return DeviceError(self.name, f"device_id {self.device_id}: {details}", ErrorCode.NOT_FOUND, code)
+        return DeviceUnavailable(self.name, f"the arbitration stream closed: {code.name}: {details}",
+                                 transport_code=code)
 
     def _follow(self, call: Iterator[p4runtime_pb2.StreamMessageResponse],
                 requests: queue.Queue[object]) -> None:
@@ -120,6 +155,8 @@ class Arbitration:
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 log.info("%s: P4Runtime stream ended: %s", self.name, exc.code().name)
+                with self._cond:
+                    self._ended = (exc.code(), exc.details() or "")
         finally:
             with self._cond:
                 if self._requests is requests:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from southbound.errors import Fenced
+from southbound.errors import DeviceError, ErrorCode, Fenced
 from southbound.standard.p4rt.driver import P4GroupWriter
 from southbound.standard.p4rt.session import uint128
 from southbound.standard.pb import p4runtime_pb2, p4runtime_pb2_grpc
@@ -74,3 +74,17 @@ def test_a_write_without_arbitration_is_permission_denied() -> None:
             channel.close()
     assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
     assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_two_writers_without_an_election_and_an_unknown_device_id_are_named() -> None:
+    with served_p4_switch() as (device, agent, first, _):
+        first.set_groups(expected_generation=1, source={"b": {"b": 1}})
+        with P4GroupWriter(p4_device(agent.address)) as second:
+            with pytest.raises(DeviceError, match="two controllers without an election") as info:
+                second.set_groups(expected_generation=2, source={"c": {"c": 1}})
+            assert info.value.code is ErrorCode.DENIED
+        with P4GroupWriter(p4_device(agent.address, device_id=9)) as stranger:
+            with pytest.raises(DeviceError, match="device_id 9") as unknown:
+                stranger.set_groups(expected_generation=2, source={"c": {"c": 1}})
+            assert unknown.value.code is ErrorCode.NOT_FOUND
+    assert device.generation == 2

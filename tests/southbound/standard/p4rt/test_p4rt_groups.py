@@ -5,7 +5,9 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from southbound.errors import InvalidRequest
+from emulation.errors import ApplyAborted
+from emulation.switch_device import SwitchTables
+from southbound.errors import ApplyFailed, ApplyOutcome, InvalidRequest
 from southbound.standard.p4rt import encoding
 from southbound.standard.p4rt.driver import P4GroupWriter
 from southbound.standard.p4rt.program import Program
@@ -84,3 +86,31 @@ def test_the_driver_carries_on_after_the_switch_agent_restarts() -> None:
         result = driver.set_groups(expected_generation=2, source={"c": {"c": 1}}, transit={"b": {"b": 1}})
         assert result.generation == 3 and driver.groups().transit == {"b": {"b": 1}}
     assert device.groups()[1:3] == ({"c": {"c": 1}}, {"b": {"b": 1}})
+
+
+class _FailingDataPlane:
+    """A realiser whose next change fails part way (the switch rolls it back)."""
+
+    def __init__(self) -> None:
+        self.fail = False
+
+    def realise(self, tables: SwitchTables) -> None:
+        if self.fail:
+            self.fail = False
+            raise ApplyAborted("the data plane failed to program a group")
+
+    def committed(self, replayed: bool) -> None:
+        return None
+
+
+def test_a_failure_of_the_switch_is_apply_failed_with_the_old_state_read_back() -> None:
+    data_plane = _FailingDataPlane()
+    with served_p4_switch(realiser=data_plane) as (device, _, driver, _):
+        driver.set_groups(expected_generation=1, source={"b": {"b": 1}})
+        data_plane.fail = True
+        with pytest.raises(ApplyFailed) as info:
+            driver.set_groups(expected_generation=2, source={"c": {"c": 1}})
+        assert info.value.outcome is ApplyOutcome.OLD_STATE
+        assert "failed to program a group" in str(info.value)
+        assert driver.groups().source == {"b": {"b": 1}} and device.groups()[1] == {"b": {"b": 1}}
+        assert driver.set_groups(expected_generation=2, source={"c": {"c": 1}}).generation == 3

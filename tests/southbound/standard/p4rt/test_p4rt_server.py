@@ -159,3 +159,27 @@ def test_a_spine_takes_transit_groups_and_refuses_source_groups() -> None:
     finally:
         agent.stop()
     assert spine.groups()[2] == {"a": {"a": 1}, "c": {"c": 4}}
+
+
+COMMIT = pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT
+
+
+def test_pipeline_config_and_capabilities() -> None:
+    with served_p4_switch(max_group_entries=64) as (_, agent, _, _), primary_stub(agent.address) as stub:
+        assert stub.Capabilities(pb.CapabilitiesRequest(), timeout=5).p4runtime_api_version == "1.4.0"
+        got = stub.GetForwardingPipelineConfig(pb.GetForwardingPipelineConfigRequest(device_id=1), timeout=5)
+        assert Program(got.config.p4info).budget().max_group_weight == 64
+        same = pb.ForwardingPipelineConfig(p4info=got.config.p4info,
+                                           cookie=pb.ForwardingPipelineConfig.Cookie(cookie=77))
+        stub.SetForwardingPipelineConfig(pb.SetForwardingPipelineConfigRequest(
+            device_id=1, election_id=uint128(1), action=COMMIT,
+            config=same), timeout=5)
+        cookie = stub.GetForwardingPipelineConfig(pb.GetForwardingPipelineConfigRequest(
+            device_id=1, response_type=pb.GetForwardingPipelineConfigRequest.COOKIE_ONLY), timeout=5)
+        assert cookie.config.cookie.cookie == 77 and not cookie.config.HasField("p4info")
+        other = pb.ForwardingPipelineConfig()
+        with pytest.raises(grpc.RpcError) as info:
+            stub.SetForwardingPipelineConfig(pb.SetForwardingPipelineConfigRequest(
+                device_id=1, election_id=uint128(1), action=COMMIT,
+                config=other), timeout=5)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
