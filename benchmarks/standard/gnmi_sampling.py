@@ -86,7 +86,7 @@ def serve(switches: int, ports: int, interval_s: float) -> None:
     print(json.dumps({"cpu_cores": share}), flush=True)
 
 
-def measure(switches: int, ports: int, interval_s: float, seconds: float) -> dict[str, Any]:
+def measure(switches: int, ports: int, interval_s: float, seconds: float, encoding: str) -> dict[str, Any]:
     child = subprocess.Popen(
         [sys.executable, "-m", "benchmarks.standard.gnmi_sampling", "--serve", "--switches", str(switches),
          "--ports", str(ports), "--interval", str(interval_s)],
@@ -97,7 +97,7 @@ def measure(switches: int, ports: int, interval_s: float, seconds: float) -> dic
     try:
         addresses = json.loads(child.stdout.readline())
         drivers = [GnmiSwitch(DeviceConfig(name=f"sw-{i}", kind="block", address=a, transport="gnmi",
-                                           options=OPTIONS), sample_interval_s=interval_s)
+                                           options=OPTIONS), sample_interval_s=interval_s, encoding=encoding)
                    for i, a in enumerate(addresses)]
         try:
             for d in drivers:  # warm up: every stream synced
@@ -131,6 +131,7 @@ def measure(switches: int, ports: int, interval_s: float, seconds: float) -> dic
         child.wait(60)
     return {
         "switches": switches, "ports": ports, "interval_s": interval_s, "seconds": elapsed,
+        "encoding": encoding,
         "controller_cpu_cores": cpu_cores, "values_received": got, "values_expected": expected,
         "fraction_received": got / expected, "readings_answered": answered / asked,
         "read_all_ms_median": 1000 * statistics.median(read_s),
@@ -139,22 +140,23 @@ def measure(switches: int, ports: int, interval_s: float, seconds: float) -> dic
     }
 
 
-def write_results(result: dict[str, Any], command: str) -> None:
-    r = result
-    cpu = r["controller_cpu_cores"]
-    rows = [
-        ("controller CPU (sampler threads, gRPC, readings)",
-         f"{cpu:.3f} cores ({100 * cpu:.1f}% of one core)"),
-        ("values received / expected", f"{r['values_received']:,} / {r['values_expected']:,.0f} "
-                                       f"= {100 * r['fraction_received']:.1f}%"),
-        ("readings answered with every port", f"{100 * r['readings_answered']:.1f}%"),
-        (f"time to read all {r['switches']} switches' latest samples (median)",
-         f"{r['read_all_ms_median']:.1f} ms"),
-        ("age of the newest sample at reading (median / max)",
-         f"{r['sample_age_s_median']:.2f} s / {r['sample_age_s_max']:.2f} s"),
-        ("gNMI targets' CPU (child process)", f"{r['target_cpu_cores']:.3f} cores"),
-    ]
-    table = "\n".join(f"| {what} | {value} |" for what, value in rows)
+ROWS: list[tuple[str, Any]] = [
+    ("controller CPU (sampler threads, gRPC, readings)",
+     lambda r: f"{r['controller_cpu_cores']:.3f} cores ({100 * r['controller_cpu_cores']:.1f}% of one core)"),
+    ("values received / expected", lambda r: f"{r['values_received']:,} / {r['values_expected']:,.0f} "
+                                             f"= {100 * r['fraction_received']:.1f}%"),
+    ("readings answered with every port", lambda r: f"{100 * r['readings_answered']:.1f}%"),
+    ("time to read every switch's latest sample (median)", lambda r: f"{r['read_all_ms_median']:.1f} ms"),
+    ("age of the newest sample at reading (median / max)",
+     lambda r: f"{r['sample_age_s_median']:.2f} s / {r['sample_age_s_max']:.2f} s"),
+    ("gNMI targets' CPU (child process)", lambda r: f"{r['target_cpu_cores']:.3f} cores"),
+]
+
+
+def write_results(results: list[dict[str, Any]], command: str) -> None:
+    r = results[0]
+    head = " | ".join(x["encoding"].upper() for x in results)
+    table = "\n".join(f"| {what} | " + " | ".join(show(x) for x in results) + " |" for what, show in ROWS)
     RESULTS.write_text(f"""## gNMI counter sampling
 
 `{command}` on {machine_summary()}.
@@ -162,10 +164,11 @@ def write_results(result: dict[str, Any], command: str) -> None:
 leaves of every port in SAMPLE mode every {r['interval_s']:g} s, one GnmiSwitch (one channel, one
 sampler thread) per switch; every switch's counters read once per interval. The gNMI targets
 run in a child process on the same 2 cores (their CPU is the last row, for scale); the
-machine is shared with other work. Run for {r['seconds']:.0f} s after every stream had synced.
+machine is shared with other work. Each encoding ran for {r['seconds']:.0f} s after every
+stream had synced.
 
-| what | value |
-| --- | --- |
+| what | {head} |
+| --- | {" | ".join("---" for _ in results)} |
 {table}
 """)
 
@@ -176,6 +179,7 @@ def main() -> None:
     parser.add_argument("--ports", type=int, default=64)
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--encodings", default="json_ietf,proto", help="comma-separated, one run each")
     parser.add_argument("--serve", action="store_true", help="(internal) run the targets")
     parser.add_argument("--no-write", action="store_true", help="print, do not write RESULTS.md")
     args = parser.parse_args()
@@ -183,10 +187,12 @@ def main() -> None:
     if args.serve:
         serve(args.switches, args.ports, args.interval)
         return
-    result = measure(args.switches, args.ports, args.interval, args.seconds)
-    print(json.dumps(result))
+    results = []
+    for encoding in args.encodings.split(","):
+        results.append(measure(args.switches, args.ports, args.interval, args.seconds, encoding))
+        print(json.dumps(results[-1]), flush=True)
     if not args.no_write:
-        write_results(result, "python -m benchmarks.standard.gnmi_sampling " + " ".join(sys.argv[1:]))
+        write_results(results, "python -m benchmarks.standard.gnmi_sampling " + " ".join(sys.argv[1:]))
 
 
 if __name__ == "__main__":

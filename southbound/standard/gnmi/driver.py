@@ -67,7 +67,8 @@ def speed_gbps(identity: str) -> float:
 class GnmiSwitch(ClosesOnExit):
     """One switch over gNMI. ``egress`` supplies the per-destination bytes (gNMI has no such
     counter); ``drain_leaf`` is ``forwarding-viable`` (default) or ``enabled`` (admin state);
-    ``peer_block`` maps an LLDP system name to a block (identity by default)."""
+    ``peer_block`` maps an LLDP system name to a block (identity by default); ``encoding``
+    (``json_ietf`` or ``proto``) is the one the counters are streamed in."""
 
     def __init__(
         self,
@@ -78,10 +79,13 @@ class GnmiSwitch(ClosesOnExit):
         drain_leaf: str = paths.DRAIN_LEAVES[0],
         naming: paths.PortNaming = paths.SONIC_NAMING,
         peer_block: Callable[[str], str] = str,
+        encoding: str = "json_ietf",
         channel: grpc.Channel | None = None,
     ) -> None:
         if drain_leaf not in paths.DRAIN_LEAVES:
             raise ValueError(f"drain_leaf must be one of {', '.join(paths.DRAIN_LEAVES)}, got {drain_leaf!r}")
+        if encoding.upper() not in ("JSON_IETF", "PROTO"):
+            raise ValueError(f"encoding must be json_ietf or proto, got {encoding!r}")
         if sample_interval_s <= 0:
             raise ValueError(f"sample_interval_s must be positive, got {sample_interval_s}")
         endpoint = device.endpoint("gnmi")
@@ -103,8 +107,9 @@ class GnmiSwitch(ClosesOnExit):
         self._channel = channel or open_channel(self.address, device.tls)
         self._stub = gnmi_pb2_grpc.gNMIStub(self._channel)
         self._caller = RpcCaller(self.name, self.options)
+        self.encoding = gnmi_pb2.Encoding.Value(encoding.upper())
         request = subscribe_request([paths.counter("*", leaf) for leaf in paths.COUNTER_LEAVES],
-                                    sample_interval_s)
+                                    sample_interval_s, self.encoding)
         self.sampler = Sampler(self.name, self._stub.Subscribe, request, interval_s=sample_interval_s,
                                deadline_s=self.options.deadline_s,
                                on_update=None if egress is None else self._read_egress)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from emulation.counters import switch_counters
-from emulation.standard.gnmi.target import start_gnmi_target
+from emulation.standard.gnmi.target import gnmi_agent
 from southbound.devices import parse_devices
 from southbound.errors import DeviceUnavailable, Fenced, InvalidRequest
 from southbound.grpc_native import transport as grpc_transport
@@ -174,7 +174,8 @@ def test_close_closes_the_egress_source_once() -> None:
 
 def test_registry_composes_gnmi_counters_and_drains_with_native_groups() -> None:
     with served_switch(num_ports=4) as (device, native, _, _):
-        gnmi = start_gnmi_target(device)
+        gnmi, target = gnmi_agent(device)
+        gnmi.start()
         try:
             devices = parse_devices({"devices": {"sw-a": {
                 "kind": "block", "address": native.address, "gnmi": gnmi.address}}})
@@ -187,6 +188,7 @@ def test_registry_composes_gnmi_counters_and_drains_with_native_groups() -> None
                 switch.epoch = Epochs(2)
                 assert switch.drain([3]) == {3}
                 assert bool(device.forwarding_state().drained[3])
+                assert target.arbiter.highest("heliostat") == 3  # epoch 2 reached the gNMI part
                 assert sorted(switch.counters().ports) == [0, 1, 2, 3]
                 assert switch.groups().generation == 1  # over the native service
             finally:
