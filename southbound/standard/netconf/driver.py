@@ -12,7 +12,8 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 from xml.sax.saxutils import escape
 
 from lxml import etree
@@ -37,6 +38,8 @@ from southbound.standard.netconf.session import Manager, NetconfSession, netconf
 from southbound.types import ApplyResult, CrossConnect, CrossConnectTable, OcsEvent, OcsInfo, OcsPortStatus
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _EVENT_POLL_S = 0.1
 
@@ -81,7 +84,11 @@ class NetconfEventStream:
                     raise DeviceUnavailable(self._device, "NETCONF notification session lost",
                                             transport_code="transport")
                 continue
-            event = encoding.event_from_xml(notification.notification_ele)
+            try:
+                event = encoding.event_from_xml(notification.notification_ele)
+            except encoding.XmlError as exc:
+                log.warning("%s: notification skipped: %s", self._device, exc)
+                continue
             if event is not None:
                 yield event
 
@@ -106,18 +113,20 @@ class NetconfOcs(ClosesOnExit):
         #: the leadership epoch put on every edit (HA; 0 without an election)
         self.epoch: EpochSource = NO_ELECTION
 
-    def _get(self, *containers: str, ports: Iterable[int] = (), deadline_s: float | None = None
-             ) -> etree._Element:
+    def _read(self, parse: Callable[[etree._Element], T], *containers: str, ports: Iterable[int] = (),
+              deadline_s: float | None = None) -> T:
+        """``parse`` of the <data> a <get> of ``containers`` answers (inside the call, so an
+        unreadable reply is a DeviceError too)."""
         subtree = _filter(*containers, ports=ports)
-        return self._session.call(lambda m: _data(m.get(filter=subtree)), deadline_s)
+        return self._session.call(lambda m: parse(_data(m.get(filter=subtree))), deadline_s)
 
     def device_info(self) -> OcsInfo:
-        data = self._get("system-info", "fence-state")
-        return encoding.info_from_xml(data, encoding.generation_from_xml(data))
+        return self._read(lambda data: encoding.info_from_xml(data, encoding.generation_from_xml(data)),
+                          "system-info", "fence-state")
 
     def cross_connects(self, deadline_s: float | None = None) -> CrossConnectTable:
-        data = self._get("cross-connects", "fence-state", deadline_s=deadline_s)
-        return encoding.table_from_xml(data, encoding.generation_from_xml(data))
+        return self._read(lambda data: encoding.table_from_xml(data, encoding.generation_from_xml(data)),
+                          "cross-connects", "fence-state", deadline_s=deadline_s)
 
     def apply(
         self,
@@ -178,7 +187,7 @@ class NetconfOcs(ClosesOnExit):
 
     def port_status(self, ports: Iterable[int] = ()) -> list[OcsPortStatus]:
         wanted = list(ports)
-        found = {p.port: p for p in encoding.ports_from_xml(self._get("ports", ports=wanted))}
+        found = {p.port: p for p in self._read(encoding.ports_from_xml, "ports", ports=wanted)}
         if not wanted:
             return [found[p] for p in sorted(found)]
         missing = [p for p in wanted if p not in found]

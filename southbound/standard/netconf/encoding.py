@@ -213,7 +213,7 @@ def ports_from_xml(data: etree._Element) -> list[OcsPortStatus]:
             port=leaf_int(port, "port-id"), side=leaf(port, "side") or "any",
             oper_up=leaf(port, "oper-status") == "up",
             rx_power_dbm=leaf_float(port, "input-power"), tx_power_dbm=leaf_float(port, "output-power"),
-            connected_port=None if connected is None else int(connected),
+            connected_port=None if connected is None else leaf_int(port, "connected-port"),
         ))
     return sorted(ports, key=lambda p: p.port)
 

@@ -22,7 +22,7 @@ from optimizer.errors import ConfigError
 from southbound.devices import DeviceConfig, Endpoint
 from southbound.errors import DeviceError, DeviceUnavailable, ErrorCode, SouthboundError
 from southbound.options import CallOptions
-from southbound.standard.netconf.encoding import parse_xml
+from southbound.standard.netconf.encoding import XmlError, parse_xml
 from southbound.standard.netconf.rpc_errors import map_rpc_error, parse_rpc_error
 
 log = logging.getLogger(__name__)
@@ -178,6 +178,9 @@ class NetconfSession:
                 time.sleep(pause)
             except NCClientError as exc:  # ncclient's other complaints (a reply it cannot read...)
                 raise map_ncclient_error(exc, self.name) from exc
+            except XmlError as exc:  # a reply not in the module's shape
+                raise DeviceError(self.name, f"unreadable NETCONF reply: {exc}", ErrorCode.INTERNAL,
+                                  "bad-reply") from exc
         raise SouthboundError(self.name, "no attempt made")  # unreachable: max_attempts >= 1
 
     def close(self) -> None:

@@ -105,3 +105,13 @@ def test_the_driver_has_every_method_of_the_optical_switch_contract() -> None:
         ours = inspect.signature(getattr(protocol, name))
         theirs = inspect.signature(getattr(NetconfOcs, name))
         assert list(theirs.parameters) == list(ours.parameters), name
+
+
+def test_a_reply_without_the_module_state_is_a_device_error() -> None:
+    from southbound.errors import DeviceError, ErrorCode
+
+    with served_netconf_ocs() as (_, server, client, _):
+        server.datastore.fill = lambda data, subtree, config_only: None  # type: ignore[method-assign]
+        with pytest.raises(DeviceError) as unreadable:
+            client.cross_connects()
+    assert unreadable.value.code is ErrorCode.INTERNAL and "fence-state" in str(unreadable.value)
