@@ -143,7 +143,12 @@ WORKERS = 8
 
 
 def ocs_agent(device: ServedOcs, tls: ServerTlsConfig | None = None) -> DeviceAgent:
-    servicer = OcsServicer(device, StreamGate(stream_capacity(WORKERS)))
+    return ocs_agent_of(OcsServicer(device, StreamGate(stream_capacity(WORKERS))), tls)
+
+
+def ocs_agent_of(servicer: OcsServicer, tls: ServerTlsConfig | None = None) -> DeviceAgent:
+    """The agent serving ``servicer`` (whose fence another protocol's server may share)."""
+    device = servicer.device
     return DeviceAgent(
         device.name,
         "ocs",

@@ -27,7 +27,7 @@ from typing import Self
 
 import numpy as np
 
-from emulation.agent import DeviceAgent, ocs_agent
+from emulation.agent import DeviceAgent
 from emulation.clock import EmulatedClock
 from emulation.counters import switch_counters
 from emulation.dataplane import (
@@ -46,8 +46,8 @@ from emulation.standard.netconf import NetconfServer
 from emulation.standard.serving import (
     check_protocols,
     device_config,
-    netconf_server,
     new_password,
+    ocs_servers,
     packet_switch_agent,
 )
 from emulation.switch_device import (
@@ -201,15 +201,16 @@ class EmulatedFabric:
         standard = self.protocols == "standard"
         #: every block's IPv4 prefix, which the P4Runtime switches route (standard protocols)
         self.prefixes: dict[str, str] = default_prefixes(fabric.block_names) if standard else {}
+        password = new_password() if standard else ""
+        optical = {n: ocs_servers(d, server_tls, protocols=self.protocols, password=password)
+                   for n, d in self.ocs.items()}
         self.agents: dict[str, DeviceAgent] = {
-            **{n: ocs_agent(d, server_tls) for n, d in self.ocs.items()},
+            **{n: agent for n, (agent, _) in optical.items()},
             **{n: packet_switch_agent(d, server_tls, protocols=self.protocols, prefixes=self.prefixes)
                for n, d in [*self.switches.items(), *self.spines.items()]},
         }
-        password = new_password() if standard else ""
-        self.netconf: dict[str, NetconfServer] = {
-            n: netconf_server(d, password) for n, d in self.ocs.items() if standard
-        }
+        #: the OCSes' NETCONF servers (standard protocols)
+        self.netconf: dict[str, NetconfServer] = {n: s for n, (_, s) in optical.items() if s is not None}
         self._demand: Demand | None = None
         self._schedule_times: list[float] = []
         n = self.index.n_nodes

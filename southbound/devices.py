@@ -184,12 +184,17 @@ def parse_devices(
     for name in devices:
         schema.name(name, source, schema.join("devices", schema.key_text(name)))
     prefixes = _parse_prefixes(top.get("prefixes"), source)
-    return {
+    parsed = {
         name: replace(_device(
             name, schema.mapping(entry, source, schema.join("devices", name)), defaults, source, base_dir
         ), prefixes=prefixes)
         for name, entry in devices.items()
     }
+    p4 = [n for n, d in parsed.items() if d.kind != "ocs" and d.route("groups").transport == "p4runtime"]
+    if p4 and not prefixes:
+        raise ConfigError(source, "prefixes", f"required: {p4[0]} writes its groups over P4Runtime, whose "
+                          "routes match IPv4 destinations (give every block's prefix, e.g. b1: 10.0.1.0/24)")
+    return parsed
 
 
 def _parse_prefixes(raw: Any, source: str) -> tuple[tuple[str, str], ...]:
@@ -293,7 +298,8 @@ def _endpoint(protocol: str, raw: Any, kind: str, source: str, key: str, base_di
                                maximum=MAX_DEVICE_ID)
     interval = entry.get("sample_interval_s")
     sample_interval_s = None if interval is None else schema.number(
-        interval, source, f"{key}.sample_interval_s", minimum=MIN_SAMPLE_INTERVAL_S, maximum=MAX_SAMPLE_INTERVAL_S)
+        interval, source, f"{key}.sample_interval_s", minimum=MIN_SAMPLE_INTERVAL_S,
+        maximum=MAX_SAMPLE_INTERVAL_S)
     return Endpoint(protocol, _address(entry["address"], source, f"{key}.address"),
                     text.get("username"), text.get("password"), key_file, device_id, sample_interval_s)
 

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 import grpc
 
 from emulation.admission.limits import StreamGate, stream_capacity
-from emulation.agent import SWITCH_SERVICE, DeviceAgent, spine_agent, switch_agent
+from emulation.agent import SWITCH_SERVICE, WORKERS, DeviceAgent, ocs_agent_of, spine_agent, switch_agent
 from emulation.ocs_device import ServedOcs
-from emulation.servicers import PacketSwitchServicer
+from emulation.servicers import OcsServicer, PacketSwitchServicer
 from emulation.standard.gnmi.servicer import GnmiTarget
 from emulation.standard.gnmi.target import GNMI_SERVICE, add_gnmi
 from emulation.standard.netconf import NetconfServer
@@ -33,6 +33,9 @@ from southbound.tls import ServerTlsConfig, TlsConfig
 #: the device protocols an emulated fabric can serve
 PROTOCOLS = ("standard", "native")
 NETCONF_USER = "heliostat"
+#: how often the devices file asks the gNMI targets to sample the counters: half the shortest
+#: poll interval the shipped configs use (1 s, the demo's), so that every poll sees a new sample
+GNMI_SAMPLE_INTERVAL_S = 0.5
 #: a switch agent's workers: the controller's P4Runtime arbitration stream and gNMI sampling
 #: stream hold one each for as long as it runs, besides the native event streams' share
 STANDARD_WORKERS = 16
@@ -82,9 +85,17 @@ def packet_switch_agent(
     return agent
 
 
-def netconf_server(device: ServedOcs, password: str) -> NetconfServer:
-    """An OCS's NETCONF server (not started), on a port of its own."""
-    return NetconfServer(device, username=NETCONF_USER, password=password)
+def ocs_servers(
+    device: ServedOcs, tls: ServerTlsConfig | None, *, protocols: str, password: str
+) -> tuple[DeviceAgent, NetconfServer | None]:
+    """An OCS's agent (the native service) and, with ``standard``, its NETCONF server (not
+    started, on a port of its own). Both admit writes through one epoch fence: a deposed
+    leader is refused on either protocol once the device has seen its successor's epoch."""
+    servicer = OcsServicer(device, StreamGate(stream_capacity(WORKERS)))
+    agent = ocs_agent_of(servicer, tls)
+    if check_protocols(protocols) == "native":
+        return agent, None
+    return agent, NetconfServer(device, username=NETCONF_USER, password=password, fence=servicer.fence)
 
 
 def new_password() -> str:
@@ -109,6 +120,7 @@ def device_config(
         return DeviceConfig(agent.name, "ocs", agent.address, AUTO, client_tls, endpoints=(endpoint,))
     if set(agent.service_names) == {SWITCH_SERVICE}:
         return DeviceConfig(agent.name, agent.kind, agent.address, "grpc", client_tls)
-    endpoints = (Endpoint("p4runtime", agent.address), Endpoint("gnmi", agent.address))
+    endpoints = (Endpoint("p4runtime", agent.address),
+                 Endpoint("gnmi", agent.address, sample_interval_s=GNMI_SAMPLE_INTERVAL_S))
     return DeviceConfig(agent.name, agent.kind, agent.address, AUTO, client_tls, endpoints=endpoints,
                         prefixes=table)

@@ -64,6 +64,20 @@ def test_nothing_happens_before_a_matrix_is_measured() -> None:
     assert state.last_te_at is None
 
 
+def test_switches_that_route_nothing_get_te_on_a_prior_once_and_no_toe() -> None:
+    # a P4 switch starts with empty tables and counts bytes on its routes only: without TE
+    # there is never a matrix, so TE routes a prior first (and only until one TE run succeeds)
+    state, actions = dec.decide(dec.ControlState(intended=MESH), observe(have_matrix=False, routes_missing=True),
+                                0.0, SETTINGS)
+    assert kinds(actions) == [dec.RunTe] and actions[0].reason == dec.NO_ROUTES_REASON
+    done = dec.te_finished(state, 0.0, MESH, True)
+    _, again = dec.decide(done, observe(have_matrix=False, routes_missing=True), 1.0, SETTINGS)
+    assert again == []
+    failed = dec.te_finished(state, 0.0, MESH, False, "TE failed: device unreachable")
+    _, retry = dec.decide(failed, observe(have_matrix=False, routes_missing=True), 1.0, SETTINGS)
+    assert kinds(retry) == [dec.RunTe]
+
+
 def test_the_first_cycle_with_a_matrix_runs_te_then_plans_toe() -> None:
     _, actions = dec.decide(dec.ControlState(intended=MESH), observe(), 0.0, SETTINGS)
     assert kinds(actions) == [dec.RunTe, dec.PlanToe]

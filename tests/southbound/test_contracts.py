@@ -260,9 +260,9 @@ def test_capabilities_from_different_transports_compose_into_one_switch() -> Non
     assert groups_only.switches["b1"].closed == 1 and memory.switches["b1"].closed == 1  # counters+drain: one
 
 
-def _write(tmp_path: Path, devices: dict[str, Any]) -> Path:
+def _write(tmp_path: Path, devices: dict[str, Any], **top: Any) -> Path:
     path = tmp_path / "devices.yaml"
-    path.write_text(yaml.safe_dump({"version": 1, "devices": devices}))
+    path.write_text(yaml.safe_dump({"version": 1, **top, "devices": devices}))
     return path
 
 
@@ -272,7 +272,7 @@ def test_a_devices_file_names_a_transport_per_capability(tmp_path: Path) -> None
                "capabilities": {"groups": {"transport": "p4runtime", "address": "10.0.0.1:9559"},
                                 "counters": "gnmi"}},
         "o1": {"kind": "ocs", "address": "10.0.0.9:830", "transport": "netconf"},
-    })
+    }, prefixes={"b1": "10.1.0.0/24"})
     devices = load_devices_file(path)
     b1 = devices["b1"]
     assert b1.route("groups") == CapabilityRoute("groups", "p4runtime", "10.0.0.1:9559")

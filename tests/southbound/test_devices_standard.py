@@ -47,7 +47,7 @@ def test_each_capability_takes_the_standard_protocol_that_serves_it(tmp_path: Pa
 def test_a_named_transport_uses_its_endpoint_and_grpc_stays_at_the_address(tmp_path: Path) -> None:
     mixed = {"b": {"kind": "block", "address": "127.0.0.1:7000", "p4runtime": "127.0.0.1:9559",
                    "capabilities": {"counters": "grpc"}}}
-    device = load_devices_file(_file(tmp_path, mixed))["b"]
+    device = load_devices_file(_file(tmp_path, mixed, prefixes={"b": "10.0.0.0/24"}))["b"]
     assert device.route("groups").address == "127.0.0.1:9559"
     counters = device.route("counters")
     assert (counters.transport, counters.address) == ("grpc", "127.0.0.1:7000")
@@ -61,7 +61,7 @@ def test_the_file_round_trips(tmp_path: Path) -> None:
 
 
 def test_a_file_holding_a_netconf_password_is_readable_by_its_owner_only(tmp_path: Path) -> None:
-    devices = load_devices_file(_file(tmp_path, STANDARD))
+    devices = load_devices_file(_file(tmp_path, STANDARD, prefixes={"a00": "10.0.0.0/24"}))
     written = tmp_path / "written.yaml"
     write_devices_file(written, devices)
     assert written.stat().st_mode & 0o777 == 0o600
@@ -87,6 +87,10 @@ def test_a_file_holding_a_netconf_password_is_readable_by_its_owner_only(tmp_pat
          "prefixes.c", "overlaps a's 10.0.0.0/16"),
         ({"b": {"kind": "block", "address": "h:1"}}, {"prefixes": {"a": "10.0.0.1/24"}}, "prefixes.a",
          "host bits set"),
+        ({"b": {"kind": "block", "address": "h:2", "p4runtime": "h:1"}}, {}, "prefixes",
+         "b writes its groups over P4Runtime"),
+        ({"b": {"kind": "block", "address": "h:2", "gnmi": {"address": "h:1", "sample_interval_s": 0}}}, {},
+         "devices.b.gnmi.sample_interval_s", "must be >= 0.01"),
     ],
 )
 def test_bad_endpoints_and_prefixes_name_the_key(

@@ -154,10 +154,8 @@ class GnmiSwitch(ClosesOnExit):
                 self._read_egress(max(stamps, default=0))
                 with self._egress_lock:
                     read = self._egress_sample
-            if read is None:
-                egress = self._egress.egress_bytes()  # raises why it cannot be read
-            else:
-                egress = read[1]
+            # none read at all: read now, which raises why the bytes cannot be read
+            egress = self._egress.egress_bytes() if read is None else read[1]
         return SwitchCounters(time_s=time_ns / 1e9, ports=ports, egress_bytes=egress)
 
     def ports(self) -> list[SwitchPort]:
