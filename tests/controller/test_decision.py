@@ -67,8 +67,8 @@ def test_nothing_happens_before_a_matrix_is_measured() -> None:
 def test_switches_that_route_nothing_get_te_on_a_prior_once_and_no_toe() -> None:
     # a P4 switch starts with empty tables and counts bytes on its routes only: without TE
     # there is never a matrix, so TE routes a prior first (and only until one TE run succeeds)
-    state, actions = dec.decide(dec.ControlState(intended=MESH), observe(have_matrix=False, routes_missing=True),
-                                0.0, SETTINGS)
+    empty = observe(have_matrix=False, routes_missing=True)
+    state, actions = dec.decide(dec.ControlState(intended=MESH), empty, 0.0, SETTINGS)
     assert kinds(actions) == [dec.RunTe] and actions[0].reason == dec.NO_ROUTES_REASON
     done = dec.te_finished(state, 0.0, MESH, True)
     _, again = dec.decide(done, observe(have_matrix=False, routes_missing=True), 1.0, SETTINGS)

@@ -5,6 +5,7 @@ arrives, so they carry that sample's time)."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -28,15 +29,16 @@ def _rates(first: SwitchCounters, last: SwitchCounters) -> dict[str, float]:
 
 @pytest.mark.slow
 def test_per_destination_rates_over_p4runtime_and_gnmi_follow_the_offered_matrix() -> None:
-    with EmulatedFabric.from_config(ROOT / "configs/fabric-4.yaml", protocols="standard", tick_s=0.25) as fabric:
+    fabric_file = ROOT / "configs/fabric-4.yaml"
+    with EmulatedFabric.from_config(fabric_file, protocols="standard", tick_s=0.25) as fabric:
         matrix = uniform_matrix(fabric.fabric, load=0.4)
         fabric.set_demand(matrix)
         devices = load_devices_file(fabric.devices_file)
         assert devices["b1"].endpoint("gnmi") is not None and devices["b1"].prefix_of("b2") is not None
         others = [b for b in fabric.fabric.block_names if b != "b1"]
         stop = threading.Event()
-        clock = threading.Thread(target=run_fabric, args=(fabric, stop), kwargs={"speed": 20.0, "duration_s": 0.0},
-                                 daemon=True)
+        clock = threading.Thread(target=run_fabric, args=(fabric, stop),
+                                 kwargs={"speed": 20.0, "duration_s": 0.0}, daemon=True)
         with default_registry().switch(devices["b1"]) as b1:
             b1.set_groups(expected_generation=b1.groups().generation, source={d: {d: 1} for d in others})
             clock.start()
@@ -50,7 +52,7 @@ def test_per_destination_rates_over_p4runtime_and_gnmi_follow_the_offered_matrix
                 clock.join(timeout=5)
     offered = {d: matrix.demand("b1", d) for d in others}
     assert set(readings[-1].egress_bytes) == set(others)
-    for first, last in zip(readings[2:], readings[3:], strict=False):  # after the routes' first sample
+    for first, last in itertools.pairwise(readings[2:]):  # after the routes' first sample
         if last.time_s == first.time_s:
             continue  # no new sample between the two polls
         rates = _rates(first, last)
