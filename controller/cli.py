@@ -248,6 +248,10 @@ class JsonLogFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+#: libraries whose INFO is one line per message on the wire
+CHATTY_LIBRARIES = ("ncclient", "paramiko")
+
+
 def log_level(verbose: int, quiet: bool) -> int:
     """WARNING by default; -v INFO, -vv DEBUG; -q only errors (it wins over -v)."""
     if quiet:
@@ -260,7 +264,11 @@ def setup_logging(verbose: int = 0, quiet: bool = False, log_format: str = "text
     with the chosen formatter)."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonLogFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
-    logging.basicConfig(level=log_level(verbose, quiet), handlers=[handler])
+    level = log_level(verbose, quiet)
+    logging.basicConfig(level=level, handlers=[handler])
+    # the SSH and NETCONF libraries log every message at INFO: theirs only at -vv
+    for chatty in CHATTY_LIBRARIES:
+        logging.getLogger(chatty).setLevel(max(level, logging.WARNING) if verbose < 2 else level)
 
 
 def _is_heliostat_error(exc: BaseException) -> bool:
