@@ -17,7 +17,7 @@ from pathlib import Path
 from emulation.control import ControlServer, FabricControl
 from emulation.fabric import Demand, EmulatedFabric, FabricError
 from emulation.signals import stop_on_signals
-from emulation.standard.serving import PROTOCOLS
+from emulation.standard import PROTOCOLS
 from optimizer.config import load_fabric
 from optimizer.errors import ConfigError
 from optimizer.fabric import Fabric

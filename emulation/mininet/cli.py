@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -19,9 +18,10 @@ from pathlib import Path
 from emulation.mininet.bootstrap import BootstrapError, bootstrap
 from emulation.mininet.fabric import PacketFabric, PacketFabricError
 from emulation.mininet.plan import PlanError
-from emulation.service import add_tls_arguments, tls_from_args
+from emulation.service import add_protocols_argument, add_tls_arguments, tls_from_args
 from emulation.signals import stop_on_signals
 from optimizer.errors import ConfigError
+from southbound.devices import write_devices_file
 from southbound.errors import SouthboundError
 from southbound.tls import TlsConfigError
 
@@ -47,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="install the uniform mesh and simple WCMP groups through the drivers")
     p.add_argument("--duration", type=float, default=0.0,
                    help="stop after this many seconds (default: run until interrupted)")
+    add_protocols_argument(p)
     add_tls_arguments(p)
 
 
@@ -77,11 +78,12 @@ def run_command(args: argparse.Namespace) -> int:
                                               hosts_per_block=args.hosts_per_block,
                                               bucket_scheme=args.bucket_scheme,
                                               ocs_switching_time_s=args.switching_time_ms / 1000.0,
-                                              server_tls=server_tls, client_tls=client_tls)
+                                              server_tls=server_tls, client_tls=client_tls,
+                                              protocols=args.protocols)
             with fabric:
                 if args.bootstrap:
                     bootstrap(fabric.driver, fabric.fabric)
-                shutil.copyfile(fabric.devices_file, args.devices_file)
+                write_devices_file(args.devices_file, fabric.devices)  # 0600: it holds a NETCONF login
                 _print_endpoints(fabric, args.devices_file)
                 stop.wait(args.duration or None)
     except (ConfigError, PlanError, PacketFabricError, BootstrapError, SouthboundError,

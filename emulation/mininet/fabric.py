@@ -31,12 +31,14 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from emulation.mininet.plan import NetPlan, plan_network
-from emulation.openflow.spec import uplink_ofport
+from emulation.openflow.spec import NETCONF_PASSWORD_ENV, uplink_ofport
+from emulation.standard.serving import check_protocols, device_entry, new_password
 from optimizer.config import load_fabric
 from optimizer.fabric import Fabric
 from southbound.devices import DeviceConfig, write_devices_file
 from southbound.grpc_native.ocs_client import OcsClient
 from southbound.grpc_native.switch_client import SwitchClient
+from southbound.standard.p4rt.prefixes import default_prefixes
 from southbound.tls import ServerTlsConfig, TlsConfig
 from southbound.types import SwitchCounters
 
@@ -97,9 +99,12 @@ class PacketFabric:
         tag: str | None = None,
         server_tls: ServerTlsConfig | None = None,
         client_tls: TlsConfig | None = None,
+        protocols: str = "standard",
     ) -> None:
         """``server_tls``: the agent serves the devices' gRPC over (mutual) TLS;
-        ``client_tls``: what the devices file tells clients to dial them with."""
+        ``client_tls``: what the devices file tells clients to dial them with; ``protocols``:
+        "standard" (P4Runtime and gNMI on every switch, NETCONF on every OCS, beside the native
+        service; the devices file routes the controller to them) or "native"."""
         self.fabric = fabric
         self.workdir = Path(workdir)
         self.system_python = system_python
@@ -109,9 +114,12 @@ class PacketFabric:
             raise PacketFabricError(f"tag {self.tag!r} is in use by existing bridges or interfaces")
         self.plan: NetPlan = plan_network(fabric, self.tag, free_tcp_port(), hosts_per_block,
                                           bucket_scheme, probe_interval_s, ocs_switching_time_s)
+        agent = dataclasses.replace(self.plan.agent, protocols=check_protocols(protocols))
         if server_tls is not None:
-            agent = dataclasses.replace(self.plan.agent, tls=server_tls)
-            self.plan = dataclasses.replace(self.plan, agent=agent)
+            agent = dataclasses.replace(agent, tls=server_tls)
+        self.plan = dataclasses.replace(self.plan, agent=agent)
+        self.prefixes = default_prefixes(fabric.block_names) if protocols == "standard" else {}
+        self._netconf_password = new_password() if protocols == "standard" else ""
         self._client_tls = client_tls
         self.devices: dict[str, DeviceConfig] = {}
         self.host_pids: dict[str, int] = {}
@@ -167,11 +175,13 @@ class PacketFabric:
         spec = self.plan.agent.to_json()
         # a restarted agent listens where the devices file says
         spec["grpc_ports"] = {n: int(d.address.rsplit(":", 1)[1]) for n, d in self.devices.items()}
+        netconf = {n: d.endpoint("netconf") for n, d in self.devices.items()}
+        spec["netconf_ports"] = {n: int(e.address.rsplit(":", 1)[1]) for n, e in netconf.items() if e}
         spec_path.write_text(json.dumps(spec, indent=1))
         ready_path.unlink(missing_ok=True)
         log_file = open(self.workdir / "agent.log", "ab")  # noqa: SIM115 (closed in stop)
         self._logs.append(log_file)
-        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), **{NETCONF_PASSWORD_ENV: self._netconf_password})
         self._agent = subprocess.Popen(
             [sys.executable, "-m", "emulation.openflow.agent", "--spec", str(spec_path),
              "--ready", str(ready_path), "--exit-with-parent"],
@@ -185,8 +195,11 @@ class PacketFabric:
                 raise PacketFabricError("the OpenFlow agent did not come up in time")
             time.sleep(0.05)
         ready = json.loads(ready_path.read_text())
+        protocols = self.plan.agent.protocols
         self.devices = {
-            name: DeviceConfig(name=name, kind=d["kind"], address=d["address"], tls=self._client_tls)
+            name: device_entry(
+                name, d["kind"], d["address"], self._client_tls, protocols=protocols, prefixes=self.prefixes,
+                netconf=(d["netconf"], self._netconf_password) if "netconf" in d else None)
             for name, d in sorted(ready["devices"].items())
         }
 

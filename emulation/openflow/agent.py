@@ -20,15 +20,20 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from emulation.agent import DeviceAgent, ocs_agent, spine_agent, switch_agent
+from emulation.agent import DeviceAgent
 from emulation.openflow.app import FabricDevices, HeliostatOpenFlowApp
 from emulation.openflow.block import OpenFlowBlockSwitch, block_switch
 from emulation.openflow.ocs import OpenFlowOcs
 from emulation.openflow.probes import ProbeNeighbours
-from emulation.openflow.spec import AgentSpec, load_spec
+from emulation.openflow.spec import NETCONF_PASSWORD_ENV, AgentSpec, load_spec
 from emulation.openflow.spine import spine_switch
+from emulation.standard.netconf import NetconfServer
+from emulation.standard.serving import ocs_servers, packet_switch_agent
+from southbound.standard.p4rt.prefixes import default_prefixes
 from southbound.tls import ServerTlsConfig
 
 log = logging.getLogger(__name__)
@@ -59,25 +64,68 @@ def build_devices(spec: AgentSpec) -> FabricDevices:
     return FabricDevices(devices, spec.probe_interval_s)
 
 
+@dataclass
+class Servers:
+    """Every device's servers: its gRPC agent and, for an OCS under the standard protocols,
+    its NETCONF server."""
+
+    agents: dict[str, DeviceAgent] = field(default_factory=dict)
+    netconf: dict[str, NetconfServer] = field(default_factory=dict)
+
+    def set_serving(self, name: str, serving: bool) -> None:
+        self.agents[name].set_serving(serving)
+        if name in self.netconf:
+            self.netconf[name].set_serving(serving)
+
+    def stop(self, grace_s: float) -> None:
+        for agent in self.agents.values():
+            agent.stop(grace_s)
+        for server in self.netconf.values():
+            server.stop()
+
+    def ready(self) -> dict[str, dict[str, str]]:
+        """What the ready file says of each device: its kind and addresses."""
+        out = {}
+        for name, agent in self.agents.items():
+            entry = {"kind": agent.kind, "address": agent.address}
+            if name in self.netconf:
+                entry["netconf"] = self.netconf[name].address
+            out[name] = entry
+        return out
+
+
 def start_grpc(
-    devices: FabricDevices, ports: dict[str, int] | None = None, tls: ServerTlsConfig | None = None
-) -> list[DeviceAgent]:
+    devices: FabricDevices,
+    ports: dict[str, int] | None = None,
+    tls: ServerTlsConfig | None = None,
+    *,
+    protocols: str = "native",
+    prefixes: Mapping[str, str] | None = None,
+    netconf_password: str = "",
+    netconf_ports: Mapping[str, int] | None = None,
+) -> Servers:
     """One endpoint per device (on ``ports[name]`` when given, else a free port), over TLS
-    when ``tls`` is given; health says NOT_SERVING until the device's bridge is attached."""
-    agents = {}
+    when ``tls`` is given, serving the native service and, with ``standard``, P4Runtime and
+    gNMI (switches) and NETCONF on a port of its own (OCSes); health says NOT_SERVING (and
+    NETCONF refuses) until the device's bridge is attached."""
+    servers = Servers()
     for device in devices.by_dpid.values():
+        netconf = None
         if isinstance(device, OpenFlowOcs):
-            agent = ocs_agent(device, tls)
-        elif device.role == "spine":
-            agent = spine_agent(device, tls)
+            agent, netconf = ocs_servers(device, tls, protocols=protocols, password=netconf_password)
         else:
-            agent = switch_agent(device, tls)
+            agent = packet_switch_agent(device, tls, protocols=protocols, prefixes=prefixes or {})
         agent.port = (ports or {}).get(device.name, 0)
         agent.set_serving(False)
         agent.start()
-        agents[device.name] = agent
-    devices.listeners.append(lambda name, attached: agents[name].set_serving(attached))
-    return list(agents.values())
+        servers.agents[device.name] = agent
+        if netconf is not None:
+            netconf.port = (netconf_ports or {}).get(device.name, 0)
+            netconf.set_serving(False)
+            netconf.start()
+            servers.netconf[device.name] = netconf
+    devices.listeners.append(servers.set_serving)
+    return servers
 
 
 def start_os_ken(spec: AgentSpec, devices: FabricDevices) -> list[object]:
@@ -106,22 +154,24 @@ def main(argv: list[str] | None = None) -> int:
     spec = load_spec(args.spec)
     devices = build_devices(spec)
     parent = os.getppid()
-    agents = start_grpc(devices, dict(spec.grpc_ports), spec.tls)
+    servers = start_grpc(
+        devices, dict(spec.grpc_ports), spec.tls, protocols=spec.protocols,
+        prefixes=default_prefixes(spec.block_names),
+        netconf_password=os.environ.get(NETCONF_PASSWORD_ENV, ""),
+        netconf_ports=dict(spec.netconf_ports),
+    )
     start_os_ken(spec, devices)
     if not _listening(spec.of_host, spec.of_port, OF_LISTEN_TIMEOUT_S):
         log.error("os-ken is not listening on %s:%d (port taken?)", spec.of_host, spec.of_port)
-        for agent in agents:
-            agent.stop(0)
+        servers.stop(0)
         return 1
     if args.ready:
-        ready = {
-            "pid": _pid(),
-            "devices": {a.name: {"kind": a.kind, "address": a.address} for a in agents},
-        }
+        ready = {"pid": _pid(), "devices": servers.ready()}
         tmp = Path(args.ready + ".tmp")
         tmp.write_text(json.dumps(ready, indent=1))
         tmp.replace(args.ready)
-    log.info("agent serving %d devices, OpenFlow on %s:%d", len(agents), spec.of_host, spec.of_port)
+    log.info("agent serving %d devices (%s protocols), OpenFlow on %s:%d", len(servers.agents),
+             spec.protocols, spec.of_host, spec.of_port)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -129,8 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.exit_with_parent and os.getppid() != parent:
             log.warning("the parent process %d is gone; stopping", parent)
             break
-    for agent in agents:
-        agent.stop(0.5)
+    servers.stop(0.5)
     log.info("agent stopped")
     return 0
 

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from emulation.standard import PROTOCOLS
 from optimizer import schema
 from optimizer.errors import ConfigError
 from southbound.tls import CERTIFICATE, PRIVATE_KEY, ServerTlsConfig, TlsConfigError, read_pem
@@ -95,6 +96,11 @@ class AgentSpec:
     grpc_ports: tuple[tuple[str, int], ...] = ()
     #: a hybrid fabric's spine switches: bridges with no hosts, ``uplinks`` ports to blocks
     spines: tuple[BlockSpec, ...] = ()
+    #: "native", or "standard": P4Runtime and gNMI beside it on every switch, NETCONF on every
+    #: OCS (its password comes in the environment, NETCONF_PASSWORD_ENV, never in the spec)
+    protocols: str = "native"
+    #: OCS name -> NETCONF port to listen on (a restarted agent keeps its addresses)
+    netconf_ports: tuple[tuple[str, int], ...] = ()
 
     @property
     def spine_names(self) -> tuple[str, ...]:
@@ -116,6 +122,8 @@ class AgentSpec:
             "bucket_scheme": self.bucket_scheme,
             "ocs_switching_time_s": self.ocs_switching_time_s,
             "grpc_ports": dict(self.grpc_ports),
+            "protocols": self.protocols,
+            "netconf_ports": dict(self.netconf_ports),
             "blocks": [
                 {
                     "name": b.name,
@@ -145,6 +153,8 @@ def _tls_json(tls: ServerTlsConfig) -> dict[str, str]:
 
 
 BUCKET_SCHEMES = ("weighted", "replicated")
+#: the environment variable carrying the OCSes' NETCONF password to the agent process
+NETCONF_PASSWORD_ENV = "HELIOSTAT_NETCONF_PASSWORD"
 OCS_SIDES = ("split", "any")
 _TOP_KEYS = {
     "blocks",
@@ -157,6 +167,8 @@ _TOP_KEYS = {
     "bucket_scheme",
     "ocs_switching_time_s",
     "grpc_ports",
+    "protocols",
+    "netconf_ports",
     "spines",
     "tls",
 }
@@ -195,6 +207,10 @@ def spec_from_json(raw: Any, source: str = "<spec>") -> AgentSpec:
     if len(set(dpids)) != len(dpids):
         raise ConfigError(source, "dpid", "datapath ids must be unique")
     ports = schema.mapping(top.get("grpc_ports") or {}, source, "grpc_ports")
+    netconf_ports = schema.mapping(top.get("netconf_ports") or {}, source, "netconf_ports")
+    protocols = top.get("protocols", "native")
+    if protocols not in PROTOCOLS:
+        raise ConfigError(source, "protocols", f"expected one of {', '.join(PROTOCOLS)}, got {protocols!r}")
     return AgentSpec(
         blocks=blocks,
         ocs=ocs,
@@ -219,6 +235,11 @@ def spec_from_json(raw: Any, source: str = "<spec>") -> AgentSpec:
         ),
         spines=spines,
         tls=_tls(top.get("tls"), source),
+        protocols=protocols,
+        netconf_ports=tuple(sorted(
+            (k, schema.integer(v, source, schema.join("netconf_ports", k), minimum=0, maximum=65535))
+            for k, v in netconf_ports.items()
+        )),
     )
 
 

@@ -21,6 +21,7 @@ from emulation.admission.limits import StreamGate, stream_capacity
 from emulation.agent import SWITCH_SERVICE, WORKERS, DeviceAgent, ocs_agent_of, spine_agent, switch_agent
 from emulation.ocs_device import ServedOcs
 from emulation.servicers import OcsServicer, PacketSwitchServicer
+from emulation.standard import PROTOCOLS
 from emulation.standard.gnmi.servicer import GnmiTarget
 from emulation.standard.gnmi.target import GNMI_SERVICE, add_gnmi
 from emulation.standard.netconf import NetconfServer
@@ -30,8 +31,6 @@ from southbound.devices import AUTO, DeviceConfig, Endpoint
 from southbound.grpc_native.pb import packet_switch_pb2_grpc
 from southbound.tls import ServerTlsConfig, TlsConfig
 
-#: the device protocols an emulated fabric can serve
-PROTOCOLS = ("standard", "native")
 NETCONF_USER = "heliostat"
 #: how often the devices file asks the gNMI targets to sample the counters: half the shortest
 #: poll interval the shipped configs use (1 s, the demo's), so that every poll sees a new sample
@@ -112,15 +111,33 @@ def device_config(
 ) -> DeviceConfig:
     """The devices-file entry of one device: native only, or every standard endpoint (switches:
     P4Runtime and gNMI at the agent's address; an OCS: NETCONF with its login)."""
-    table = tuple(sorted((prefixes or {}).items()))
+    protocols = "native" if set(agent.service_names) == {SWITCH_SERVICE} else "standard"
     if agent.kind == "ocs":
+        protocols = "native" if netconf is None else "standard"
+    login = None if netconf is None else (netconf.address, netconf.password)
+    return device_entry(agent.name, agent.kind, agent.address, client_tls, protocols=protocols,
+                        netconf=login, prefixes=prefixes)
+
+
+def device_entry(
+    name: str,
+    kind: str,
+    address: str,
+    client_tls: TlsConfig | None,
+    *,
+    protocols: str,
+    netconf: tuple[str, str] | None = None,
+    prefixes: Mapping[str, str] | None = None,
+) -> DeviceConfig:
+    """One device's entry from its addresses: ``netconf`` is an OCS's (address, password)."""
+    if check_protocols(protocols) == "native":
+        return DeviceConfig(name, kind, address, "grpc", client_tls)
+    if kind == "ocs":
         if netconf is None:
-            return DeviceConfig(agent.name, "ocs", agent.address, "grpc", client_tls)
-        endpoint = Endpoint("netconf", netconf.address, netconf.username, netconf.password)
-        return DeviceConfig(agent.name, "ocs", agent.address, AUTO, client_tls, endpoints=(endpoint,))
-    if set(agent.service_names) == {SWITCH_SERVICE}:
-        return DeviceConfig(agent.name, agent.kind, agent.address, "grpc", client_tls)
-    endpoints = (Endpoint("p4runtime", agent.address),
-                 Endpoint("gnmi", agent.address, sample_interval_s=GNMI_SAMPLE_INTERVAL_S))
-    return DeviceConfig(agent.name, agent.kind, agent.address, AUTO, client_tls, endpoints=endpoints,
-                        prefixes=table)
+            raise ProtocolError(f"{name}: an OCS under the standard protocols needs its NETCONF address")
+        endpoint = Endpoint("netconf", netconf[0], NETCONF_USER, netconf[1])
+        return DeviceConfig(name, "ocs", address, AUTO, client_tls, endpoints=(endpoint,))
+    endpoints = (Endpoint("p4runtime", address),
+                 Endpoint("gnmi", address, sample_interval_s=GNMI_SAMPLE_INTERVAL_S))
+    return DeviceConfig(name, kind, address, AUTO, client_tls, endpoints=endpoints,
+                        prefixes=tuple(sorted((prefixes or {}).items())))

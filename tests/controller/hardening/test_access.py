@@ -25,6 +25,8 @@ from emulation.openflow.spec import spec_from_json
 from southbound.grpc_native.pb import ocs_pb2, ocs_pb2_grpc
 from southbound.options import RetryPolicy
 from southbound.pki import API_SERVER_NAME, DEVICE_SERVER_NAME, Pki, write_pki
+from southbound.standard.p4rt.prefixes import default_prefixes
+from southbound.standard.pb import p4runtime_pb2, p4runtime_pb2_grpc
 from southbound.tls import ClientRoles, ServerTlsConfig, TlsConfig, TlsConfigError
 from tests.support import shipped_fabric
 from tests.support.northbound_fake import client_for, serving
@@ -134,9 +136,12 @@ def test_the_openflow_agents_serve_grpc_over_mutual_tls(pki: Pki) -> None:
                                                             "client_ca": str(pki.ca.cert)}})
     assert spec.tls == server_tls
     assert spec_from_json(spec.to_json()).tls == spec.tls
-    agents = start_grpc(build_devices(spec), tls=server_tls)
+    servers = start_grpc(build_devices(spec), tls=server_tls, protocols="standard",
+                         prefixes=default_prefixes(spec.block_names), netconf_password="pw")
+    agents = list(servers.agents.values())
     try:
         ocs = next(a for a in agents if a.kind == "ocs")
+        switch = next(a for a in agents if a.kind == "block")
         tls = TlsConfig(pki.ca.cert, pki.controller.cert, pki.controller.key, server_name=DEVICE_SERVER_NAME)
         secure = grpc.secure_channel(ocs.address, tls.channel_credentials(), options=tls.channel_options())
         with secure:
@@ -149,10 +154,16 @@ def test_the_openflow_agents_serve_grpc_over_mutual_tls(pki: Pki) -> None:
                 stub.GetDeviceInfo(ocs_pb2.GetOcsDeviceInfoRequest(), timeout=5)
             assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
             assert "not attached" in (refused.value.details() or "")
+        secure = grpc.secure_channel(switch.address, tls.channel_credentials(), options=tls.channel_options())
+        with secure:  # a streaming call of a standard protocol (P4Runtime's arbitration) too
+            stream = p4runtime_pb2_grpc.P4RuntimeStub(secure).StreamChannel(
+                iter([p4runtime_pb2.StreamMessageRequest()]), timeout=5)
+            with pytest.raises(grpc.RpcError) as refused:
+                next(stream)
+            assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
         with grpc.insecure_channel(ocs.address) as plain, pytest.raises(grpc.RpcError) as plain_refused:
             health_pb2_grpc.HealthStub(plain).Check(health_pb2.HealthCheckRequest(), timeout=2)
         assert "not attached" not in (plain_refused.value.details() or "")  # the handshake failed
     finally:
-        for agent in agents:
-            agent.stop()
+        servers.stop(0)
     assert yaml.safe_dump(spec.to_json())  # the spec the packet fabric writes stays JSON-able
