@@ -39,6 +39,7 @@ from controller.sensing.observe import (
 )
 from controller.sensing.qualify import qualified_links
 from controller.sensing.spine import spine_links_up, spine_port_samples, spine_utilisation
+from controller.ui.fabric_view import poll_loads
 from optimizer.errors import HeliostatError
 from optimizer.fabric import Fabric
 
@@ -132,6 +133,8 @@ class Sensing:
         )
         demand = None if self.state.matrix is None else self.state.matrix.total()
         self.report.recorder.polled(now, poll, self.board.snapshot(), demand)
+        loads = poll_loads(self.fabric, self.te.usable(self.state.live), rates)
+        self.report.recorder.loads.record(now, *loads)
         return te_due
 
     def _estimate(self, poll: PollResult, rates: dict[tuple[str, int], float], now: float) -> bool:
