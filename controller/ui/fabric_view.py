@@ -203,7 +203,8 @@ def device_view(facts: FabricFacts, loads: LoadHistory, name: str,
         spine = next((s for s in view["spine"] if s["name"] == name), None)
         if spine is None:
             raise NotInFabric("block, OCS or spine switch", name, fabric.name)
-        return {**spine, "kind": "spine", "circuit_list": [], "links": [], "history": []}
+        return {**spine, "kind": "spine", "circuits": _counts(()), "circuit_list": [], "links": [],
+                "history": []}
     states = circuit_states(facts)
     if entry["kind"] == "ocs":
         mine = sorted(c for c in states if c.ocs == name)

@@ -41,7 +41,7 @@ def event_level(kind: str, details: Mapping[str, Any]) -> str:
         return "error"
     if kind == "toe" and str(details.get("reason", "")).startswith("failed"):
         return "error"
-    if kind == "operator" and details.get("force"):
+    if kind == "operator" and details.get("forced"):
         return "warning"  # a drain forced past the MLU check
     if kind in _WARNING_KINDS:
         return "warning"

@@ -86,6 +86,9 @@ class Endpoints:
             "/api/devices": lambda q: {"devices": self.api.devices()},
             "/api/events": lambda q: {"events": self.api.events(_limit(q, "events"))},
             "/api/fabric": lambda q: self.api.fabric_summary(),
+            "/api/fabric-view": lambda q: self.api.fabric_view(),
+            "/api/link": lambda q: self.api.link(_param(q, "a"), _param(q, "b")),
+            "/api/device": lambda q: self.api.device(_param(q, "name")),
         }
 
     def index(self, query: dict[str, list[str]]) -> dict[str, Any]:
@@ -109,6 +112,14 @@ class Endpoints:
             "in_progress": self.api.reconfiguration_progress(),
             "recent": self.api.history(_limit(query, "reconfigurations")),
         }
+
+
+def _param(query: dict[str, list[str]], name: str) -> str:
+    """``?name=value`` (the last one given); 400 naming it when missing or empty."""
+    values = query.get(name)
+    if not values or not values[-1]:
+        raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"{name}: required (?{name}=...)")
+    return values[-1]
 
 
 def _limit(query: dict[str, list[str]], what: str) -> int:

@@ -37,6 +37,7 @@ class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_KIND_DEVICE: _ClassVar[EventKind]
     EVENT_KIND_LEADER: _ClassVar[EventKind]
     EVENT_KIND_FABRIC: _ClassVar[EventKind]
+    EVENT_KIND_OPERATOR: _ClassVar[EventKind]
 PHASE_UNSPECIFIED: Phase
 PHASE_STARTING: Phase
 PHASE_IDLE: Phase
@@ -56,6 +57,7 @@ EVENT_KIND_RECONFIGURATION: EventKind
 EVENT_KIND_DEVICE: EventKind
 EVENT_KIND_LEADER: EventKind
 EVENT_KIND_FABRIC: EventKind
+EVENT_KIND_OPERATOR: EventKind
 
 class GetStatusRequest(_message.Message):
     __slots__ = ()
@@ -443,6 +445,18 @@ class DeviceEvent(_message.Message):
     error: str
     def __init__(self, device: _Optional[str] = ..., up: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
 
+class OperatorEvent(_message.Message):
+    __slots__ = ("action", "target", "result", "forced")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    FORCED_FIELD_NUMBER: _ClassVar[int]
+    action: str
+    target: str
+    result: str
+    forced: bool
+    def __init__(self, action: _Optional[str] = ..., target: _Optional[str] = ..., result: _Optional[str] = ..., forced: _Optional[bool] = ...) -> None: ...
+
 class LeaderEvent(_message.Message):
     __slots__ = ("leader", "previous")
     LEADER_FIELD_NUMBER: _ClassVar[int]
@@ -452,7 +466,7 @@ class LeaderEvent(_message.Message):
     def __init__(self, leader: _Optional[str] = ..., previous: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("sequence", "time", "kind", "message", "te_run", "toe", "step", "reconfiguration", "device", "leader")
+    __slots__ = ("sequence", "time", "kind", "message", "te_run", "toe", "step", "reconfiguration", "device", "leader", "operator")
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -463,6 +477,7 @@ class Event(_message.Message):
     RECONFIGURATION_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
     sequence: int
     time: _timestamp_pb2.Timestamp
     kind: EventKind
@@ -473,4 +488,61 @@ class Event(_message.Message):
     reconfiguration: ReconfigurationEvent
     device: DeviceEvent
     leader: LeaderEvent
-    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[EventKind, str]] = ..., message: _Optional[str] = ..., te_run: _Optional[_Union[TeRunEvent, _Mapping]] = ..., toe: _Optional[_Union[ToeEvent, _Mapping]] = ..., step: _Optional[_Union[StepEvent, _Mapping]] = ..., reconfiguration: _Optional[_Union[ReconfigurationEvent, _Mapping]] = ..., device: _Optional[_Union[DeviceEvent, _Mapping]] = ..., leader: _Optional[_Union[LeaderEvent, _Mapping]] = ...) -> None: ...
+    operator: OperatorEvent
+    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[EventKind, str]] = ..., message: _Optional[str] = ..., te_run: _Optional[_Union[TeRunEvent, _Mapping]] = ..., toe: _Optional[_Union[ToeEvent, _Mapping]] = ..., step: _Optional[_Union[StepEvent, _Mapping]] = ..., reconfiguration: _Optional[_Union[ReconfigurationEvent, _Mapping]] = ..., device: _Optional[_Union[DeviceEvent, _Mapping]] = ..., leader: _Optional[_Union[LeaderEvent, _Mapping]] = ..., operator: _Optional[_Union[OperatorEvent, _Mapping]] = ...) -> None: ...
+
+class GetFabricViewRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CircuitCounts(_message.Message):
+    __slots__ = ("installed", "up", "carrying", "drained", "down")
+    INSTALLED_FIELD_NUMBER: _ClassVar[int]
+    UP_FIELD_NUMBER: _ClassVar[int]
+    CARRYING_FIELD_NUMBER: _ClassVar[int]
+    DRAINED_FIELD_NUMBER: _ClassVar[int]
+    DOWN_FIELD_NUMBER: _ClassVar[int]
+    installed: int
+    up: int
+    carrying: int
+    drained: int
+    down: int
+    def __init__(self, installed: _Optional[int] = ..., up: _Optional[int] = ..., carrying: _Optional[int] = ..., drained: _Optional[int] = ..., down: _Optional[int] = ...) -> None: ...
+
+class GetFabricViewResponse(_message.Message):
+    __slots__ = ("circuits", "view_json")
+    CIRCUITS_FIELD_NUMBER: _ClassVar[int]
+    VIEW_JSON_FIELD_NUMBER: _ClassVar[int]
+    circuits: CircuitCounts
+    view_json: str
+    def __init__(self, circuits: _Optional[_Union[CircuitCounts, _Mapping]] = ..., view_json: _Optional[str] = ...) -> None: ...
+
+class GetLinkRequest(_message.Message):
+    __slots__ = ("a", "b")
+    A_FIELD_NUMBER: _ClassVar[int]
+    B_FIELD_NUMBER: _ClassVar[int]
+    a: str
+    b: str
+    def __init__(self, a: _Optional[str] = ..., b: _Optional[str] = ...) -> None: ...
+
+class GetLinkResponse(_message.Message):
+    __slots__ = ("circuits", "link_json")
+    CIRCUITS_FIELD_NUMBER: _ClassVar[int]
+    LINK_JSON_FIELD_NUMBER: _ClassVar[int]
+    circuits: CircuitCounts
+    link_json: str
+    def __init__(self, circuits: _Optional[_Union[CircuitCounts, _Mapping]] = ..., link_json: _Optional[str] = ...) -> None: ...
+
+class GetDeviceRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetDeviceResponse(_message.Message):
+    __slots__ = ("circuits", "device_json")
+    CIRCUITS_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_JSON_FIELD_NUMBER: _ClassVar[int]
+    circuits: CircuitCounts
+    device_json: str
+    def __init__(self, circuits: _Optional[_Union[CircuitCounts, _Mapping]] = ..., device_json: _Optional[str] = ...) -> None: ...
