@@ -174,6 +174,7 @@ class DaemonApi(FabricViewApi, ControllerApi):
                 "ocs_down": list(v["ocs_down"]),
                 "circuits_installed": v["circuits_installed"],
                 "circuits_up": v["circuits_up"],
+                "circuits_carrying": v["circuits_carrying"],
                 "poll_seconds": v["poll_s"],
                 "unexplained_drains": v["unexplained_drains"],
                 "journal_error": v["journal_error"],

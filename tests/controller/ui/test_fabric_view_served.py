@@ -144,8 +144,11 @@ def test_a_drain_shows_in_the_view_the_count_and_the_events(served: Served) -> N
         assert ocs["ocs2"]["maintenance"] and ocs["ocs2"]["circuits"]["carrying"] == 0
         total = view["circuits"]["installed"]
         assert view["circuits"]["carrying"] == total - on_ocs2 and view["circuits"]["up"] == total
-        status = get_json(served.url + "api/status")
-        assert status["details"]["circuits_up"] == total  # up, though TE no longer routes over ocs2's
+        carrying = lambda: get_json(served.url + "api/status")["details"]["circuits_carrying"]  # noqa: E731
+        wait_for(lambda: carrying() == total - on_ocs2, 30, what="the status's count following the drain")
+        details = served.client.status().details
+        assert details["circuits_up"] == total  # up, though TE no longer routes over ocs2's
+        assert details["circuits_carrying"] == total - on_ocs2
         events = get_json(served.url + "api/events?limit=50")["events"]
         drain = next(e for e in events if e["kind"] == "operator")
         assert drain["details"]["action"] == "drain" and drain["details"]["target"] == "ocs:ocs2"

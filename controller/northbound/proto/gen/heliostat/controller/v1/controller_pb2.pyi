@@ -108,7 +108,7 @@ class Status(_message.Message):
     def __init__(self, phase: _Optional[_Union[Phase, str]] = ..., fabric: _Optional[str] = ..., toe_paused: _Optional[bool] = ..., te_runs: _Optional[int] = ..., toe_runs: _Optional[int] = ..., last_te_time: _Optional[float] = ..., last_toe_time: _Optional[float] = ..., mlu: _Optional[float] = ..., measured_mlu: _Optional[float] = ..., predicted_mlu: _Optional[float] = ..., reconfiguration_id: _Optional[int] = ..., stage: _Optional[int] = ..., stages_total: _Optional[int] = ..., step: _Optional[str] = ..., last_error: _Optional[str] = ..., maintenance: _Optional[_Iterable[str]] = ..., details_json: _Optional[str] = ..., details: _Optional[_Union[StatusDetails, _Mapping]] = ..., last_te_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_toe_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class StatusDetails(_message.Message):
-    __slots__ = ("mlu_quantized", "unreachable", "ocs_down", "circuits_installed", "circuits_up", "poll_seconds", "unexplained_drains", "journal_error", "health", "degraded")
+    __slots__ = ("mlu_quantized", "unreachable", "ocs_down", "circuits_installed", "circuits_up", "poll_seconds", "unexplained_drains", "journal_error", "health", "degraded", "circuits_carrying")
     MLU_QUANTIZED_FIELD_NUMBER: _ClassVar[int]
     UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
     OCS_DOWN_FIELD_NUMBER: _ClassVar[int]
@@ -119,6 +119,7 @@ class StatusDetails(_message.Message):
     JOURNAL_ERROR_FIELD_NUMBER: _ClassVar[int]
     HEALTH_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_FIELD_NUMBER: _ClassVar[int]
+    CIRCUITS_CARRYING_FIELD_NUMBER: _ClassVar[int]
     mlu_quantized: float
     unreachable: _containers.RepeatedScalarFieldContainer[str]
     ocs_down: _containers.RepeatedScalarFieldContainer[str]
@@ -129,7 +130,8 @@ class StatusDetails(_message.Message):
     journal_error: str
     health: str
     degraded: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, mlu_quantized: _Optional[float] = ..., unreachable: _Optional[_Iterable[str]] = ..., ocs_down: _Optional[_Iterable[str]] = ..., circuits_installed: _Optional[int] = ..., circuits_up: _Optional[int] = ..., poll_seconds: _Optional[float] = ..., unexplained_drains: _Optional[int] = ..., journal_error: _Optional[str] = ..., health: _Optional[str] = ..., degraded: _Optional[_Iterable[str]] = ...) -> None: ...
+    circuits_carrying: int
+    def __init__(self, mlu_quantized: _Optional[float] = ..., unreachable: _Optional[_Iterable[str]] = ..., ocs_down: _Optional[_Iterable[str]] = ..., circuits_installed: _Optional[int] = ..., circuits_up: _Optional[int] = ..., poll_seconds: _Optional[float] = ..., unexplained_drains: _Optional[int] = ..., journal_error: _Optional[str] = ..., health: _Optional[str] = ..., degraded: _Optional[_Iterable[str]] = ..., circuits_carrying: _Optional[int] = ...) -> None: ...
 
 class GetStatusResponse(_message.Message):
     __slots__ = ("status", "metrics_address")
