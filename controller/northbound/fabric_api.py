@@ -63,6 +63,9 @@ class FabricViewApi:
 
     def link(self, a: str, b: str) -> dict[str, Any]:
         a, b = checked_name("a", a), checked_name("b", b)
+        if a == b:
+            problem = f"b: {shown(b, 40)} is a as well; a link joins two blocks"
+            raise ApiError(ApiErrorCode.INVALID_ARGUMENT, problem)
         try:
             return link_view(self.fabric_facts(), self.daemon.recorder.loads, a, b)
         except NotInFabric as exc:

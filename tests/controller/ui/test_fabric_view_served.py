@@ -117,6 +117,8 @@ def test_unknown_names_are_not_found_naming_them(served: Served) -> None:
     assert status == 404 and "b9" in json.loads(body)["message"]
     status, _headers, body = get(served.url + "api/link?a=b1")
     assert status == 400 and json.loads(body)["message"].startswith("b:")
+    status, _headers, body = get(served.url + "api/link?a=b1&b=b1")
+    assert status == 400 and "two blocks" in json.loads(body)["message"]
     with pytest.raises(ApiError) as caught:
         served.client.device("ocs9")
     assert caught.value.code is ApiErrorCode.NOT_FOUND and "ocs9" in caught.value.message
