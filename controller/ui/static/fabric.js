@@ -6,9 +6,11 @@
 "use strict";
 
 const PICTURE = { W: 760, H: 560, blockR: 17, ocsW: 58, ocsH: 26 };
-//: Above this many (pair, OCS) lines, one straight line per pair (fabric-64 has thousands).
+//: Above this many (pair, OCS) lines, one straight line per pair (fabric-64 has thousands) and
+//: the view is asked for without them (?by_ocs=0).
 const MAX_OCS_LINES = 1500;
 let selected = null;  // {kind: "device", name} or {kind: "link", a, b}
+let lastView = null;  // the view last drawn (its size says whether to ask for by_ocs)
 
 function svg(tag, attrs, ...children) {
   const node = document.createElementNS($("picture").namespaceURI, tag);
@@ -50,7 +52,7 @@ function layout(view) {
 function renderPicture(view) {
   const at = layout(view);
   const lines = svg("g", { class: "circuits" });
-  const perOcs = view.links.reduce((sum, l) => sum + l.by_ocs.length, 0) <= MAX_OCS_LINES;
+  const perOcs = view.links.every((l) => l.by_ocs) && view.links.reduce((sum, l) => sum + l.by_ocs.length, 0) <= MAX_OCS_LINES;
   for (const link of view.links) {
     const [ax, ay] = at.get(link.a), [bx, by] = at.get(link.b);
     const title = `${link.a} - ${link.b}: ${link.circuits.installed} circuits, ${link.circuits.carrying} carrying; ` +
@@ -164,7 +166,10 @@ async function refreshDrill() {
 }
 
 async function refreshFabricView() {
-  const view = await getJson("api/fabric-view");
+  const pairs = (view) => view.blocks.length * (view.blocks.length - 1) / 2;
+  const few = lastView === null || pairs(lastView) * lastView.ocs.length <= MAX_OCS_LINES;
+  const view = await getJson(few ? "api/fabric-view" : "api/fabric-view?by_ocs=0");
+  lastView = view;
   renderPicture(view);
   circuitCount(view.circuits);
   await refreshDrill();

@@ -87,6 +87,9 @@ def test_the_view_is_the_fabric_with_every_circuit_once(served: Served) -> None:
     on_ocs = {o["name"]: o["circuits"]["installed"] for o in view["ocs"]}
     assert on_ocs == {name: sum(c["ocs"] == name for c in circuits) for name in on_ocs}
     live = get_json(served.url + "api/fabric-view")
+    lean = get_json(served.url + "api/fabric-view?by_ocs=0")
+    assert [(x["a"], x["b"]) for x in lean["links"]] == [(x["a"], x["b"]) for x in live["links"]]
+    assert not any("by_ocs" in x for x in lean["links"]) and all(x["by_ocs"] for x in live["links"])
     assert any(x["load_gbps"] and x["capacity_gbps"] for x in live["links"])  # demand 0.4 is on the wires
 
 
