@@ -4,7 +4,7 @@ Every endpoint calls :class:`~controller.northbound.api.ControllerApi` methods, 
 northbound server calls for the same facts (``/api/status`` is ``GetStatus`` as
 ``ctl status --format json`` prints it, ``/api/topology`` is ``GetTopology``,
 ``/api/reconfigurations`` lists what ``ListReconfigurations`` does): the page is a thin view.
-The page itself (``static/``: one HTML file, a script and a style sheet) ships in the package
+The page itself (``static/``: one HTML file, two scripts and a style sheet) ships in the package
 and is served with a content security policy that forbids anything from elsewhere.
 
 The standard library's threading HTTP server in a background thread: GET and HEAD only,
