@@ -1,8 +1,9 @@
 """The wiring picture in a real browser: headless Chromium (``.ci/install-browser.sh``), driven
 over the DevTools protocol (tests/controller/ui/cdp.py), loads the page of ``heliostat run`` on
 emulated fabric-4; the picture has the fabric's blocks and OCSes and a line per OCS and block
-pair, an operator's drain shows in the event list, on the OCS and in the circuit count, and a
-click on the OCS and on a line opens their drill-downs with the API's circuits and history. A
+pair, an operator's drain shows in the event list, on the OCS and in the circuit count, a
+click on the OCS and on a line opens their drill-downs with the API's circuits and history,
+and an OCS that loses power is drawn failed. A
 screenshot is kept (``HELIOSTAT_ARTIFACTS``, default tests/artifacts/)."""
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 COUNT = "document.querySelectorAll({!r}).length"
 DATA = "document.querySelector({!r}).dataset"
+OCS1 = DATA.format("#picture [data-device=ocs1]") + ".state"
 OCS2 = DATA.format("#picture [data-device=ocs2]") + ".state"
 CARRYING = DATA.format("#circuit-count") + ".carrying"
 DRILLED = DATA.format("#drill") + ".name"
@@ -116,5 +118,12 @@ def test_the_picture_a_drain_and_the_drill_downs(tmp_path: Path, request: pytest
                     reporter.write_line(f"fabric picture screenshot: {shot}")
                 client.set_maintenance(MaintenanceKind.OCS, "ocs2", False)
                 page.wait_for(OCS2 + " === 'up'", what="ocs2 back in service")
+
+                fabric.fail_ocs("ocs1")  # power lost: the OCS is failed, its circuits gone
+                page.wait_for(OCS1 + " === 'failed'", what="ocs1 drawn failed")
+                mark = "document.querySelector('#picture [data-device=ocs1] text.mark').textContent"
+                assert page.evaluate(mark) == "failed"
+                assert page.evaluate(COUNT.format("#picture path.link[data-ocs=ocs1]")) == 0
+                fabric.restore_ocs("ocs1")
         finally:
             assert stop_process(proc) == 0, log.read_text()[-3000:]
