@@ -165,8 +165,10 @@ def test_a_drain_shows_in_the_view_the_count_and_the_events(served: Served) -> N
         client.set_maintenance(MaintenanceKind.OCS, "ocs2", False)
     client.pause_toe()
     client.resume_toe()
-    actions = [e["details"]["action"] for e in get_json(served.url + "api/events?limit=50")["events"]
-               if e["kind"] == "operator"]
-    assert actions[:3] == ["resume", "pause", "undrain"]
+    reviewed = client.trigger_toe(dry_run=True)  # a plan to review: the dry run's
+    operator = [e["details"] for e in get_json(served.url + "api/events?limit=50")["events"]
+                if e["kind"] == "operator"]
+    assert [d["action"] for d in operator[:4]] == ["review", "resume", "pause", "undrain"]
+    assert operator[0]["target"] == (reviewed.plan_id or "") and operator[0]["result"] == reviewed.message
     wait_for(lambda: get_json(served.url + "api/fabric-view")["circuits"]["drained"] == 0, 60,
              what="the undrain in the view")
