@@ -187,7 +187,8 @@ def test_status_details_are_typed_and_times_are_timestamps() -> None:
     from controller.northbound import convert
 
     details = {"mlu_quantized": 0.61, "unreachable": ["b2"], "ocs_down": [], "circuits_installed": 128,
-               "circuits_up": 126, "circuits_carrying": 120, "poll_seconds": 0.02, "unexplained_drains": 0, "journal_error": None,
+               "circuits_up": 126, "circuits_carrying": 120, "poll_seconds": 0.02, "unexplained_drains": 0,
+               "journal_error": None,
                "health": "degraded", "degraded": ["1 of 12 devices unreachable: b2"], "solver": "highs"}
     status = StatusSnapshot(Phase.IDLE, "f", False, 3, 1, last_te_time=1_790_000_000.25, details=details)
     message = convert.status_to_pb(status)
