@@ -26,6 +26,7 @@ _DEFAULTS: dict[str, Any] = {
     "ocs_down": (),  # unreachable or without power
     "circuits_installed": None,
     "circuits_up": None,
+    "circuits_carrying": None,  # up and not drained (maintenance, quarantine): what TE routes over
     "poll_s": None,
     "unexplained_drains": 0,  # drained ports found at start-up that no journal explained
     "journal_error": None,

@@ -39,6 +39,7 @@ from controller.sensing.observe import (
 )
 from controller.sensing.qualify import qualified_links
 from controller.sensing.spine import spine_links_up, spine_port_samples, spine_utilisation
+from controller.ui.fabric_view import poll_loads
 from optimizer.errors import HeliostatError
 from optimizer.fabric import Fabric
 
@@ -122,6 +123,7 @@ class Sensing:
         self.metrics.fabric.update(
             **poll_figures(self.fabric, poll, self.state.installed, self.te.usable(self.state.live), rates)
         )
+        carrying = self.te.usable(self.state.live)
         self.board.update(
             measured_mlu=measured,
             poll_s=time.monotonic() - started,
@@ -129,9 +131,12 @@ class Sensing:
             ocs_down=tuple(sorted(self.state.ocs_down)),
             circuits_installed=len(self.state.installed),
             circuits_up=len(self.state.live),
+            circuits_carrying=len(carrying),
         )
         demand = None if self.state.matrix is None else self.state.matrix.total()
         self.report.recorder.polled(now, poll, self.board.snapshot(), demand)
+        loads = poll_loads(self.fabric, carrying, rates)
+        self.report.recorder.loads.record(now, *loads)
         return te_due
 
     def _estimate(self, poll: PollResult, rates: dict[tuple[str, int], float], now: float) -> bool:

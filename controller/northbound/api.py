@@ -165,3 +165,20 @@ class ControllerApi(Protocol):
         """The reconfiguration in flight (its stages, the stage and step now, ``progress`` from
         0 to 1, its latest journaled steps), or None."""
         ...
+
+    # -- the fabric as a picture and its drill-downs (controller/ui/fabric_view.py) ----------
+
+    def fabric_view(self) -> dict[str, Any]:
+        """Blocks, OCSes and per block pair the circuits, the OCS carrying each and the load
+        (``controller.ui.fabric_view.fabric_view``)."""
+        ...
+
+    def link(self, a: str, b: str) -> dict[str, Any]:
+        """One block pair with its load history and circuits; ApiError NOT_FOUND naming a block
+        the fabric does not have."""
+        ...
+
+    def device(self, name: str) -> dict[str, Any]:
+        """One block, OCS or spine switch with its load history and circuits; ApiError
+        NOT_FOUND naming a device the fabric does not have."""
+        ...

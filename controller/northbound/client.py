@@ -146,6 +146,18 @@ class ControllerClient(ClosesOnExit):
         reply = self._call(self._reads, self._stub.GetReconfiguration, request)
         return convert.reconfiguration_from_pb(reply.reconfiguration)
 
+    def fabric_view(self) -> dict[str, Any]:
+        reply = self._call(self._reads, self._stub.GetFabricView, pb.GetFabricViewRequest())
+        return cast(dict[str, Any], convert.load_json(reply.view_json, "view_json"))
+
+    def link(self, a: str, b: str) -> dict[str, Any]:
+        reply = self._call(self._reads, self._stub.GetLink, pb.GetLinkRequest(a=a, b=b))
+        return cast(dict[str, Any], convert.load_json(reply.link_json, "link_json"))
+
+    def device(self, name: str) -> dict[str, Any]:
+        reply = self._call(self._reads, self._stub.GetDevice, pb.GetDeviceRequest(name=name))
+        return cast(dict[str, Any], convert.load_json(reply.device_json, "device_json"))
+
     def watch_events(self, kinds: Sequence[int] = ()) -> Iterator[pb.Event]:
         """The controller's events as they happen, until it ends the stream (it stops, or the
         stream reached its length bound: call again to go on). No deadline; a failure to

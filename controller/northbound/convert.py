@@ -103,7 +103,7 @@ def phase_from_pb(number: int) -> Phase:
 #: StatusSnapshot.details keys with a typed field in pb.StatusDetails (lists, then scalars).
 _DETAIL_LISTS = ("unreachable", "ocs_down", "degraded")
 _DETAIL_SCALARS = ("mlu_quantized", "circuits_installed", "circuits_up", "poll_seconds",
-                   "unexplained_drains", "journal_error", "health")
+                   "unexplained_drains", "journal_error", "health", "circuits_carrying")
 
 
 def status_to_pb(status: StatusSnapshot) -> pb.Status:

@@ -25,6 +25,7 @@ from controller.northbound.api import (
     StatusSnapshot,
     ToeRequestResult,
 )
+from controller.northbound.fabric_api import FabricViewApi
 from controller.reconfig.journal import IntentRecord, JournalError, StepRecord
 from controller.reconfig.reviewed import PlanNotFound
 from controller.ui.facts import devices_json, fabric_json, reconfiguration_json
@@ -125,7 +126,7 @@ def _replica(board: dict[str, Any], acting: bool) -> dict[str, Any]:
     }
 
 
-class DaemonApi(ControllerApi):
+class DaemonApi(FabricViewApi, ControllerApi):
     def __init__(self, daemon: Daemon, dry_run_wait_s: float = DRY_RUN_WAIT_S) -> None:
         self.daemon = daemon
         self.dry_run_wait_s = dry_run_wait_s
@@ -173,6 +174,7 @@ class DaemonApi(ControllerApi):
                 "ocs_down": list(v["ocs_down"]),
                 "circuits_installed": v["circuits_installed"],
                 "circuits_up": v["circuits_up"],
+                "circuits_carrying": v["circuits_carrying"],
                 "poll_seconds": v["poll_s"],
                 "unexplained_drains": v["unexplained_drains"],
                 "journal_error": v["journal_error"],
@@ -258,10 +260,12 @@ class DaemonApi(ControllerApi):
             finally:
                 self._dry_run_slots.release()
             plan_id = proposal.plan.plan_id
+            self.operator_event("review", plan_id or "", proposal.verdict.reason)
             return ToeRequestResult(True, True, proposal.verdict.reason, proposal.plan.to_json(), plan_id)
         if self.daemon.board.get("reconfiguration_id") is not None:
             raise ApiError(ApiErrorCode.FAILED_PRECONDITION, "a reconfiguration is already in flight")
         self._queue(ToeTrigger("operator"))
+        self.operator_event("toe", "", "ToE queued; it runs at the next cycle")
         return ToeRequestResult(True, False, "ToE queued; it runs at the next cycle")
 
     def _apply_reviewed(self, plan_id: str) -> ToeRequestResult:
@@ -278,17 +282,20 @@ class DaemonApi(ControllerApi):
         except HeliostatError as exc:
             raise ApiError(ApiErrorCode.FAILED_PRECONDITION, str(exc)) from exc
         message = f"reviewed plan {plan_id} started as reconfiguration {intent_id}"
+        self.operator_event("approve", plan_id, message)
         return ToeRequestResult(True, False, message, None, plan_id, int(intent_id))
 
     def pause_toe(self) -> None:
         self._ready()
         self._queue(SetToePaused(True))
         self.daemon.board.update(toe_paused=True)
+        self.operator_event("pause", "", "automatic ToE paused")
 
     def resume_toe(self) -> None:
         self._ready()
         self._queue(SetToePaused(False))
         self.daemon.board.update(toe_paused=False)
+        self.operator_event("resume", "", "automatic ToE resumed")
 
     def set_maintenance(self, kind: MaintenanceKind, name: str, drained: bool, force: bool = False) -> str:
         self._ready()
@@ -319,7 +326,9 @@ class DaemonApi(ControllerApi):
             figure = self._drain_check(target, force)
         self._queue(SetMaintenance(target, drained))
         verb = "drain" if drained else "undrain"
-        return f"{verb} of {target} queued{figure}; TE re-plans around it at the next cycle"
+        message = f"{verb} of {target} queued{figure}; TE re-plans around it at the next cycle"
+        self.operator_event(verb, str(target), message, forced=drained and force)
+        return message
 
     def _drain_check(self, target: Maintenance, force: bool) -> str:
         """Refuse (unless ``force``) a drain whose predicted MLU exceeds max(stage_mlu, MLU now);

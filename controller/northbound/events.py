@@ -45,6 +45,7 @@ KIND_OF = {
     "leader": pb.EVENT_KIND_LEADER,
     "leading": pb.EVENT_KIND_LEADER,  # issue 14: this replica became the leader
     "standby": pb.EVENT_KIND_LEADER,  # issue 14: this replica stepped down or waits
+    "operator": pb.EVENT_KIND_OPERATOR,  # drain, pause, ToE, a plan reviewed or approved
 }
 #: ``heliostat ctl watch --kind`` names.
 KIND_NAMES = {
@@ -55,6 +56,7 @@ KIND_NAMES = {
     "device": pb.EVENT_KIND_DEVICE,
     "leader": pb.EVENT_KIND_LEADER,
     "fabric": pb.EVENT_KIND_FABRIC,
+    "operator": pb.EVENT_KIND_OPERATOR,
 }
 
 
@@ -138,6 +140,14 @@ def event_message(kind: str, details: Mapping[str, Any]) -> pb.Event:
         leader = pb.LeaderEvent(leader=str(d.get("leader") or ""), previous=str(d.get("previous") or ""))
         event.leader.CopyFrom(leader)
         event.message = f"leader {leader.leader or 'none'} (was {leader.previous or 'none'})"
+    elif kind == "operator":
+        event.operator.CopyFrom(pb.OperatorEvent(
+            action=str(d.get("action", "")), target=str(d.get("target") or ""),
+            result=str(d.get("result") or ""), forced=bool(d.get("forced")),
+        ))
+        what = f" {event.operator.target}" if event.operator.target else ""
+        forced = " (forced)" if event.operator.forced else ""
+        event.message = f"operator: {event.operator.action}{what}{forced}"
     else:
         fields = ", ".join(f"{k} {v}" for k, v in sorted(d.items()))
         event.message = f"{kind}: {fields}" if fields else kind

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from controller.device_view import PollResult
+from controller.ui.load_history import LoadHistory
 
 #: Events kept (newest win).
 MAX_EVENTS = 200
@@ -40,6 +41,8 @@ def event_level(kind: str, details: Mapping[str, Any]) -> str:
         return "error"
     if kind == "toe" and str(details.get("reason", "")).startswith("failed"):
         return "error"
+    if kind == "operator" and details.get("forced"):
+        return "warning"  # a drain forced past the MLU check
     if kind in _WARNING_KINDS:
         return "warning"
     return "info"
@@ -70,6 +73,8 @@ class Recorder:
         self._samples: deque[dict[str, Any]] = deque(maxlen=max_samples)
         self._last_seen: dict[str, float] = {}
         self._sequence = 0
+        #: per block pair and device, load and capacity over the last polls (the drill-downs)
+        self.loads = LoadHistory()
 
     # -- writing (the daemon's loop) -------------------------------------------------------
 

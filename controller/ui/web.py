@@ -4,7 +4,7 @@ Every endpoint calls :class:`~controller.northbound.api.ControllerApi` methods, 
 northbound server calls for the same facts (``/api/status`` is ``GetStatus`` as
 ``ctl status --format json`` prints it, ``/api/topology`` is ``GetTopology``,
 ``/api/reconfigurations`` lists what ``ListReconfigurations`` does): the page is a thin view.
-The page itself (``static/``: one HTML file, a script and a style sheet) ships in the package
+The page itself (``static/``: one HTML file, two scripts and a style sheet) ships in the package
 and is served with a content security policy that forbids anything from elsewhere.
 
 The standard library's threading HTTP server in a background thread: GET and HEAD only,
@@ -43,6 +43,7 @@ STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/index.html": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/fabric.js": ("fabric.js", "text/javascript; charset=utf-8"),
     "/style.css": ("style.css", "text/css; charset=utf-8"),
 }
 #: Nothing but this server: no CDN, no inline script, no frame.
@@ -86,6 +87,9 @@ class Endpoints:
             "/api/devices": lambda q: {"devices": self.api.devices()},
             "/api/events": lambda q: {"events": self.api.events(_limit(q, "events"))},
             "/api/fabric": lambda q: self.api.fabric_summary(),
+            "/api/fabric-view": self.fabric_view,
+            "/api/link": lambda q: self.api.link(_param(q, "a"), _param(q, "b")),
+            "/api/device": lambda q: self.api.device(_param(q, "name")),
         }
 
     def index(self, query: dict[str, list[str]]) -> dict[str, Any]:
@@ -104,11 +108,28 @@ class Endpoints:
             data = {k: v for k, v in data.items() if k != "circuits"}
         return data
 
+    def fabric_view(self, query: dict[str, list[str]]) -> dict[str, Any]:
+        """``?by_ocs=0`` leaves out which OCS carries each pair's circuits (fabric-64: 16,256
+        entries, most of the view's 1.3 MB; the page then draws one line per pair)."""
+        data = self.api.fabric_view()
+        if query.get("by_ocs", ["1"])[-1] in ("0", "no", "false"):
+            links = [{k: v for k, v in link.items() if k != "by_ocs"} for link in data["links"]]
+            data = {**data, "links": links}
+        return data
+
     def reconfigurations(self, query: dict[str, list[str]]) -> dict[str, Any]:
         return {
             "in_progress": self.api.reconfiguration_progress(),
             "recent": self.api.history(_limit(query, "reconfigurations")),
         }
+
+
+def _param(query: dict[str, list[str]], name: str) -> str:
+    """``?name=value`` (the last one given); 400 naming it when missing or empty."""
+    values = query.get(name)
+    if not values or not values[-1]:
+        raise ApiError(ApiErrorCode.INVALID_ARGUMENT, f"{name}: required (?{name}=...)")
+    return values[-1]
 
 
 def _limit(query: dict[str, list[str]], what: str) -> int:

@@ -33,7 +33,8 @@ from tests.support.daemon_support import CONFIGS, controller_config, running_fab
 
 SLOW_CLIENTS = 16
 PATHS = [*STATIC, *Endpoints(object()).routes, "/metrics", "/favicon.ico", "/api/history?limit=5",  # type: ignore[arg-type]
-         "/api/events?limit=-1", "/api/history?limit=99999999", "/api/topology?circuits=0", "/../etc/passwd"]
+         "/api/events?limit=-1", "/api/history?limit=99999999", "/api/topology?circuits=0", "/../etc/passwd",
+         "/api/device?name=ocs1", "/api/device?name=%00", "/api/link?a=b1&b=b2", "/api/link?a=b1&b=b1"]
 
 
 @pytest.fixture(scope="module")

@@ -94,7 +94,7 @@ def test_northbound_requests(api: tuple, tmp_path: Path) -> None:
             code = _call(stub.TriggerToe, pb.TriggerToeRequest(dry_run=False))
         else:
             reads = ((stub.GetStatus, pb.GetStatusRequest), (stub.GetTopology, pb.GetTopologyRequest),
-                     (stub.GetMatrices, pb.GetMatricesRequest))
+                     (stub.GetMatrices, pb.GetMatricesRequest), (stub.GetFabricView, pb.GetFabricViewRequest))
             for method, message in reads:
                 assert _call(method, message()) is grpc.StatusCode.OK
             return
@@ -135,7 +135,7 @@ def test_northbound_ids_names_plans_and_event_kinds(api: tuple) -> None:
         name=st.text(min_size=60, max_size=3000) | st.just("b" * 100_000),
         plan_id=st.text(max_size=300),
         kinds=kinds,
-        action=st.sampled_from(["reconfig", "maintenance", "plan", "watch"]),
+        action=st.sampled_from(["reconfig", "maintenance", "plan", "watch", "drill"]),
     )
     def run(intent, name, plan_id, kinds, action) -> None:
         queued, journaled = daemon.requests.qsize(), _journaled(daemon)
@@ -150,6 +150,11 @@ def test_northbound_ids_names_plans_and_event_kinds(api: tuple) -> None:
                 return  # an empty plan id with dry_run would plan: not this test's business
             request = pb.TriggerToeRequest(dry_run=True, plan_id=plan_id)
             assert _refused_briefly(stub.TriggerToe, request) is not grpc.StatusCode.OK
+        elif action == "drill":  # the drill-downs name what they do not know, briefly
+            for method, request in ((stub.GetDevice, pb.GetDeviceRequest(name=name)),
+                                    (stub.GetLink, pb.GetLinkRequest(a="b1", b=name))):
+                code = _refused_briefly(method, request)
+                assert code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND)
         else:
             valid = set(kinds) <= set(pb.EventKind.values()) - {pb.EVENT_KIND_UNSPECIFIED}
             stream = stub.WatchEvents(pb.WatchEventsRequest(kinds=kinds), timeout=0.3)

@@ -66,13 +66,11 @@ function renderStatus(s) {
 // -- fabric --------------------------------------------------------------------------------
 
 function renderFabric(f, status) {
-  const d = status.details || {};
   const items = [
     `${f.blocks.length} blocks`, `${f.ocs.length} OCSes`, `${f.domains.length} failure domains`,
     f.spine.length ? `${f.spine.length} spine switches` : "no spine",
     `${(f.capacity_gbps / 1000).toFixed(1)} Tbit/s of uplinks`,
-    `circuits: ${d.circuits_up ?? "-"} up of ${d.circuits_installed ?? "-"} installed`,
-  ];
+  ];  // the circuits by state: fabric.js (circuitCount), from /api/fabric-view
   $("fabric-summary").replaceChildren(...items.map((t) => el("span", {}, t)));
   $("domains").replaceChildren(...f.domains.map((dom) =>
     el("div", {}, el("b", {}, `domain ${dom.domain}: `), dom.ocs.join(", "))));
@@ -217,9 +215,9 @@ function describe(details) {
 }
 
 function renderEvents(events) {
-  fillRows($("events"), events.map((e) => el("tr", { class: `level-${e.level}` },
+  fillRows($("events"), events.map((e) => el("tr", { class: `level-${e.level} kind-${e.kind}` },
     el("td", { class: "nowrap" }, clock(e.time)), el("td", {}, e.kind + (e.repeated > 1 ? ` ×${e.repeated}` : "")),
-    el("td", {}, describe(e.details)))));
+    el("td", {}, e.kind === "operator" ? operatorText(e.details) : describe(e.details)))));
 }
 
 // -- the loop ------------------------------------------------------------------------------
@@ -239,6 +237,7 @@ async function refresh() {
     renderReconfigurations(reconfigurations);
     renderDevices(devices.devices, now);
     renderEvents(events.events);
+    await refreshFabricView();  // fabric.js: the picture, the circuit count, the drill-down
     $("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
     $("updated").className = "muted";
     document.body.dataset.loaded = "1";

@@ -187,11 +187,13 @@ def test_status_details_are_typed_and_times_are_timestamps() -> None:
     from controller.northbound import convert
 
     details = {"mlu_quantized": 0.61, "unreachable": ["b2"], "ocs_down": [], "circuits_installed": 128,
-               "circuits_up": 126, "poll_seconds": 0.02, "unexplained_drains": 0, "journal_error": None,
+               "circuits_up": 126, "circuits_carrying": 120, "poll_seconds": 0.02, "unexplained_drains": 0,
+               "journal_error": None,
                "health": "degraded", "degraded": ["1 of 12 devices unreachable: b2"], "solver": "highs"}
     status = StatusSnapshot(Phase.IDLE, "f", False, 3, 1, last_te_time=1_790_000_000.25, details=details)
     message = convert.status_to_pb(status)
     assert message.details.unreachable == ["b2"] and message.details.circuits_up == 126
+    assert message.details.circuits_carrying == 120
     assert message.details.health == "degraded" and not message.details.HasField("journal_error")
     assert json.loads(message.details_json) == {"solver": "highs"}  # only what has no typed field
     assert message.last_te_at.ToNanoseconds() == 1_790_000_000_250_000_000

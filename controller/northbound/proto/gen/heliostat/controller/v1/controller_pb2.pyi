@@ -37,6 +37,7 @@ class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_KIND_DEVICE: _ClassVar[EventKind]
     EVENT_KIND_LEADER: _ClassVar[EventKind]
     EVENT_KIND_FABRIC: _ClassVar[EventKind]
+    EVENT_KIND_OPERATOR: _ClassVar[EventKind]
 PHASE_UNSPECIFIED: Phase
 PHASE_STARTING: Phase
 PHASE_IDLE: Phase
@@ -56,6 +57,7 @@ EVENT_KIND_RECONFIGURATION: EventKind
 EVENT_KIND_DEVICE: EventKind
 EVENT_KIND_LEADER: EventKind
 EVENT_KIND_FABRIC: EventKind
+EVENT_KIND_OPERATOR: EventKind
 
 class GetStatusRequest(_message.Message):
     __slots__ = ()
@@ -106,7 +108,7 @@ class Status(_message.Message):
     def __init__(self, phase: _Optional[_Union[Phase, str]] = ..., fabric: _Optional[str] = ..., toe_paused: _Optional[bool] = ..., te_runs: _Optional[int] = ..., toe_runs: _Optional[int] = ..., last_te_time: _Optional[float] = ..., last_toe_time: _Optional[float] = ..., mlu: _Optional[float] = ..., measured_mlu: _Optional[float] = ..., predicted_mlu: _Optional[float] = ..., reconfiguration_id: _Optional[int] = ..., stage: _Optional[int] = ..., stages_total: _Optional[int] = ..., step: _Optional[str] = ..., last_error: _Optional[str] = ..., maintenance: _Optional[_Iterable[str]] = ..., details_json: _Optional[str] = ..., details: _Optional[_Union[StatusDetails, _Mapping]] = ..., last_te_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_toe_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class StatusDetails(_message.Message):
-    __slots__ = ("mlu_quantized", "unreachable", "ocs_down", "circuits_installed", "circuits_up", "poll_seconds", "unexplained_drains", "journal_error", "health", "degraded")
+    __slots__ = ("mlu_quantized", "unreachable", "ocs_down", "circuits_installed", "circuits_up", "poll_seconds", "unexplained_drains", "journal_error", "health", "degraded", "circuits_carrying")
     MLU_QUANTIZED_FIELD_NUMBER: _ClassVar[int]
     UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
     OCS_DOWN_FIELD_NUMBER: _ClassVar[int]
@@ -117,6 +119,7 @@ class StatusDetails(_message.Message):
     JOURNAL_ERROR_FIELD_NUMBER: _ClassVar[int]
     HEALTH_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_FIELD_NUMBER: _ClassVar[int]
+    CIRCUITS_CARRYING_FIELD_NUMBER: _ClassVar[int]
     mlu_quantized: float
     unreachable: _containers.RepeatedScalarFieldContainer[str]
     ocs_down: _containers.RepeatedScalarFieldContainer[str]
@@ -127,7 +130,8 @@ class StatusDetails(_message.Message):
     journal_error: str
     health: str
     degraded: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, mlu_quantized: _Optional[float] = ..., unreachable: _Optional[_Iterable[str]] = ..., ocs_down: _Optional[_Iterable[str]] = ..., circuits_installed: _Optional[int] = ..., circuits_up: _Optional[int] = ..., poll_seconds: _Optional[float] = ..., unexplained_drains: _Optional[int] = ..., journal_error: _Optional[str] = ..., health: _Optional[str] = ..., degraded: _Optional[_Iterable[str]] = ...) -> None: ...
+    circuits_carrying: int
+    def __init__(self, mlu_quantized: _Optional[float] = ..., unreachable: _Optional[_Iterable[str]] = ..., ocs_down: _Optional[_Iterable[str]] = ..., circuits_installed: _Optional[int] = ..., circuits_up: _Optional[int] = ..., poll_seconds: _Optional[float] = ..., unexplained_drains: _Optional[int] = ..., journal_error: _Optional[str] = ..., health: _Optional[str] = ..., degraded: _Optional[_Iterable[str]] = ..., circuits_carrying: _Optional[int] = ...) -> None: ...
 
 class GetStatusResponse(_message.Message):
     __slots__ = ("status", "metrics_address")
@@ -443,6 +447,18 @@ class DeviceEvent(_message.Message):
     error: str
     def __init__(self, device: _Optional[str] = ..., up: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
 
+class OperatorEvent(_message.Message):
+    __slots__ = ("action", "target", "result", "forced")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    FORCED_FIELD_NUMBER: _ClassVar[int]
+    action: str
+    target: str
+    result: str
+    forced: bool
+    def __init__(self, action: _Optional[str] = ..., target: _Optional[str] = ..., result: _Optional[str] = ..., forced: _Optional[bool] = ...) -> None: ...
+
 class LeaderEvent(_message.Message):
     __slots__ = ("leader", "previous")
     LEADER_FIELD_NUMBER: _ClassVar[int]
@@ -452,7 +468,7 @@ class LeaderEvent(_message.Message):
     def __init__(self, leader: _Optional[str] = ..., previous: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("sequence", "time", "kind", "message", "te_run", "toe", "step", "reconfiguration", "device", "leader")
+    __slots__ = ("sequence", "time", "kind", "message", "te_run", "toe", "step", "reconfiguration", "device", "leader", "operator")
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -463,6 +479,7 @@ class Event(_message.Message):
     RECONFIGURATION_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
     sequence: int
     time: _timestamp_pb2.Timestamp
     kind: EventKind
@@ -473,4 +490,61 @@ class Event(_message.Message):
     reconfiguration: ReconfigurationEvent
     device: DeviceEvent
     leader: LeaderEvent
-    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[EventKind, str]] = ..., message: _Optional[str] = ..., te_run: _Optional[_Union[TeRunEvent, _Mapping]] = ..., toe: _Optional[_Union[ToeEvent, _Mapping]] = ..., step: _Optional[_Union[StepEvent, _Mapping]] = ..., reconfiguration: _Optional[_Union[ReconfigurationEvent, _Mapping]] = ..., device: _Optional[_Union[DeviceEvent, _Mapping]] = ..., leader: _Optional[_Union[LeaderEvent, _Mapping]] = ...) -> None: ...
+    operator: OperatorEvent
+    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[EventKind, str]] = ..., message: _Optional[str] = ..., te_run: _Optional[_Union[TeRunEvent, _Mapping]] = ..., toe: _Optional[_Union[ToeEvent, _Mapping]] = ..., step: _Optional[_Union[StepEvent, _Mapping]] = ..., reconfiguration: _Optional[_Union[ReconfigurationEvent, _Mapping]] = ..., device: _Optional[_Union[DeviceEvent, _Mapping]] = ..., leader: _Optional[_Union[LeaderEvent, _Mapping]] = ..., operator: _Optional[_Union[OperatorEvent, _Mapping]] = ...) -> None: ...
+
+class GetFabricViewRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CircuitCounts(_message.Message):
+    __slots__ = ("installed", "up", "carrying", "drained", "down")
+    INSTALLED_FIELD_NUMBER: _ClassVar[int]
+    UP_FIELD_NUMBER: _ClassVar[int]
+    CARRYING_FIELD_NUMBER: _ClassVar[int]
+    DRAINED_FIELD_NUMBER: _ClassVar[int]
+    DOWN_FIELD_NUMBER: _ClassVar[int]
+    installed: int
+    up: int
+    carrying: int
+    drained: int
+    down: int
+    def __init__(self, installed: _Optional[int] = ..., up: _Optional[int] = ..., carrying: _Optional[int] = ..., drained: _Optional[int] = ..., down: _Optional[int] = ...) -> None: ...
+
+class GetFabricViewResponse(_message.Message):
+    __slots__ = ("circuits", "view_json")
+    CIRCUITS_FIELD_NUMBER: _ClassVar[int]
+    VIEW_JSON_FIELD_NUMBER: _ClassVar[int]
+    circuits: CircuitCounts
+    view_json: str
+    def __init__(self, circuits: _Optional[_Union[CircuitCounts, _Mapping]] = ..., view_json: _Optional[str] = ...) -> None: ...
+
+class GetLinkRequest(_message.Message):
+    __slots__ = ("a", "b")
+    A_FIELD_NUMBER: _ClassVar[int]
+    B_FIELD_NUMBER: _ClassVar[int]
+    a: str
+    b: str
+    def __init__(self, a: _Optional[str] = ..., b: _Optional[str] = ...) -> None: ...
+
+class GetLinkResponse(_message.Message):
+    __slots__ = ("circuits", "link_json")
+    CIRCUITS_FIELD_NUMBER: _ClassVar[int]
+    LINK_JSON_FIELD_NUMBER: _ClassVar[int]
+    circuits: CircuitCounts
+    link_json: str
+    def __init__(self, circuits: _Optional[_Union[CircuitCounts, _Mapping]] = ..., link_json: _Optional[str] = ...) -> None: ...
+
+class GetDeviceRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetDeviceResponse(_message.Message):
+    __slots__ = ("circuits", "device_json")
+    CIRCUITS_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_JSON_FIELD_NUMBER: _ClassVar[int]
+    circuits: CircuitCounts
+    device_json: str
+    def __init__(self, circuits: _Optional[_Union[CircuitCounts, _Mapping]] = ..., device_json: _Optional[str] = ...) -> None: ...

@@ -89,6 +89,21 @@ class ControllerServiceStub:
                 request_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.WatchEventsRequest.SerializeToString,
                 response_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.Event.FromString,
                 _registered_method=True)
+        self.GetFabricView = channel.unary_unary(
+                '/heliostat.controller.v1.ControllerService/GetFabricView',
+                request_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetFabricViewRequest.SerializeToString,
+                response_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetFabricViewResponse.FromString,
+                _registered_method=True)
+        self.GetLink = channel.unary_unary(
+                '/heliostat.controller.v1.ControllerService/GetLink',
+                request_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetLinkRequest.SerializeToString,
+                response_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetLinkResponse.FromString,
+                _registered_method=True)
+        self.GetDevice = channel.unary_unary(
+                '/heliostat.controller.v1.ControllerService/GetDevice',
+                request_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetDeviceRequest.SerializeToString,
+                response_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetDeviceResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -173,6 +188,30 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetFabricView(self, request, context):
+        """The fabric as its operators look at it: blocks, OCSes (drained, failed), and per block
+        pair the circuits with the OCS that carries each (carrying, drained, down) and the load.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLink(self, request, context):
+        """One block pair: load, capacity, their history and its circuits (NOT_FOUND naming a block
+        the fabric does not have).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDevice(self, request, context):
+        """One block, OCS or spine switch: state, load, capacity, history and its circuits
+        (NOT_FOUND naming a device the fabric does not have).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -230,6 +269,21 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.WatchEvents,
                     request_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.WatchEventsRequest.FromString,
                     response_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.Event.SerializeToString,
+            ),
+            'GetFabricView': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFabricView,
+                    request_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetFabricViewRequest.FromString,
+                    response_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetFabricViewResponse.SerializeToString,
+            ),
+            'GetLink': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLink,
+                    request_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetLinkRequest.FromString,
+                    response_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetLinkResponse.SerializeToString,
+            ),
+            'GetDevice': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDevice,
+                    request_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetDeviceRequest.FromString,
+                    response_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetDeviceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -529,6 +583,87 @@ class ControllerService:
             '/heliostat.controller.v1.ControllerService/WatchEvents',
             heliostat_dot_controller_dot_v1_dot_controller__pb2.WatchEventsRequest.SerializeToString,
             heliostat_dot_controller_dot_v1_dot_controller__pb2.Event.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetFabricView(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/heliostat.controller.v1.ControllerService/GetFabricView',
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.GetFabricViewRequest.SerializeToString,
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.GetFabricViewResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLink(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/heliostat.controller.v1.ControllerService/GetLink',
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.GetLinkRequest.SerializeToString,
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.GetLinkResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDevice(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/heliostat.controller.v1.ControllerService/GetDevice',
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.GetDeviceRequest.SerializeToString,
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.GetDeviceResponse.FromString,
             options,
             channel_credentials,
             insecure,
