@@ -249,8 +249,9 @@ def apply_requests(state: ControlState, requests: Iterable[Request]) -> ControlS
 
 #: How a TE run for stale weights alone is announced (the reason starts with it).
 STALE_REASON = "the weights in force give"
-#: TE before any traffic is measured: the switches need routes to carry (and count) it.
-NO_ROUTES_REASON = "no routes on the switches yet: routing a uniform prior until traffic is measured"
+#: TE before any traffic is measured: the switches need routes to carry (and count) it; TE routes
+#: what it has (nothing yet), as it does on a measured idle fabric.
+NO_ROUTES_REASON = "no routes on the switches yet: routing them before traffic is measured"
 
 
 def te_reason(state: ControlState, obs: Observation, settings: Settings | None = None) -> str | None:

@@ -30,13 +30,10 @@ from optimizer.errors import HeliostatError
 from optimizer.fabric import Fabric
 from optimizer.te import RecentDemand
 from optimizer.topology import Circuit, Topology
-from optimizer.traffic import uniform_matrix
+from optimizer.traffic import TrafficMatrix
 from southbound.errors import SouthboundError
 
 log = logging.getLogger(__name__)
-
-#: the load of the uniform matrix TE routes before any traffic is measured
-PRIOR_LOAD = 0.5
 
 
 class TeStep:
@@ -70,8 +67,8 @@ class TeStep:
         self.te.set_spine(self.spine.service(), getattr(self.drivers, "spines", ()))
         if self.state.recent:
             demand = RecentDemand(tuple(self.state.recent))
-        else:  # nothing measured yet: every block sends to every other alike (routes before traffic)
-            demand = RecentDemand.of(uniform_matrix(self.fabric, load=PRIOR_LOAD))
+        else:  # nothing measured yet (switches that route nothing get their first routes so)
+            demand = RecentDemand.of(TrafficMatrix.zeros(self.fabric.block_names))
         drained = maintenance_ports(self.fabric, self.state.control.maintenance, self.state.installed)
         return TeInputs(
             demand,

@@ -64,9 +64,9 @@ def test_nothing_happens_before_a_matrix_is_measured() -> None:
     assert state.last_te_at is None
 
 
-def test_switches_that_route_nothing_get_te_on_a_prior_once_and_no_toe() -> None:
+def test_switches_that_route_nothing_get_te_before_any_matrix_once_and_no_toe() -> None:
     # a P4 switch starts with empty tables and counts bytes on its routes only: without TE
-    # there is never a matrix, so TE routes a prior first (and only until one TE run succeeds)
+    # there is never a matrix, so TE routes first (and only until one TE run succeeds)
     empty = observe(have_matrix=False, routes_missing=True)
     state, actions = dec.decide(dec.ControlState(intended=MESH), empty, 0.0, SETTINGS)
     assert kinds(actions) == [dec.RunTe] and actions[0].reason == dec.NO_ROUTES_REASON

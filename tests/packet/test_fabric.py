@@ -65,17 +65,21 @@ def test_devices_file_drives_the_fabric_through_the_registry(
     assert set(devices) == {*net.fabric.block_names, *(o.name for o in net.fabric.ocs)}
     registry = default_registry()
     for device in devices.values():
-        with registry.create(device) as client:
-            assert client.is_serving()
-            info = client.device_info()
-            assert info.name == device.name
-            if isinstance(client, OcsClient):
-                table = client.cross_connects()
+        # the standard protocols: P4Runtime and gNMI for a block, NETCONF for an OCS
+        if device.kind == "ocs":
+            with registry.ocs(device) as ocs:
+                assert type(ocs).__name__ == "NetconfOcs"
+                assert ocs.device_info().name == device.name
+                table = ocs.cross_connects()
                 want = {CrossConnect(c.a, c.b) for c in circuits if c.ocs == device.name}
                 assert table.cross_connects == want and not table.switching
-            else:
-                assert isinstance(client, SwitchClient)
-                assert info.block == device.name and info.num_ports == 8
+        else:
+            with registry.switch(device) as switch:
+                assert {device.route(c).transport for c in ("groups", "counters")} == {"p4runtime", "gnmi"}
+                assert len(switch.ports()) == 8 and switch.budget().max_group_weight > 0
+                assert switch.groups().generation >= 1
+        with SwitchClient(device.address) if device.kind == "block" else OcsClient(device.address) as native:
+            assert native.is_serving() and native.device_info().name == device.name  # our API beside them
 
 
 def test_ocs_bridge_holds_exactly_the_cross_connect_flow_pairs(
