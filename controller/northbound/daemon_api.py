@@ -25,6 +25,7 @@ from controller.northbound.api import (
     StatusSnapshot,
     ToeRequestResult,
 )
+from controller.northbound.jobs import DaemonJobs
 from controller.reconfig.journal import IntentRecord, JournalError, StepRecord
 from controller.reconfig.reviewed import PlanNotFound
 from controller.ui.facts import devices_json, fabric_json, reconfiguration_json
@@ -125,7 +126,7 @@ def _replica(board: dict[str, Any], acting: bool) -> dict[str, Any]:
     }
 
 
-class DaemonApi(ControllerApi):
+class DaemonApi(DaemonJobs, ControllerApi):
     def __init__(self, daemon: Daemon, dry_run_wait_s: float = DRY_RUN_WAIT_S) -> None:
         self.daemon = daemon
         self.dry_run_wait_s = dry_run_wait_s

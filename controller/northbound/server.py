@@ -36,6 +36,7 @@ from controller.northbound.api import (
 )
 from controller.northbound.errors import API_ERROR_METADATA_KEY, STATUS_OF_API_ERROR, NorthboundError
 from controller.northbound.events import EventHub, UnknownEventKinds, WatchersExhausted
+from controller.northbound.jobs import JobsRpcs
 from controller.northbound.listen import ListenAddress, parse_listen_address
 from controller.northbound.metrics_http import MetricsHttpServer, start_metrics_http
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
@@ -52,7 +53,7 @@ DEFAULT_HISTORY_LIMIT = 20
 #: RPCs a reader may call; every other one needs an operator.
 READ_RPCS = frozenset({
     "GetStatus", "GetTopology", "GetMatrices", "ListReconfigurations", "GetLastPlan", "GetReconfiguration",
-    "WatchEvents",
+    "WatchEvents", "ListJobs",
 })
 #: A WatchEvents stream ends after this long (the client calls again); it bounds how long one
 #: watcher holds a worker thread.
@@ -63,7 +64,7 @@ _WATCH_POLL_S = 0.25
 T = TypeVar("T")
 
 
-class ControllerServicer(pb_grpc.ControllerServiceServicer):
+class ControllerServicer(JobsRpcs, pb_grpc.ControllerServiceServicer):
     """Translates each RPC to one ControllerApi call. ``fabric``, when given, lets requests
     naming an unknown block or OCS be refused before they reach the daemon."""
 

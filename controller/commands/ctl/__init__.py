@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from controller.commands.ctl import jobs as ctl_jobs
 from controller.commands.ctl import tables as ctl_tables
 from controller.commands.output import emit, emit_json
 from controller.northbound.api import MAX_HISTORY_LIMIT, ApiError, ApiErrorCode, MaintenanceKind
@@ -119,6 +120,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--kind", action="append", choices=list(EVENT_KINDS), default=[],
                    help="only these kinds (repeat it; default: all)")
     w.add_argument("--count", type=int, default=None, metavar="N", help="stop after N events")
+    ctl_jobs.register(actions, common, _run)
 
 
 def _run(args: argparse.Namespace) -> int:

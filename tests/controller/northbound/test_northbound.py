@@ -496,6 +496,9 @@ def test_the_controller_proto_lives_with_the_northbound_package() -> None:
         "GetLastPlan",
         "GetReconfiguration",
         "WatchEvents",
+        "AddJob",
+        "RemoveJob",
+        "ListJobs",
     }
     assert service.methods_by_name["WatchEvents"].server_streaming
 
