@@ -4,71 +4,31 @@ starts, kept across a restart; bad ones are refused with named errors."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from controller.commands.run import start_api_servers
-from controller.config import load_controller_config
-from controller.daemon import Daemon
 from controller.daemon.jobs import JOBS_KEY
 from controller.daemon.reconfiguration import PLANNED_DEMAND_KEY
-from controller.northbound import ControllerClient
 from controller.northbound.api import ApiError, ApiErrorCode
-from controller.reconfig.journal import IntentState, Journal
+from controller.reconfig.journal import IntentState
 from optimizer.config import load_plannable_fabric
 from optimizer.jobs import job_traffic, load_job
 from optimizer.traffic import uniform_matrix
 from tests.support import CONFIGS
-from tests.support.daemon_support import controller_config, running_fabric, wait_for
+from tests.support.daemon_support import Running, controller_config, running_fabric, serving_daemon, wait_for
 
 FABRIC_FILE = CONFIGS / "fabric-8.yaml"
 JOB_FILE = CONFIGS / "jobs" / "llm-dense.yaml"
 LEAD_S = 900.0
 
 
-@dataclass
-class Running:
-    daemon: Daemon
-    client: ControllerClient
-    journal: Journal
-
-
 def config_with_lead(tmp: Path, devices: Path) -> Path:
-    path = controller_config(tmp, FABRIC_FILE, devices, toe_check_interval=3600.0,
-                             min_reconfig_interval=3600.0)
-    data = yaml.safe_load(path.read_text())
-    data["intervals"]["job_lead_time"] = LEAD_S
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
-@contextmanager
-def running_daemon(config: Path, tmp: Path) -> Iterator[Running]:
-    daemon = Daemon(load_controller_config(config))
-    daemon.start()
-    servers = start_api_servers(daemon)
-    loop = threading.Thread(target=daemon.run, daemon=True)
-    loop.start()
-    client = ControllerClient(str(servers.grpc_address), deadline_s=30.0)
-    journal = Journal(tmp / "journal.db", check=False)
-    try:
-        wait_for(lambda: daemon.board.get("te_runs") > 0, 60, what="a first TE run")
-        yield Running(daemon, client, journal)
-    finally:
-        journal.close()
-        client.close()
-        daemon.stop()
-        loop.join(timeout=60)
-        servers.stop()
-        daemon.close()
+    return controller_config(tmp, FABRIC_FILE, devices, toe_check_interval=3600.0,
+                             min_reconfig_interval=3600.0, job_lead_time=LEAD_S)
 
 
 def bad_job(**changes: object) -> str:
@@ -90,7 +50,7 @@ def test_an_announced_job_is_planned_for_before_it_starts_journaled_and_kept_acr
     with running_fabric(FABRIC_FILE, tmp_path) as emulated:
         emulated.set_demand(uniform_matrix(emulated.fabric, load=0.05))
         config = config_with_lead(tmp_path, emulated.devices_file)
-        with running_daemon(config, tmp_path) as run:
+        with serving_daemon(config, tmp_path) as run:
             # refused, each with its named error, and nothing journaled
             refusals = {
                 "unknown_block": bad_job(**{"placement.blocks": ["b1", "b2", "b3", "b99"]}),
@@ -141,7 +101,7 @@ def test_an_announced_job_is_planned_for_before_it_starts_journaled_and_kept_acr
             assert emulated.stats().blackholed_bytes == 0
 
         # a restarted daemon reads the job back and plans for it; removing it is journaled
-        with running_daemon(config, tmp_path) as run:
+        with serving_daemon(config, tmp_path) as run:
             listed = run.client.list_jobs()
             assert [j["name"] for j in listed["jobs"]] == ["llm-dense"]
             assert listed["jobs"][0]["start"] == pytest.approx(start)
