@@ -326,7 +326,7 @@ class DaemonApi(DaemonJobs, ControllerApi):
         """Refuse (unless ``force``) a drain whose predicted MLU exceeds max(stage_mlu, MLU now);
         returns the figure for the reply."""
         daemon = self.daemon
-        matrix = daemon.estimation.predictor.prediction or daemon.matrix
+        matrix = daemon.shared.planning_demand(daemon.clock())  # with the announced jobs
         if matrix is None:
             return " (no traffic measured yet: its effect on the MLU is not known)"
         check = check_drain(
