@@ -394,7 +394,7 @@ class Daemon:
         if not new:
             return ()
         self.report.emit("jobs", due=new)
-        return (dec.ToeTrigger("job"),)
+        return (dec.ToeTrigger(dec.JOB_TRIGGER),)
 
     @staticmethod
     def _carry_out(term: Term, action: dec.Action, now: float) -> None:

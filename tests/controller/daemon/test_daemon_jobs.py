@@ -100,8 +100,15 @@ def test_an_announced_job_is_planned_for_before_it_starts_journaled_and_kept_acr
             assert len(intent.plan.stages) >= 1
             assert emulated.stats().blackholed_bytes == 0
 
-        # a restarted daemon reads the job back and plans for it; removing it is journaled
+        # a restarted daemon reads the job back and plans for it (the topology already serves
+        # it: nothing to apply); removing it is journaled
+        restarted = time.time()
         with serving_daemon(config, tmp_path) as run:
+            plan = wait_for(lambda: (p := run.journal.get_state("last_plan")) and p["planned_at"] > restarted
+                            and p, 60, what="the restarted daemon's plan")
+            assert plan["trigger"] == "job" and plan["jobs"] == ["llm-dense"]
+            assert not plan["verdict"]["apply"], plan["verdict"]
+            assert len(run.journal.reconfigurations(10)) == 1  # still the one before the restart
             listed = run.client.list_jobs()
             assert [j["name"] for j in listed["jobs"]] == ["llm-dense"]
             assert listed["jobs"][0]["start"] == pytest.approx(start)
@@ -118,6 +125,21 @@ def test_an_announced_job_is_planned_for_before_it_starts_journaled_and_kept_acr
                 run.client.remove_job("llm-dense")
             assert unknown.value.code is ApiErrorCode.NOT_FOUND
             assert unknown.value.message.startswith("unknown_job: ")
+
+            # while ToE is paused a job becoming due plans nothing; on resume it is planned for
+            run.client.pause_toe()
+            wait_for(lambda: run.daemon.state.toe_paused, 30, what="ToE paused")
+            other = bad_job(**{"placement.blocks": ["b5", "b6", "b7", "b8"]}).replace("llm-dense", "second")
+            run.client.add_job(other, time.time() + 300)
+            polls = lambda: len(run.daemon.recorder.samples(720))  # noqa: E731 (one sample a cycle)
+            seen = polls()
+            wait_for(lambda: polls() >= seen + 3, 60, what="three more cycles")
+            last = run.journal.get_state("last_plan")
+            assert last["jobs"] == ["llm-dense"], last["reason"]  # the plan before the pause
+            run.client.resume_toe()
+            plan = wait_for(lambda: (p := run.journal.get_state("last_plan")) and p["jobs"] == ["second"]
+                            and p, 120, what="a plan for the second job once ToE resumed")
+            assert plan["trigger"] == "job"
 
 
 def _refusal(run: Running, text: str) -> ApiError:

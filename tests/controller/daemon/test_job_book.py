@@ -13,9 +13,11 @@ import pytest
 import yaml
 
 from controller.daemon.jobs import JOBS_KEY, MAX_AHEAD_S, JobBook, JobProblem, JobRejected, parse_announcement
+from controller.decision import JOB_TRIGGER, toe_verdict
 from controller.reconfig.journal import Journal, JournalError
 from optimizer.config import load_plannable_fabric
 from optimizer.errors import HeliostatError
+from optimizer.policy import ReconfigurePolicy
 from tests.support import CONFIGS
 
 FABRIC_8 = load_plannable_fabric(CONFIGS / "fabric-8.yaml")
@@ -152,3 +154,15 @@ def test_a_job_the_journal_cannot_take_is_refused_and_not_kept(small_disk: Path)
         filler.unlink()
         book.add(JOB, NOW, None, NOW)
         assert [j["name"] for j in journal.get_state(JOBS_KEY)] == ["llm-dense"]
+
+
+def test_a_job_trigger_skips_the_interval_but_not_the_gain() -> None:
+    policy = ReconfigurePolicy(min_gain=0.1, min_interval_s=3600.0)
+    just_changed = NOW - 60.0
+    applied = toe_verdict(JOB_TRIGGER, 0.8, 0.5, 12, NOW, just_changed, policy)
+    assert applied.apply  # 37.5 % gain, one minute after the last change: the job cannot wait
+    assert not toe_verdict("auto", 0.8, 0.5, 12, NOW, just_changed, policy).apply  # auto waits
+    same = toe_verdict(JOB_TRIGGER, 0.25, 0.25, 16, NOW, None, policy)
+    assert not same.apply and "threshold" in same.reason  # an operator's would apply this churn
+    assert toe_verdict("operator", 0.25, 0.25, 16, NOW, None, policy).apply
+    assert not toe_verdict(JOB_TRIGGER, 0.8, 0.5, 0, NOW, None, policy).apply  # nothing changes
