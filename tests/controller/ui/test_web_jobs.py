@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 import urllib.request
@@ -124,3 +125,23 @@ def test_listen_web_jobs_is_off_unless_set_and_must_be_a_boolean(tmp_path: Path)
     assert controller_config_from_dict(base).intervals.job_lead_time == 900.0
     with pytest.raises(ConfigError, match=r"intervals\.job_lead_time"):
         controller_config_from_dict({**base, "intervals": {"job_lead_time": -5}})
+
+
+@pytest.mark.browser
+def test_chromium_shows_the_announced_job_on_the_page(pages: Pages, tmp_path: Path) -> None:
+    from tests.controller.ui.test_browser import CHROMIUM, _chromium
+
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (sudo .ci/install-browser.sh installs Debian's)")
+    status, job = call(pages.writable + "api/jobs", "POST", {"job_yaml": JOB_TEXT, "start": time.time() + 30})
+    assert status == 201, job
+    try:
+        dom = _chromium(tmp_path / "profile", "--dump-dom", pages.read_only)
+    finally:
+        call(pages.writable + "api/jobs/llm-dense", "DELETE")
+    row = re.search(r'<tr class="job-due">(.*?)</tr>', dom)
+    assert row, dom[dom.find('id="jobs"'):][:2000]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1))
+    assert cells[0] == "llm-dense" and cells[1] == "due" and cells[4] == "b1,b2,b3,b4"
+    assert float(cells[5]) == pytest.approx(job["gbps"], abs=0.05)
+    assert "(planned for 1 min ahead)" in dom  # lead time 60 s
