@@ -11,6 +11,7 @@ The accepted form (every section but the three paths is optional; times in secon
       prediction_window: 3600          # the ToE prediction is the peak over this window
       toe_check_interval: 300          # how often the reconfiguration policy is asked
       stale_after: 90                  # a counter silent this long is reported stale
+      job_lead_time: 900               # plan for an announced job this long before it starts
     thresholds:
       te_matrix_change: 0.05           # rerun TE when a pair moves this much (relative)
       te_stale_ratio: 1.10             # rerun TE when the weights in force give more than this x
@@ -51,6 +52,7 @@ The accepted form (every section but the three paths is optional; times in secon
         key: certs/metrics-key.pem
         client_ca: certs/ca.pem        # optional: scrapers must present a certificate it signed
       web: 127.0.0.1:8080              # optional: the read-only status page and its JSON (/api/...)
+      web_jobs: false                  # true: the page's JSON API also takes POST/DELETE /api/jobs
     ha:                                # optional: replicas elected on etcd (controller/ha/config.py)
       etcd: ["127.0.0.1:2379"]
       name: replica-a
@@ -101,6 +103,7 @@ class Intervals:
     prediction_window: float = 3600.0
     toe_check_interval: float = 300.0
     stale_after: float = 90.0
+    job_lead_time: float = 900.0  # optimizer.jobs.intents.DEFAULT_LEAD_TIME_S
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,7 @@ class Listen:
     northbound_roles: ClientRoles | None = None  # with mutual TLS: who may act, who may only read
     metrics_tls: ServerTlsConfig | None = None  # None: the metrics are served over plain HTTP
     web: ListenAddress | None = None  # the status page (controller/ui/web.py); None: not served
+    web_jobs: bool = False  # the page's JSON API takes job announcements (POST/DELETE /api/jobs)
 
 
 @dataclass(frozen=True)
@@ -329,7 +333,14 @@ def _listen(section: dict[str, Any], source: str, base: Path) -> Listen:
         northbound_roles=roles,
         metrics_tls=_metrics_tls(section.get("metrics_tls"), source, base),
         web=_optional_address(section.get("web"), source, "listen.web"),
+        web_jobs=_flag(section.get("web_jobs", False), source, "listen.web_jobs"),
     )
+
+
+def _flag(value: object, source: str, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(source, key, f"expected true or false, got {schema.shown(value)}")
+    return value
 
 
 _SERVER_TLS_FILES = {"cert": CERTIFICATE, "key": PRIVATE_KEY, "client_ca": CERTIFICATE}

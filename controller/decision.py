@@ -60,6 +60,10 @@ class Maintenance:
 # -- operator requests ---------------------------------------------------------------------
 
 
+#: The trigger of a ToE run for announced jobs (controller/daemon/jobs.py).
+JOB_TRIGGER = "job"
+
+
 @dataclass(frozen=True)
 class ToeTrigger:
     trigger: str = "operator"
@@ -421,7 +425,13 @@ def toe_verdict(
     last_reconfig_at: float | None,
     policy: ReconfigurePolicy,
 ) -> Decision:
-    """Whether to apply a ToE plan: the policy, except that an operator skips the interval."""
+    """Whether to apply a ToE plan: the policy, except that an operator skips the interval, and
+    so does a job about to start (``JOB_TRIGGER``: the policy's gain still holds, so that a
+    job announced again, or one the topology already serves, changes nothing)."""
+    if trigger == JOB_TRIGGER:
+        return should_reconfigure(
+            current_mlu, proposed_mlu, now, None, policy, circuits_changed=circuits_changed
+        )
     if trigger != "auto":
         if circuits_changed == 0:
             return Decision(False, "the proposed topology changes no circuits", 0.0)

@@ -69,7 +69,12 @@ def start_status_page(daemon: Daemon, servers: Any) -> WebServer | None:
         log.warning("SECURITY: the status page listens on %s without authentication: anyone who can "
                     "reach it can read the fabric's state (it changes nothing)", address.host)
     metrics = getattr(servers, "metrics", None)
-    page = start_web(DaemonApi(daemon), address, metrics.url if metrics is not None else None)
+    jobs_writes = bool(getattr(daemon.config.listen, "web_jobs", False))  # listen.web_jobs
+    if jobs_writes and not is_loopback(address.host):
+        log.warning("SECURITY: listen.web_jobs: anyone who can reach %s can announce and remove jobs",
+                    address)
+    page = start_web(DaemonApi(daemon), address, metrics.url if metrics is not None else None,
+                     jobs_writes=jobs_writes)
     page.follow_logs(daemon.recorder.log_handler())
     return page
 

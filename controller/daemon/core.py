@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from controller import decision as dec
 from controller.config import ControllerConfig
+from controller.daemon.jobs import JobBook
 from controller.daemon.leadership import Leadership
 from controller.daemon.quarantine import Quarantine
 from controller.daemon.reconfiguration import Reconfiguration
@@ -136,6 +137,8 @@ class Daemon:
             # a hybrid fabric's spine links that are up (as cabled until the first poll)
             spine_up=frozenset(spine_links(self.fabric)),
         )
+        self.jobs = JobBook(self.fabric, config.intervals.job_lead_time)  # announced jobs (jobs.py)
+        self.shared.jobs = self.jobs
         self.report = Reporter(self.shared, self.board, self.recorder, self.metrics, listener, clock,
                                config.store)
         self.spine = SpineService(self.fabric, self.shared)
@@ -191,6 +194,7 @@ class Daemon:
             journal = Journal(config.store, clock=self.clock)
         self.leadership.leading = True
         self.term = self._build_term(journal)
+        self.jobs.attach(journal)
         StartUp(
             self.fabric, self.shared, self._drivers(), journal, self.term.request_journal, self.term.executor,
             config.estimation_settings(), config.te.window, self.term.reconfiguration, self.term.quarantine,
@@ -315,6 +319,7 @@ class Daemon:
                 self.leadership.show_role(elector.state)
         term = self._term()
         requests, dry_runs = self._drain_requests()
+        requests += self._job_trigger(now)
         te_due = term.sensing.poll(now)  # if it fails, the requests wait in _pending for the next cycle
         shared = self.shared
         obs = dec.Observation(
@@ -382,6 +387,16 @@ class Daemon:
                 requests.append(item)
         return tuple(requests), dry_runs
 
+    def _job_trigger(self, now: float) -> tuple[dec.Request, ...]:
+        """ToE plans as soon as an announced job becomes due or starts (not while paused)."""
+        if self.shared.control.toe_paused:
+            return ()
+        new = self.jobs.newly_planned(now)
+        if not new:
+            return ()
+        self.report.emit("jobs", due=new)
+        return (dec.ToeTrigger(dec.JOB_TRIGGER),)
+
     @staticmethod
     def _carry_out(term: Term, action: dec.Action, now: float) -> None:
         if isinstance(action, dec.RestoreCircuits):
@@ -403,6 +418,7 @@ class Daemon:
     def _step_down(self) -> None:
         """Leave the leader's term: its journal closes and its parts go."""
         term, self.term = self.term, None
+        self.jobs.detach()
         self.leadership.step_down(None if term is None else term.journal)
 
     # -- the face the API, the CLI and the tests use ---------------------------------------

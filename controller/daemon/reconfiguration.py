@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 
 NO_TRAFFIC = "no traffic measured yet"
+#: The journal's copy of the matrix the last ToE plan was made for (measured and announced jobs).
+PLANNED_DEMAND_KEY = "planned_demand"
 
 
 def toe_failure_reason(error: HeliostatError) -> str:
@@ -95,7 +97,7 @@ class Reconfiguration:
         self.board = report.board
 
     def plan_toe(self, trigger: str, now: float) -> None:
-        skip = dec.toe_skip_reason(trigger, self.state.estimation.predictor.prediction or self.state.matrix)
+        skip = dec.toe_skip_reason(trigger, self.state.planning_demand(now))
         if skip is not None:
             log.info("ToE (%s) skipped: %s", trigger, skip)
             self.state.control = dec.toe_checked(self.state.control, now)
@@ -142,7 +144,7 @@ class Reconfiguration:
         return intent_id
 
     def propose(self, trigger: str, now: float) -> Proposal:
-        prediction = self.state.estimation.predictor.prediction or self.state.matrix
+        prediction = self.state.planning_demand(now)
         if prediction is None:
             raise DaemonError(NO_TRAFFIC)
         started = time.monotonic()
@@ -161,10 +163,13 @@ class Reconfiguration:
         if trigger == "dry_run" and proposal.plan.stages:
             plan_id = self.reviewed.add(proposal.plan, self.state.installed)
             proposal = replace(proposal, plan=replace(proposal.plan, plan_id=plan_id))
+        jobs = [] if self.state.jobs is None else self.state.jobs.planned(now)
+        self.journal.put_matrix_state(PLANNED_DEMAND_KEY, prediction)
         self.journal.put_state(
             "last_plan",
             {
                 **proposal.plan.to_json(),
+                "jobs": jobs,
                 "verdict": {
                     "apply": proposal.verdict.apply,
                     "reason": proposal.verdict.reason,
@@ -184,7 +189,7 @@ class Reconfiguration:
                 reviewed,
                 self.state.installed,
                 self.state.control.reconfiguration is not None,
-                self.state.estimation.predictor.prediction or self.state.matrix,
+                self.state.planning_demand(now),
                 self.stage_mlu,
                 self.planner.wcmp_margin,
                 self.planner.evaluate,

@@ -15,6 +15,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from controller import decision as dec
+from controller.daemon.jobs import JobBook
 from controller.device_view import GroupTables, PortsByBlock
 from controller.sensing.estimation import RateEstimator, TrafficEstimation
 from optimizer.errors import HeliostatError
@@ -74,3 +75,11 @@ class DaemonState:
     te_runs: int = 0  # TeStep
     #: last_error set by a failed cycle or journal write: the Loop, Reporter, Reconfiguration
     cycle_error: str | None = None
+    #: the announced jobs (controller/daemon/jobs.py): the API adds and removes, Reconfiguration
+    #: plans for them with the measurements (None: no book, the measurements alone)
+    jobs: JobBook | None = None
+
+    def planning_demand(self, now: float) -> TrafficMatrix | None:
+        """What ToE plans for at ``now``: the prediction (or the latest matrix) with the jobs'."""
+        measured = self.estimation.predictor.prediction or self.matrix
+        return measured if self.jobs is None else self.jobs.demand(measured, now)

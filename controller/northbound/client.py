@@ -31,6 +31,7 @@ from controller.northbound.errors import (
     ControllerClientError,
     ControllerUnreachable,
 )
+from controller.northbound.jobs import JobsClient
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2_grpc as pb_grpc
 from optimizer.limits import MAX_NAME_CHARS, MAX_RECORD_ID
@@ -61,7 +62,7 @@ class StatusReport:
     metrics_address: str
 
 
-class ControllerClient(ClosesOnExit):
+class ControllerClient(JobsClient, ClosesOnExit):
     """Calls a controller's northbound API. Use as a context manager or call close()."""
 
     def __init__(

@@ -26,6 +26,7 @@ from controller.northbound.api import (
     ToeRequestResult,
 )
 from controller.northbound.fabric_api import FabricViewApi
+from controller.northbound.jobs import DaemonJobs
 from controller.reconfig.journal import IntentRecord, JournalError, StepRecord
 from controller.reconfig.reviewed import PlanNotFound
 from controller.ui.facts import devices_json, fabric_json, reconfiguration_json
@@ -126,7 +127,7 @@ def _replica(board: dict[str, Any], acting: bool) -> dict[str, Any]:
     }
 
 
-class DaemonApi(FabricViewApi, ControllerApi):
+class DaemonApi(DaemonJobs, FabricViewApi, ControllerApi):
     def __init__(self, daemon: Daemon, dry_run_wait_s: float = DRY_RUN_WAIT_S) -> None:
         self.daemon = daemon
         self.dry_run_wait_s = dry_run_wait_s
@@ -334,7 +335,7 @@ class DaemonApi(FabricViewApi, ControllerApi):
         """Refuse (unless ``force``) a drain whose predicted MLU exceeds max(stage_mlu, MLU now);
         returns the figure for the reply."""
         daemon = self.daemon
-        matrix = daemon.estimation.predictor.prediction or daemon.matrix
+        matrix = daemon.shared.planning_demand(daemon.clock())  # with the announced jobs
         if matrix is None:
             return " (no traffic measured yet: its effect on the MLU is not known)"
         check = check_drain(

@@ -37,6 +37,7 @@ from controller.northbound.api import (
 from controller.northbound.errors import API_ERROR_METADATA_KEY, STATUS_OF_API_ERROR, NorthboundError
 from controller.northbound.events import EventHub, UnknownEventKinds, WatchersExhausted
 from controller.northbound.fabric_api import FabricViewServicer
+from controller.northbound.jobs import JobsRpcs
 from controller.northbound.listen import ListenAddress, parse_listen_address
 from controller.northbound.metrics_http import MetricsHttpServer, start_metrics_http
 from controller.northbound.proto.gen.heliostat.controller.v1 import controller_pb2 as pb
@@ -53,7 +54,7 @@ DEFAULT_HISTORY_LIMIT = 20
 #: RPCs a reader may call; every other one needs an operator.
 READ_RPCS = frozenset({
     "GetStatus", "GetTopology", "GetMatrices", "ListReconfigurations", "GetLastPlan", "GetReconfiguration",
-    "WatchEvents", "GetFabricView", "GetLink", "GetDevice",
+    "WatchEvents", "GetFabricView", "GetLink", "GetDevice", "ListJobs",
 })
 #: A WatchEvents stream ends after this long (the client calls again); it bounds how long one
 #: watcher holds a worker thread.
@@ -64,7 +65,7 @@ _WATCH_POLL_S = 0.25
 T = TypeVar("T")
 
 
-class ControllerServicer(FabricViewServicer, pb_grpc.ControllerServiceServicer):
+class ControllerServicer(JobsRpcs, FabricViewServicer, pb_grpc.ControllerServiceServicer):
     """Translates each RPC to one ControllerApi call. ``fabric``, when given, lets requests
     naming an unknown block or OCS be refused before they reach the daemon."""
 

@@ -31,6 +31,7 @@ from controller.config import ListenAddress
 from controller.northbound.api import ApiError, ApiErrorCode, ControllerApi
 from controller.northbound.convert import dump_json, status_to_json
 from controller.northbound.guarded_http import MAX_CONNECTIONS, ConnectionGuard, GuardedHandler, GuardedServer
+from controller.ui.web_jobs import JOBS_PATH, JobWrites, list_jobs
 from optimizer.errors import HeliostatError
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ class Endpoints:
             "/api/fabric-view": self.fabric_view,
             "/api/link": lambda q: self.api.link(_param(q, "a"), _param(q, "b")),
             "/api/device": lambda q: self.api.device(_param(q, "name")),
+            JOBS_PATH: lambda q: list_jobs(self.api, q),
         }
 
     def index(self, query: dict[str, list[str]]) -> dict[str, Any]:
@@ -143,7 +145,7 @@ def _limit(query: dict[str, list[str]], what: str) -> int:
     return int(text)
 
 
-class _Handler(GuardedHandler, BaseHTTPRequestHandler):
+class _Handler(JobWrites, GuardedHandler, BaseHTTPRequestHandler):
     server: _Server
     server_version = "heliostat"
     sys_version = ""
@@ -158,7 +160,7 @@ class _Handler(GuardedHandler, BaseHTTPRequestHandler):
         self._send(HTTPStatus.METHOD_NOT_ALLOWED, _error_body("read-only: only GET and HEAD"),
                    "application/json", extra={"Allow": "GET, HEAD"})
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse
+    do_PUT = do_PATCH = do_OPTIONS = _refuse  # POST and DELETE: /api/jobs with listen.web_jobs (web_jobs.py)
 
     def _answer(self, head: bool) -> None:
         url = urlsplit(self.path)
@@ -209,6 +211,7 @@ def _error_body(message: str, code: str = "error") -> bytes:
 class _Server(GuardedServer, ThreadingHTTPServer):
     daemon_threads = True
     endpoints: Endpoints
+    jobs_writes = False  # listen.web_jobs: POST/DELETE /api/jobs (web_jobs.py)
     busy_message = _error_body("busy: every connection is answering a request; try again")
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
@@ -258,7 +261,9 @@ class WebServer:
         log.debug("status page %s stopped", self.address)
 
 
-def start_web(api: ControllerApi, address: ListenAddress, metrics_url: str | None = None) -> WebServer:
+def start_web(
+    api: ControllerApi, address: ListenAddress, metrics_url: str | None = None, jobs_writes: bool = False
+) -> WebServer:
     """Serve the status page for ``api`` at ``address`` (port 0 picks a free port) in a
     background thread. Raises WebError if the address cannot be bound."""
     try:
@@ -269,6 +274,7 @@ def start_web(api: ControllerApi, address: ListenAddress, metrics_url: str | Non
     except OSError as exc:
         raise WebError(f"cannot serve the status page on {address}: {exc.strerror or exc}") from exc
     httpd.endpoints = Endpoints(api, metrics_url)
+    httpd.jobs_writes = jobs_writes
     server = WebServer(httpd, address.host)
     log.info("status page on %s", server.url)
     return server

@@ -11,14 +11,20 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from controller.northbound import ControllerClient
+from controller.reconfig.journal import Journal
 from emulation.fabric import EmulatedFabric
 from emulation.service import run as run_fabric
 from tests.support import ROOT
+
+if TYPE_CHECKING:
+    from controller.daemon import Daemon
 
 CONFIGS = ROOT / "configs"
 
@@ -71,6 +77,7 @@ def controller_config(
     timeouts: dict[str, float] | None = None,
     northbound: str = "127.0.0.1:0",
     te: dict[str, Any] | None = None,
+    job_lead_time: float | None = None,
     **thresholds: float,
 ) -> Path:
     """Write a controller config with short intervals; returns its path."""
@@ -95,6 +102,8 @@ def controller_config(
     }
     if te is not None:
         data["te"] = te
+    if job_lead_time is not None:
+        data["intervals"]["job_lead_time"] = job_lead_time  # type: ignore[index]
     path = tmp / "controller.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -128,3 +137,41 @@ def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: flo
     except subprocess.TimeoutExpired:
         proc.kill()
         return proc.wait(timeout=5)
+
+
+@dataclass
+class Running:
+    """A daemon in this process with its northbound API, a client and a reader of its journal."""
+
+    daemon: Daemon
+    client: ControllerClient
+    journal: Journal
+    address: str
+
+
+@contextmanager
+def serving_daemon(config: Path, tmp: Path, first_te_s: float = 60.0) -> Iterator[Running]:
+    """``heliostat run``'s daemon and gRPC API (real, on loopback) from ``config`` (its journal
+    ``tmp/journal.db``), its loop in a thread; yields once TE has run."""
+    from controller.commands.run import start_api_servers
+    from controller.config import load_controller_config
+    from controller.daemon import Daemon
+
+    daemon = Daemon(load_controller_config(config))
+    daemon.start()
+    servers = start_api_servers(daemon)
+    loop = threading.Thread(target=daemon.run, daemon=True)
+    loop.start()
+    address = str(servers.grpc_address)
+    client = ControllerClient(address, deadline_s=30.0)
+    journal = Journal(tmp / "journal.db", check=False)
+    try:
+        wait_for(lambda: daemon.board.get("te_runs") > 0, first_te_s, what="a first TE run")
+        yield Running(daemon, client, journal, address)
+    finally:
+        journal.close()
+        client.close()
+        daemon.stop()
+        loop.join(timeout=60)
+        servers.stop()
+        daemon.close()

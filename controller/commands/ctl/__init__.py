@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.commands.ctl import drill_down
+from controller.commands.ctl import jobs as ctl_jobs
 from controller.commands.ctl import tables as ctl_tables
 from controller.commands.output import emit, emit_json
 from controller.northbound.api import MAX_HISTORY_LIMIT, ApiError, ApiErrorCode, MaintenanceKind
@@ -121,6 +122,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only these kinds (repeat it; default: all)")
     w.add_argument("--count", type=int, default=None, metavar="N", help="stop after N events")
     drill_down.register(action)  # link, device
+    ctl_jobs.register(actions, common, _run)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -250,3 +250,25 @@ async function refresh() {
 
 refresh();
 setInterval(refresh, POLL_MS);
+
+// -- announced jobs (issue 31): their own poll, so a controller without them changes nothing else --
+
+function renderJobs(data) {
+  $("jobs-lead").textContent = `(planned for ${fixed(data.lead_time_s / 60, 0)} min ahead)`;
+  const rows = data.jobs.map((j) => el("tr", { class: `job-${j.phase}` },
+    el("td", {}, j.name), el("td", {}, j.phase), el("td", { class: "nowrap" }, clock(j.start)),
+    el("td", { class: "nowrap" }, clock(j.end)), el("td", {}, j.blocks.join(",")), el("td", {}, fixed(j.gbps, 1))));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: "6", class: "muted" }, "none")));
+  fillRows($("jobs"), rows);
+}
+
+async function refreshJobs() {
+  try {
+    renderJobs(await getJson("api/jobs"));
+  } catch (err) {
+    fillRows($("jobs"), [el("tr", {}, el("td", { colspan: "6", class: "muted" }, err.message))]);
+  }
+}
+
+refreshJobs();
+setInterval(refreshJobs, POLL_MS);

@@ -499,6 +499,9 @@ def test_the_controller_proto_lives_with_the_northbound_package() -> None:
         "GetFabricView",
         "GetLink",
         "GetDevice",
+        "AddJob",
+        "RemoveJob",
+        "ListJobs",
     }
     assert service.methods_by_name["WatchEvents"].server_streaming
 

@@ -375,6 +375,48 @@ class GetReconfigurationResponse(_message.Message):
     reconfiguration: Reconfiguration
     def __init__(self, reconfiguration: _Optional[_Union[Reconfiguration, _Mapping]] = ...) -> None: ...
 
+class AddJobRequest(_message.Message):
+    __slots__ = ("job_yaml", "start_at", "end_at")
+    JOB_YAML_FIELD_NUMBER: _ClassVar[int]
+    START_AT_FIELD_NUMBER: _ClassVar[int]
+    END_AT_FIELD_NUMBER: _ClassVar[int]
+    job_yaml: str
+    start_at: _timestamp_pb2.Timestamp
+    end_at: _timestamp_pb2.Timestamp
+    def __init__(self, job_yaml: _Optional[str] = ..., start_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class AddJobResponse(_message.Message):
+    __slots__ = ("message", "job_json")
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    JOB_JSON_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    job_json: str
+    def __init__(self, message: _Optional[str] = ..., job_json: _Optional[str] = ...) -> None: ...
+
+class RemoveJobRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class RemoveJobResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...
+
+class ListJobsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListJobsResponse(_message.Message):
+    __slots__ = ("jobs_json", "lead_time_s")
+    JOBS_JSON_FIELD_NUMBER: _ClassVar[int]
+    LEAD_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    jobs_json: _containers.RepeatedScalarFieldContainer[str]
+    lead_time_s: float
+    def __init__(self, jobs_json: _Optional[_Iterable[str]] = ..., lead_time_s: _Optional[float] = ...) -> None: ...
+
 class WatchEventsRequest(_message.Message):
     __slots__ = ("kinds",)
     KINDS_FIELD_NUMBER: _ClassVar[int]

@@ -84,6 +84,21 @@ class ControllerServiceStub:
                 request_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetReconfigurationRequest.SerializeToString,
                 response_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetReconfigurationResponse.FromString,
                 _registered_method=True)
+        self.AddJob = channel.unary_unary(
+                '/heliostat.controller.v1.ControllerService/AddJob',
+                request_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.AddJobRequest.SerializeToString,
+                response_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.AddJobResponse.FromString,
+                _registered_method=True)
+        self.RemoveJob = channel.unary_unary(
+                '/heliostat.controller.v1.ControllerService/RemoveJob',
+                request_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.RemoveJobRequest.SerializeToString,
+                response_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.RemoveJobResponse.FromString,
+                _registered_method=True)
+        self.ListJobs = channel.unary_unary(
+                '/heliostat.controller.v1.ControllerService/ListJobs',
+                request_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.ListJobsRequest.SerializeToString,
+                response_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.ListJobsResponse.FromString,
+                _registered_method=True)
         self.WatchEvents = channel.unary_stream(
                 '/heliostat.controller.v1.ControllerService/WatchEvents',
                 request_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.WatchEventsRequest.SerializeToString,
@@ -179,6 +194,29 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddJob(self, request, context):
+        """Announce a training job (its job file) before it starts: validated against the fabric
+        (INVALID_ARGUMENT naming the problem: unknown_block, degrees, out_of_range, invalid,
+        duplicate, times, too_many), journaled, then planned for from its lead time on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveJob(self, request, context):
+        """Forget an announced job (it ended, or was cancelled); NOT_FOUND for an unknown name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListJobs(self, request, context):
+        """The announced jobs, by start time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def WatchEvents(self, request, context):
         """Follow what the controller does as it happens: TE runs, ToE decisions, stage steps,
         reconfigurations ending, devices going down and coming back, maintenance. The stream
@@ -264,6 +302,21 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.GetReconfiguration,
                     request_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetReconfigurationRequest.FromString,
                     response_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.GetReconfigurationResponse.SerializeToString,
+            ),
+            'AddJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddJob,
+                    request_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.AddJobRequest.FromString,
+                    response_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.AddJobResponse.SerializeToString,
+            ),
+            'RemoveJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveJob,
+                    request_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.RemoveJobRequest.FromString,
+                    response_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.RemoveJobResponse.SerializeToString,
+            ),
+            'ListJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListJobs,
+                    request_deserializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.ListJobsRequest.FromString,
+                    response_serializer=heliostat_dot_controller_dot_v1_dot_controller__pb2.ListJobsResponse.SerializeToString,
             ),
             'WatchEvents': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchEvents,
@@ -556,6 +609,87 @@ class ControllerService:
             '/heliostat.controller.v1.ControllerService/GetReconfiguration',
             heliostat_dot_controller_dot_v1_dot_controller__pb2.GetReconfigurationRequest.SerializeToString,
             heliostat_dot_controller_dot_v1_dot_controller__pb2.GetReconfigurationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/heliostat.controller.v1.ControllerService/AddJob',
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.AddJobRequest.SerializeToString,
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.AddJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/heliostat.controller.v1.ControllerService/RemoveJob',
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.RemoveJobRequest.SerializeToString,
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.RemoveJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/heliostat.controller.v1.ControllerService/ListJobs',
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.ListJobsRequest.SerializeToString,
+            heliostat_dot_controller_dot_v1_dot_controller__pb2.ListJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,
