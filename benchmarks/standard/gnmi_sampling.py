@@ -10,7 +10,7 @@ plane moves every counter in the child 10 times a second.
 Measured over the run: the CPU share of this process (sampler threads, gRPC, the readings;
 in cores), the fraction of the expected values received (switches x ports x 6 leaves per
 interval), the share of readings answered and the age of the newest sample they returned,
-and the child's CPU share for scale. Results go to benchmarks/standard/RESULTS.md.
+and the child's CPU share for scale. Results go to benchmarks/RESULTS_gnmi.md.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from southbound.standard.gnmi.paths import COUNTER_LEAVES
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-RESULTS = HERE / "RESULTS.md"
+RESULTS = HERE.parent / "RESULTS_gnmi.md"
 OPTIONS = CallOptions(deadline_s=10.0, retry=RetryPolicy(max_attempts=3))
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--encodings", default="json_ietf,proto", help="comma-separated, one run each")
     parser.add_argument("--serve", action="store_true", help="(internal) run the targets")
-    parser.add_argument("--no-write", action="store_true", help="print, do not write RESULTS.md")
+    parser.add_argument("--no-write", action="store_true", help="print, do not write RESULTS_gnmi.md")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if args.serve:

@@ -60,11 +60,19 @@ def device_circuits(fabric) -> frozenset[Circuit]:  # type: ignore[no-untyped-de
     return frozenset(Circuit(n, c.a, c.b) for n, d in fabric.ocs.items() for c in d.established())
 
 
-@pytest.mark.parametrize("point", ["drain", "apply_ocs:after", "undrain"])
-def test_the_leader_killed_mid_stage_is_replaced_and_the_stage_finished(tmp_path: Path, point: str) -> None:
+@pytest.mark.parametrize(("point", "protocols"), [
+    ("drain", "native"), ("apply_ocs:after", "native"), ("undrain", "native"),
+    # fencing and the resumed stage over P4Runtime, gNMI and NETCONF: the epoch is the P4
+    # election id, the gNMI master arbitration and the NETCONF fence leaf
+    ("apply_ocs:after", "standard"), ("drain", "standard"),
+])
+def test_the_leader_killed_mid_stage_is_replaced_and_the_stage_finished(
+    tmp_path: Path, point: str, protocols: str
+) -> None:
     step, _, when = point.partition(":")
     logs = {name: tmp_path / f"{name}.log" for name in "ab"}
-    with etcd_cluster(tmp_path, 3) as etcd, running_fabric(FABRIC_FILE, tmp_path) as fabric:
+    with etcd_cluster(tmp_path, 3) as etcd, \
+            running_fabric(FABRIC_FILE, tmp_path, protocols=protocols) as fabric:
         fabric.set_demand(hotspot_matrix(fabric.fabric, seed=1, load=0.4))
         configs = {
             name: replica_config(tmp_path, FABRIC_FILE, fabric.devices_file, name, etcd.endpoints, TTL,
