@@ -49,6 +49,8 @@ Relative TLS paths are relative to the file. Unknown keys are errors; every erro
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import itertools
 from collections.abc import Mapping
@@ -74,7 +76,7 @@ STANDARD_TRANSPORTS = {
 }
 #: endpoint key -> the device kinds that may name it
 ENDPOINT_KINDS = {"p4runtime": ("block", "spine"), "gnmi": ("block", "spine"), "netconf": ("ocs",)}
-_ENDPOINT_KEYS = {"address", "username", "password", "key_file", "device_id"}
+_ENDPOINT_KEYS = {"address", "username", "password", "key_file", "device_id", "host_key"}
 MAX_DEVICE_ID = 2**64 - 1
 MIN_SAMPLE_INTERVAL_S, MAX_SAMPLE_INTERVAL_S = 0.01, 3600.0
 MAX_DEADLINE_S = 3600.0
@@ -108,6 +110,10 @@ class Endpoint:
     #: gNMI: how often the target samples the counters (None: the driver's default, 1 s); sample
     #: at most half the controller's poll interval so that every poll sees a new sample
     sample_interval_s: float | None = None
+    #: NETCONF: the device's SSH host key ("<type> <base64>", as in known_hosts or
+    #: /etc/ssh/ssh_host_*.pub): the session is refused when the device presents another;
+    #: None: not checked (a warning says so)
+    host_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -284,6 +290,10 @@ def _endpoint(protocol: str, raw: Any, kind: str, source: str, key: str, base_di
     schema.check_keys(entry, source, key, allowed, required=("address",))
     text = {k: schema.string(entry[k], source, f"{key}.{k}", max_chars=255)
             for k in ("username", "password") if k in entry}
+    host_key = None
+    if "host_key" in entry:
+        host_key = _host_key(schema.string(entry["host_key"], source, f"{key}.host_key", max_chars=4096),
+                             source, f"{key}.host_key")
     key_file = None
     if "key_file" in entry:
         value = Path(schema.string(entry["key_file"], source, f"{key}.key_file"))
@@ -301,7 +311,21 @@ def _endpoint(protocol: str, raw: Any, kind: str, source: str, key: str, base_di
         interval, source, f"{key}.sample_interval_s", minimum=MIN_SAMPLE_INTERVAL_S,
         maximum=MAX_SAMPLE_INTERVAL_S)
     return Endpoint(protocol, _address(entry["address"], source, f"{key}.address"),
-                    text.get("username"), text.get("password"), key_file, device_id, sample_interval_s)
+                    text.get("username"), text.get("password"), key_file, device_id, sample_interval_s,
+                    host_key)
+
+
+def _host_key(text: str, source: str, key: str) -> str:
+    """``<type> <base64>`` (a comment after them is dropped), checked to be base64."""
+    parts = text.split()
+    if len(parts) < 2 or not parts[0].startswith(("ssh-", "ecdsa-")):
+        raise ConfigError(source, key, f"expected '<key type> <base64>' (e.g. ssh-ed25519 AAAA...), "
+                                       f"got {schema.shown(text)}")
+    try:
+        base64.b64decode(parts[1], validate=True)
+    except (binascii.Error, ValueError):
+        raise ConfigError(source, key, "the key is not base64") from None
+    return f"{parts[0]} {parts[1]}"
 
 
 def _parse_routes(raw: Any, device: DeviceConfig, source: str, where: str) -> tuple[CapabilityRoute, ...]:
@@ -418,6 +442,8 @@ def _dump_endpoint(e: Endpoint) -> str | dict[str, Any]:
         entry["device_id"] = e.device_id
     if e.sample_interval_s is not None:
         entry["sample_interval_s"] = e.sample_interval_s
+    if e.host_key is not None:
+        entry["host_key"] = e.host_key
     return entry if len(entry) > 1 else e.address
 
 

@@ -30,9 +30,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 
+import paramiko
+
 from emulation.mininet.plan import NetPlan, plan_network
 from emulation.openflow.spec import NETCONF_PASSWORD_ENV, uplink_ofport
-from emulation.standard.serving import check_protocols, device_entry, new_password
+from emulation.standard.serving import NetconfLogin, check_protocols, device_entry, new_password
 from optimizer.config import load_fabric
 from optimizer.fabric import Fabric
 from southbound.devices import DeviceConfig, write_devices_file
@@ -177,6 +179,12 @@ class PacketFabric:
         spec["grpc_ports"] = {n: int(d.address.rsplit(":", 1)[1]) for n, d in self.devices.items()}
         netconf = {n: d.endpoint("netconf") for n, d in self.devices.items()}
         spec["netconf_ports"] = {n: int(e.address.rsplit(":", 1)[1]) for n, e in netconf.items() if e}
+        if self._netconf_password:  # the OCSes' SSH identity, the same for every agent started
+            key_file = self.workdir / "netconf-host-key"
+            if not key_file.exists():
+                key_file.touch(mode=0o600)
+                paramiko.ECDSAKey.generate().write_private_key_file(str(key_file))
+            spec["netconf_host_key_file"] = str(key_file)
         spec_path.write_text(json.dumps(spec, indent=1))
         ready_path.unlink(missing_ok=True)
         log_file = open(self.workdir / "agent.log", "ab")  # noqa: SIM115 (closed in stop)
@@ -199,7 +207,8 @@ class PacketFabric:
         self.devices = {
             name: device_entry(
                 name, d["kind"], d["address"], self._client_tls, protocols=protocols, prefixes=self.prefixes,
-                netconf=(d["netconf"], self._netconf_password) if "netconf" in d else None)
+                netconf=NetconfLogin(d["netconf"], self._netconf_password, d.get("netconf_host_key"))
+                if "netconf" in d else None)
             for name, d in sorted(ready["devices"].items())
         }
 

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import paramiko
+
 from emulation.agent import DeviceAgent
 from emulation.openflow.app import FabricDevices, HeliostatOpenFlowApp
 from emulation.openflow.block import OpenFlowBlockSwitch, block_switch
@@ -32,7 +34,7 @@ from emulation.openflow.probes import ProbeNeighbours
 from emulation.openflow.spec import NETCONF_PASSWORD_ENV, AgentSpec, load_spec
 from emulation.openflow.spine import spine_switch
 from emulation.standard.netconf import NetconfServer
-from emulation.standard.serving import ocs_servers, packet_switch_agent
+from emulation.standard.serving import host_key_of, ocs_servers, packet_switch_agent
 from southbound.standard.p4rt.prefixes import default_prefixes
 from southbound.tls import ServerTlsConfig
 
@@ -90,6 +92,7 @@ class Servers:
             entry = {"kind": agent.kind, "address": agent.address}
             if name in self.netconf:
                 entry["netconf"] = self.netconf[name].address
+                entry["netconf_host_key"] = host_key_of(self.netconf[name])
             out[name] = entry
         return out
 
@@ -103,6 +106,7 @@ def start_grpc(
     prefixes: Mapping[str, str] | None = None,
     netconf_password: str = "",
     netconf_ports: Mapping[str, int] | None = None,
+    netconf_host_key: paramiko.PKey | None = None,
 ) -> Servers:
     """One endpoint per device (on ``ports[name]`` when given, else a free port), over TLS
     when ``tls`` is given, serving the native service and, with ``standard``, P4Runtime and
@@ -112,7 +116,8 @@ def start_grpc(
     for device in devices.by_dpid.values():
         netconf = None
         if isinstance(device, OpenFlowOcs):
-            agent, netconf = ocs_servers(device, tls, protocols=protocols, password=netconf_password)
+            agent, netconf = ocs_servers(device, tls, protocols=protocols, password=netconf_password,
+                                         host_key=netconf_host_key)
         else:
             agent = packet_switch_agent(device, tls, protocols=protocols, prefixes=prefixes or {})
         agent.port = (ports or {}).get(device.name, 0)
@@ -159,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         prefixes=default_prefixes(spec.block_names),
         netconf_password=os.environ.get(NETCONF_PASSWORD_ENV, ""),
         netconf_ports=dict(spec.netconf_ports),
+        netconf_host_key=paramiko.ECDSAKey.from_private_key_file(spec.netconf_host_key_file)
+        if spec.netconf_host_key_file else None,
     )
     start_os_ken(spec, devices)
     if not _listening(spec.of_host, spec.of_port, OF_LISTEN_TIMEOUT_S):

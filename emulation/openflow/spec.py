@@ -101,6 +101,8 @@ class AgentSpec:
     protocols: str = "native"
     #: OCS name -> NETCONF port to listen on (a restarted agent keeps its addresses)
     netconf_ports: tuple[tuple[str, int], ...] = ()
+    #: the OCSes' SSH host key (a private key file): a restarted agent is the same device
+    netconf_host_key_file: str = ""
 
     @property
     def spine_names(self) -> tuple[str, ...]:
@@ -124,6 +126,7 @@ class AgentSpec:
             "grpc_ports": dict(self.grpc_ports),
             "protocols": self.protocols,
             "netconf_ports": dict(self.netconf_ports),
+            "netconf_host_key_file": self.netconf_host_key_file,
             "blocks": [
                 {
                     "name": b.name,
@@ -169,6 +172,7 @@ _TOP_KEYS = {
     "grpc_ports",
     "protocols",
     "netconf_ports",
+    "netconf_host_key_file",
     "spines",
     "tls",
 }
@@ -236,6 +240,8 @@ def spec_from_json(raw: Any, source: str = "<spec>") -> AgentSpec:
         spines=spines,
         tls=_tls(top.get("tls"), source),
         protocols=protocols,
+        netconf_host_key_file=schema.string(top["netconf_host_key_file"], source, "netconf_host_key_file")
+        if top.get("netconf_host_key_file") else "",
         netconf_ports=tuple(sorted(
             (k, schema.integer(v, source, schema.join("netconf_ports", k), minimum=0, maximum=65535))
             for k, v in netconf_ports.items()

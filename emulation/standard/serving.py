@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import grpc
+import paramiko
 
 from emulation.admission.limits import StreamGate, stream_capacity
 from emulation.agent import SWITCH_SERVICE, WORKERS, DeviceAgent, ocs_agent_of, spine_agent, switch_agent
@@ -85,7 +87,8 @@ def packet_switch_agent(
 
 
 def ocs_servers(
-    device: ServedOcs, tls: ServerTlsConfig | None, *, protocols: str, password: str
+    device: ServedOcs, tls: ServerTlsConfig | None, *, protocols: str, password: str,
+    host_key: paramiko.PKey | None = None,
 ) -> tuple[DeviceAgent, NetconfServer | None]:
     """An OCS's agent (the native service) and, with ``standard``, its NETCONF server (not
     started, on a port of its own). Both admit writes through one epoch fence: a deposed
@@ -94,12 +97,26 @@ def ocs_servers(
     agent = ocs_agent_of(servicer, tls)
     if check_protocols(protocols) == "native":
         return agent, None
-    return agent, NetconfServer(device, username=NETCONF_USER, password=password, fence=servicer.fence)
+    return agent, NetconfServer(device, username=NETCONF_USER, password=password, host_key=host_key,
+                                fence=servicer.fence)
 
 
 def new_password() -> str:
     """A NETCONF password for one emulated fabric (written to its devices file, mode 0600)."""
     return secrets.token_urlsafe(16)
+
+
+class NetconfLogin(NamedTuple):
+    """Where an OCS serves NETCONF, its password and its SSH host key (pinned by the driver)."""
+
+    address: str
+    password: str
+    host_key: str | None = None
+
+
+def host_key_of(server: NetconfServer) -> str:
+    """The server's SSH host key as the devices file pins it: ``<type> <base64>``."""
+    return f"{server.host_key.get_name()} {server.host_key.get_base64()}"
 
 
 def device_config(
@@ -114,7 +131,7 @@ def device_config(
     protocols = "native" if set(agent.service_names) == {SWITCH_SERVICE} else "standard"
     if agent.kind == "ocs":
         protocols = "native" if netconf is None else "standard"
-    login = None if netconf is None else (netconf.address, netconf.password)
+    login = None if netconf is None else NetconfLogin(netconf.address, netconf.password, host_key_of(netconf))
     return device_entry(agent.name, agent.kind, agent.address, client_tls, protocols=protocols,
                         netconf=login, prefixes=prefixes)
 
@@ -126,16 +143,17 @@ def device_entry(
     client_tls: TlsConfig | None,
     *,
     protocols: str,
-    netconf: tuple[str, str] | None = None,
+    netconf: NetconfLogin | None = None,
     prefixes: Mapping[str, str] | None = None,
 ) -> DeviceConfig:
-    """One device's entry from its addresses: ``netconf`` is an OCS's (address, password)."""
+    """One device's entry from its addresses (and an OCS's NETCONF login)."""
     if check_protocols(protocols) == "native":
         return DeviceConfig(name, kind, address, "grpc", client_tls)
     if kind == "ocs":
         if netconf is None:
             raise ProtocolError(f"{name}: an OCS under the standard protocols needs its NETCONF address")
-        endpoint = Endpoint("netconf", netconf[0], NETCONF_USER, netconf[1])
+        endpoint = Endpoint("netconf", netconf.address, NETCONF_USER, netconf.password,
+                            host_key=netconf.host_key)
         return DeviceConfig(name, "ocs", address, AUTO, client_tls, endpoints=(endpoint,))
     endpoints = (Endpoint("p4runtime", address),
                  Endpoint("gnmi", address, sample_interval_s=GNMI_SAMPLE_INTERVAL_S))

@@ -231,6 +231,8 @@ def test_emulate_service_runs_as_a_process_until_interrupted(tmp_path: Path) -> 
         assert {c: devices["b1"].route(c).transport for c in ("groups", "counters", "drain")} == {
             "groups": "p4runtime", "counters": "gnmi", "drain": "gnmi"}
         assert devices["ocs1"].route("circuits").transport == "netconf"
+        login = devices["ocs1"].endpoint("netconf")
+        assert login is not None and login.host_key is not None  # the driver pins it
         with default_registry().create(devices["ocs1"]) as ocs:
             assert ocs.device_info().name == "ocs1"
         with default_registry().create(devices["b1"]) as b1:

@@ -23,7 +23,8 @@ def _file(tmp_path: Path, devices: dict[str, Any], **top: Any) -> Path:
 STANDARD = {
     "a00": {"kind": "block", "p4runtime": "127.0.0.1:9559", "gnmi": "127.0.0.1:9339"},
     "ocs0": {"kind": "ocs", "netconf": {"address": "127.0.0.1:830", "username": "heliostat",
-                                        "password": "s3cret"}},
+                                        "password": "s3cret",
+                                        "host_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 ocs0"}},
 }
 
 
@@ -89,6 +90,12 @@ def test_a_file_holding_a_netconf_password_is_readable_by_its_owner_only(tmp_pat
          "host bits set"),
         ({"b": {"kind": "block", "address": "h:2", "p4runtime": "h:1"}}, {}, "prefixes",
          "b writes its groups over P4Runtime"),
+        ({"o": {"kind": "ocs", "netconf": {"address": "h:830", "username": "u", "password": "p",
+                                           "host_key": "AAAAC3NzaC1lZDI1NTE5"}}}, {},
+         "devices.o.netconf.host_key", "expected '<key type> <base64>'"),
+        ({"o": {"kind": "ocs", "netconf": {"address": "h:830", "username": "u", "password": "p",
+                                           "host_key": "ssh-ed25519 not*base64"}}}, {},
+         "devices.o.netconf.host_key", "not base64"),
         ({"b": {"kind": "block", "address": "h:2", "gnmi": {"address": "h:1", "sample_interval_s": 0}}}, {},
          "devices.b.gnmi.sample_interval_s", "must be >= 0.01"),
     ],

@@ -70,13 +70,15 @@ class NetconfServer:
 
     def __init__(self, device: ServedOcs, *, host: str = "127.0.0.1", port: int = 0,
                  username: str, password: str, authorized_key: paramiko.PKey | None = None,
+                 host_key: paramiko.PKey | None = None,
                  fence: EpochFence | None = None) -> None:
         self.device = device
         self.datastore = OcsDatastore(device, fence)
         self.host, self.port = host, port
         self.username, self.password = username, password
         self.authorized_key = authorized_key
-        self.host_key = paramiko.ECDSAKey.generate()  # one per server: the same after a restart
+        # the device's identity: the same after a restart (given, or one per server)
+        self.host_key = host_key or paramiko.ECDSAKey.generate()
         self.serving = True
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None

@@ -15,7 +15,7 @@ from ncclient import NCClientError, manager
 from ncclient.operations.errors import MissingCapabilityError, TimeoutExpiredError
 from ncclient.operations.rpc import RPCError
 from ncclient.transport import SSHSession
-from ncclient.transport.errors import AuthenticationError, TransportError
+from ncclient.transport.errors import AuthenticationError, SSHUnknownHostError, TransportError
 from ncclient.transport.session import NetconfBase
 
 from optimizer.errors import ConfigError
@@ -58,6 +58,10 @@ def map_ncclient_error(exc: Exception, device: str) -> SouthboundError:
         return map_rpc_error(parse_rpc_error(element), device)
     if isinstance(exc, AuthenticationError):
         return DeviceError(device, f"NETCONF login refused: {exc}", ErrorCode.DENIED, "authentication")
+    if isinstance(exc, SSHUnknownHostError):
+        return DeviceError(device, f"the device's SSH host key is not the devices file's host_key "
+                           f"(it presented {exc.fingerprint}): refusing to log in", ErrorCode.DENIED,
+                           "host-key")
     if isinstance(exc, TimeoutExpiredError):
         return DeviceUnavailable(device, f"no NETCONF reply before the deadline: {exc}",
                                  ErrorCode.DEADLINE, "timeout")
@@ -106,18 +110,26 @@ class NetconfSession:
         self._lock = threading.Lock()
         self._manager: Manager | None = None
         self._rng = random.Random()
+        self._warned = False
 
     def connect(self, deadline_s: float | None = None) -> Manager:
         """A new ncclient manager (its own SSH connection); raises ncclient's errors."""
         timeout = deadline_s or self.options.deadline_s
         handler = manager.make_device_handler({"name": "default"})
         session = DirectSendSession(handler)
+        pinned = self.endpoint.host_key
+        if pinned is None and not self._warned:
+            self._warned = True
+            log.warning("%s: the NETCONF device's SSH host key is not checked (no host_key in the "
+                        "devices file)", self.name)
         try:
             session.connect(
                 host=self._host, port=self._port, username=self.endpoint.username,
                 password=self.endpoint.password,
                 key_filename=str(self.endpoint.key_file) if self.endpoint.key_file else None,
-                hostkey_verify=False, look_for_keys=False, allow_agent=False, timeout=timeout,
+                hostkey_verify=pinned is not None, hostkey_b64=pinned.split()[1] if pinned else None,
+                unknown_host_cb=lambda host, fingerprint: False,
+                look_for_keys=False, allow_agent=False, timeout=timeout,
             )
         except BaseException:
             if session.transport:
@@ -160,7 +172,8 @@ class NetconfSession:
         for number in range(policy.max_attempts):
             try:
                 return attempt()
-            except (AuthenticationError, TimeoutExpiredError, MissingCapabilityError) as exc:
+            except (AuthenticationError, SSHUnknownHostError, TimeoutExpiredError,
+                    MissingCapabilityError) as exc:
                 if drop and isinstance(exc, TimeoutExpiredError):
                     with self._lock:
                         self._drop_locked()

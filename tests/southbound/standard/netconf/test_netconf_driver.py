@@ -14,7 +14,7 @@ from emulation.ocs_device import OcsDevice
 from emulation.standard.netconf import start_netconf_server
 from optimizer.errors import ConfigError
 from southbound.devices import DeviceConfig, Endpoint, parse_devices
-from southbound.errors import DeviceUnavailable
+from southbound.errors import DeviceError, DeviceUnavailable, ErrorCode
 from southbound.registry import DriverRegistry
 from southbound.standard.netconf import transport
 from southbound.standard.netconf.driver import NetconfOcs
@@ -56,6 +56,29 @@ def test_login_with_a_key_file(tmp_path: Path) -> None:
         assert client.device_info().radix == 8
     finally:
         client.close()
+        server.stop()
+        device.close()
+
+
+def test_a_pinned_host_key_admits_its_device_and_refuses_another() -> None:
+    device = OcsDevice("ocs-h", 8, EmulatedClock())
+    server = start_netconf_server(device, username=USERNAME, password=PASSWORD)
+    own = f"{server.host_key.get_name()} {server.host_key.get_base64()}"
+    other = paramiko.ECDSAKey.generate()
+    impostor = f"{other.get_name()} {other.get_base64()}"
+
+    def client(host_key: str) -> NetconfOcs:
+        login = Endpoint("netconf", server.address, USERNAME, PASSWORD, host_key=host_key)
+        return NetconfOcs(DeviceConfig(name="ocs-h", kind="ocs", address="", transport="netconf",
+                                       options=FAST, endpoints=(login,)))
+    try:
+        with client(own) as good:
+            assert good.device_info().radix == 8
+        with client(impostor) as bad, pytest.raises(DeviceError) as refused:
+            bad.device_info()
+        assert refused.value.code is ErrorCode.DENIED and "host key" in refused.value.message
+        assert device.generation == 1  # nothing was sent to it
+    finally:
         server.stop()
         device.close()
 
