@@ -42,13 +42,38 @@ class P4Tables:
         self._lock = threading.Lock()
         self._state: State = {}
 
+    def _adopted(self) -> State:
+        """The tables of a switch that already forwards (a P4Runtime server started again in
+        front of a device that kept its groups: fail static, as PINS's P4RT app reads its
+        tables back at a warm restart): its groups as Heliostat writes them, at the device's
+        generation, with no remembered answers."""
+        generation, source, transit, _ = self.device.groups()
+        if not source and not transit:
+            return {}
+        try:
+            state = dict(encoding.encode(source, transit, self.prefixes))
+        except KeyError as exc:
+            log.warning("%s: its groups are not adopted: no prefix for block %s", self.device.name, exc)
+            return {}
+        mark = encoding.marker(generation, ())
+        state[mark.key] = mark
+        return state
+
     def entries(self) -> list[Entry]:
         with self._lock:
+            self._adopt_locked()
             return list(self._state.values())
+
+    def _adopt_locked(self) -> None:
+        """Empty tables in front of a device that forwards adopt its groups (an agent that
+        started before its bridge attached, or again after it died: the device kept them)."""
+        if not self._state:
+            self._state = self._adopted()
 
     def write(self, updates: Sequence[tuple[str, Entry]], atomic: bool) -> list[UpdateError]:
         """Apply (kind, entry) updates; the errors, by update index (empty: all held)."""
         with self._lock:
+            self._adopt_locked()
             state = dict(self._state)
             errors: list[UpdateError] = []
             for i, (kind, e) in enumerate(updates):
