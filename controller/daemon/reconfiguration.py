@@ -21,11 +21,12 @@ from controller.daemon.state import (
 )
 from controller.daemon.te_step import TeStep
 from controller.dry_runs import DryRunner
+from controller.reconfig.deferred import DEFERRED_PLAN_KEY, DeferredPlan, Verdict
 from controller.reconfig.executor import (
     StageExecutor,
     StageOutcome,
 )
-from controller.reconfig.in_service import maintenance_conflict, planning_view
+from controller.reconfig.in_service import PlanningView, maintenance_conflict, planning_view
 from controller.reconfig.journal import IntentState, Journal, JournalError
 from controller.reconfig.reviewed import PlanRefused, ReviewedPlans, apply_problem
 from controller.reconfig.stage_plan import Plan
@@ -56,6 +57,19 @@ def toe_failure_reason(error: HeliostatError) -> str:
     if isinstance(error, DaemonError) and NO_TRAFFIC in str(error):
         return "no_traffic"
     return "error"
+
+
+def _deferral_details(outcome: str, deferred: DeferredPlan, now: float) -> dict[str, object]:
+    """A ToE event's words on a deferred plan (``heliostat replay`` reads them)."""
+    return {
+        "deferred": outcome,
+        "deferred_since": deferred.since,
+        "waited_s": deferred.waited(now),
+        "deferred_current_mlu": deferred.current_mlu,
+        "deferred_target_mlu": deferred.target_mlu,
+        "stage_mlu": deferred.misfit.mlu,
+        "stage_limit": deferred.misfit.limit,
+    }
 
 
 class Reconfiguration:
@@ -103,6 +117,9 @@ class Reconfiguration:
             self.report.emit("toe", trigger=trigger, apply=False, reason=f"skipped: {skip}")
             return
         self.board.update(phase="planning")
+        deferred = self.state.deferred
+        if trigger == "auto" and deferred is not None and self._check_deferred(deferred, now):
+            return
         try:
             proposal = self.propose(trigger, now)
         except HeliostatError as exc:
@@ -116,6 +133,10 @@ class Reconfiguration:
             self.report.emit("toe", trigger=trigger, apply=False, reason=f"failed: {exc}")
             return
         self.board.update(toe_runs=self.board.get("toe_runs") + 1, last_toe_time=now)
+        deferral: dict[str, object] = {}
+        if proposal.deferred is not None:
+            self._set_deferred(proposal.deferred, now)
+            deferral = _deferral_details("deferred", proposal.deferred, now)
         self.report.emit(
             "toe",
             trigger=trigger,
@@ -125,6 +146,7 @@ class Reconfiguration:
             planned_mlu=proposal.planned_mlu,
             stages=len(proposal.plan.stages),
             changed=proposal.changed,
+            **deferral,
         )
         if not proposal.verdict.apply:
             self.state.control = dec.toe_checked(self.state.control, now)
@@ -132,8 +154,67 @@ class Reconfiguration:
             return
         self._start_reconfiguration(proposal.plan, trigger, now)
 
+    def _check_deferred(self, deferred: DeferredPlan, now: float) -> bool:
+        """Stage the deferred plan against the newest prediction: apply it when every stage
+        fits, keep it while one does not; True when this ToE check is done, False when the
+        plan was dropped (expired, no longer a gain) and a fresh one is to be made."""
+        prediction = self.state.estimation.predictor.prediction or self.state.matrix
+        if prediction is None:
+            return False
+        try:
+            check, plan = self.planner.restage(
+                deferred, prediction, self.state.installed, now, self.state.control.last_reconfig_at,
+                self.settings.policy, view=self._view(),
+            )
+        except HeliostatError as exc:  # kept: the next check tries again
+            log.warning("deferred ToE plan: the check failed: %s", exc)
+            self.metrics.toe_failed(toe_failure_reason(exc))
+            self.state.control = dec.toe_checked(self.state.control, now, f"ToE failed: {exc}")
+            self.board.update(phase="idle", last_error=f"ToE failed: {exc}", last_toe_time=now)
+            self.report.emit("toe", trigger="auto", apply=False, reason=f"failed: {exc}")
+            return True
+        applied = check.verdict is Verdict.APPLY and plan is not None
+        self.board.update(toe_runs=self.board.get("toe_runs") + 1, last_toe_time=now)
+        self._set_deferred(check.plan if check.keep else None, now)
+        current, target = check.plan.latest_current_mlu, check.plan.latest_target_mlu
+        self.report.emit(
+            "toe", trigger="auto", apply=applied, reason=check.reason,
+            current_mlu=current, planned_mlu=target, stages=len(plan.stages) if plan is not None else 0,
+            changed=check.plan.changed if applied else 0,
+            **_deferral_details(check.verdict.value, check.plan, now),
+        )
+        if applied and plan is not None:
+            plan = replace(plan, planned_at=now)
+            self.journal.put_state("last_plan", {**plan.to_json(), "verdict": {
+                "apply": True, "reason": check.reason, "gain": check.gain}})
+            self._start_reconfiguration(plan, "auto", now)
+            return True
+        if check.keep:
+            self.state.control = dec.toe_checked(self.state.control, now)
+            self.board.update(phase="idle")
+            return True
+        log.info("deferred ToE plan %s: %s", check.verdict.value, check.reason)
+        return False
+
+    def _set_deferred(self, deferred: DeferredPlan | None, now: float) -> None:
+        self.state.deferred = deferred
+        self.board.update(deferred_plan=None if deferred is None else deferred.facts(now))
+        value = None if deferred is None else deferred.to_json()
+        self.report.journal_softly(
+            "the deferred plan", lambda: self.journal.put_state(DEFERRED_PLAN_KEY, value)
+        )
+
+    def _view(self) -> PlanningView:
+        maintenance = self.state.control.maintenance
+        ocs_out = [m.name for m in maintenance if m.kind is dec.MaintenanceTarget.OCS]
+        return planning_view(
+            self.fabric, self.state.installed, ocs_out, blocks_out(maintenance), self.spine.service()
+        )
+
     def _start_reconfiguration(self, plan: Plan, trigger: str, now: float) -> int:
         intent_id = self.executor.begin(plan, trigger, self.state.installed)
+        if self.state.deferred is not None:  # the topology moves now: a later check plans afresh
+            self._set_deferred(None, now)
         total = len(plan.stages)
         self.metrics.reconfigurations.labels("started").inc()
         self.metrics.reconfiguration(0, total, None)
@@ -146,11 +227,7 @@ class Reconfiguration:
         if prediction is None:
             raise DaemonError(NO_TRAFFIC)
         started = time.monotonic()
-        maintenance = self.state.control.maintenance
-        ocs_out = [m.name for m in maintenance if m.kind is dec.MaintenanceTarget.OCS]
-        view = planning_view(
-            self.fabric, self.state.installed, ocs_out, blocks_out(maintenance), self.spine.service()
-        )
+        view = self._view()
         self.metrics.toe_runs.labels(trigger).inc()  # an attempt, counted whatever comes of it
         proposal = self.planner.propose(
             trigger, prediction, self.state.installed, now, self.state.control.last_reconfig_at,
