@@ -198,7 +198,7 @@ class Reconfiguration:
 
     def _set_deferred(self, deferred: DeferredPlan | None, now: float) -> None:
         self.state.deferred = deferred
-        self.board.update(deferred_plan=None if deferred is None else deferred.facts(now))
+        self.board.update(deferred_plan=None if deferred is None else deferred.facts())
         value = None if deferred is None else deferred.to_json()
         self.report.journal_softly(
             "the deferred plan", lambda: self.journal.put_state(DEFERRED_PLAN_KEY, value)

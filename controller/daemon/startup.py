@@ -84,7 +84,7 @@ class StartUp:
             log.warning("start-up: the journaled deferred plan is dropped: %s", exc)
             return
         self.state.deferred = deferred
-        self.board.update(deferred_plan=deferred.facts(self.clock()))
+        self.board.update(deferred_plan=deferred.facts())
 
     def run(self) -> None:
         """Restore the estimation and quarantine, reconcile with the devices, recover a stage

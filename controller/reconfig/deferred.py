@@ -108,13 +108,13 @@ class DeferredPlan:
     def waited(self, now: float) -> float:
         return max(0.0, now - self.since)
 
-    def facts(self, now: float) -> dict[str, Any]:
-        """What the status shows: that a plan is deferred, why, and since when."""
+    def facts(self) -> dict[str, Any]:
+        """What the status shows: that a plan is deferred, why, and since when (the readers
+        count the time waited from ``since``: the facts are not rewritten every cycle)."""
         current = self.current_mlu if self.latest_current_mlu is None else self.latest_current_mlu
         target = self.target_mlu if self.latest_target_mlu is None else self.latest_target_mlu
         return {
             "since": self.since,
-            "waited_s": round(self.waited(now), 3),
             "expires_at": self.expires_at,
             "why": self.misfit.describe(),
             "stage_mlu": round(self.misfit.mlu, 6),

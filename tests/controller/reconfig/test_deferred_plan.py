@@ -72,8 +72,9 @@ def test_a_target_worth_applying_is_deferred_with_its_reason_and_time() -> None:
     plan = _deferred_at(100.0)
     assert plan.since == 100.0 and plan.expires_at == 100.0 + TTL
     assert plan.changed == len(TARGET ^ LIVE) == 4
-    facts = plan.facts(250.0)
-    assert facts["waited_s"] == 150.0
+    assert plan.waited(250.0) == 150.0
+    facts = plan.facts()
+    assert facts["since"] == 100.0 and facts["expires_at"] == 1000.0
     assert facts["stage_mlu"] == pytest.approx(1.14 * 0.95, abs=1e-6)
     assert facts["stage_limit"] == pytest.approx(STAGE_LIMIT / MARGIN, abs=1e-6)
     assert "a0 and a1" in facts["why"] and "stage limit 0.8" in facts["why"]

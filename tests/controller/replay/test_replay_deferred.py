@@ -16,10 +16,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from controller.commands.ctl.tables import status_text
 from controller.config import ControllerConfig
+from controller.daemon import Daemon
+from controller.northbound.client import StatusReport
+from controller.northbound.daemon_api import DaemonApi
 from controller.replay.engine import ReplayEngine, ReplayResult
 from controller.replay.report import replay_json, replay_table
+from controller.replay.series import Series
+from controller.replay.series_fabric import SeriesFabric
 from optimizer.config import dump_fabric_yaml
+from optimizer.topology import uniform_mesh
 from tests.support.hot_fabrics import mesh_scaled, mixed_fabric, ring
 from tests.support.shaped_series import INTERVAL, steps
 
@@ -28,13 +35,13 @@ HOT, QUIET = 20, 20  # snapshots of each period
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-def _replay(tmp_path: Path, hot_load: float, quiet_load: float, ttl: float = 1200.0) -> ReplayResult:
+def _setup(tmp_path: Path, hot_load: float, quiet_load: float, ttl: float) -> tuple[Series, ControllerConfig]:
     fabric_file = tmp_path / "hot-8.yaml"
     fabric_file.write_text(dump_fabric_yaml(FABRIC))
     shape = mesh_scaled(FABRIC, ring(FABRIC), 1.0).gbps
     series = steps(FABRIC, [(shape * hot_load, HOT), (shape * quiet_load, QUIET)], "hot then quiet")
     base = ControllerConfig("<test>", fabric_file, tmp_path / "devices.yaml", tmp_path / "journal.db")
-    config = replace(
+    return series, replace(
         base,
         intervals=replace(base.intervals, te_interval=INTERVAL, prediction_window=4 * INTERVAL,
                           toe_check_interval=4 * INTERVAL),
@@ -42,7 +49,11 @@ def _replay(tmp_path: Path, hot_load: float, quiet_load: float, ttl: float = 120
                            deferred_plan_ttl=ttl),
         timeouts=replace(base.timeouts, toe_solve=30.0),
     )
-    return ReplayEngine(fabric_file, FABRIC, series, config, toe=True).run()
+
+
+def _replay(tmp_path: Path, hot_load: float, quiet_load: float, ttl: float = 1200.0) -> ReplayResult:
+    series, config = _setup(tmp_path, hot_load, quiet_load, ttl)
+    return ReplayEngine(config.fabric, FABRIC, series, config, toe=True).run()
 
 
 @pytest.mark.slow
@@ -81,3 +92,43 @@ def test_a_load_that_never_leaves_room_lets_the_plan_expire_and_nothing_is_appli
     outcomes = [d.outcome for d in result.deferred]
     assert "expired" in outcomes and "applied" not in outcomes, outcomes
     assert result.reconfigurations == 0 and not result.stage_checks
+
+
+@pytest.mark.slow
+def test_a_deferred_plan_shows_in_the_status_and_survives_a_restart(tmp_path: Path) -> None:
+    """The daemon itself on in-memory devices driven by the series (as replay runs it), with a
+    journal on disk: the deferred plan is in the status (API details, ``ctl status``), then
+    a new daemon on the same journal starts with it and keeps checking it."""
+    series, config = _setup(tmp_path, 0.9, 0.9, 1200.0)
+    devices = SeriesFabric(FABRIC, series, uniform_mesh(FABRIC))
+    daemon = Daemon(config, clock=devices.now, devices=devices, wait=devices.advance)
+    daemon.start()
+    try:
+        for k in range(3):
+            devices.advance_to(k * INTERVAL)
+            assert daemon.cycle_safely()
+        deferred = daemon.shared.deferred
+        assert deferred is not None and deferred.since == INTERVAL
+        status = DaemonApi(daemon).status()
+        facts = status.details["deferred_plan"]
+        assert facts["since"] == INTERVAL and facts["expires_at"] == INTERVAL + 1200.0
+        assert facts["stage_mlu"] > facts["stage_limit"] and "would drain a circuit between" in facts["why"]
+        text = status_text(StatusReport(status, ""), devices.now())
+        row = next(line for line in text.splitlines() if line.startswith("deferred ToE plan"))
+        assert f"since {INTERVAL:.0f} s ago" in row and facts["why"] in row
+    finally:
+        daemon.close()
+    restarted = Daemon(config, clock=devices.now, devices=devices, wait=devices.advance)
+    restarted.start()
+    try:
+        assert restarted.shared.deferred == deferred
+        assert restarted.board.get("deferred_plan")["since"] == INTERVAL
+        events: list[str] = []
+        restarted.report.listener = lambda kind, details: events.append(str(details.get("deferred", "")))
+        devices.advance_to(deferred.since + 4 * INTERVAL)  # the next ToE check: still no room
+        assert restarted.cycle_safely()
+        checked = restarted.shared.deferred
+        assert checked is not None and checked.checks == deferred.checks + 1
+        assert "waiting" in events
+    finally:
+        restarted.close()
