@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 
 from controller import decision as dec
+from controller.daemon.deferral import Deferral, deferral_details
 from controller.daemon.quarantine import Quarantine
 from controller.daemon.report import Reporter
 from controller.daemon.spine import SpineService
@@ -21,7 +22,7 @@ from controller.daemon.state import (
 )
 from controller.daemon.te_step import TeStep
 from controller.dry_runs import DryRunner
-from controller.reconfig.deferred import DEFERRED_PLAN_KEY, DeferredPlan, Verdict
+from controller.reconfig.deferred import DeferredPlan
 from controller.reconfig.executor import (
     StageExecutor,
     StageOutcome,
@@ -59,19 +60,6 @@ def toe_failure_reason(error: HeliostatError) -> str:
     return "error"
 
 
-def _deferral_details(outcome: str, deferred: DeferredPlan, now: float) -> dict[str, object]:
-    """A ToE event's words on a deferred plan (``heliostat replay`` reads them)."""
-    return {
-        "deferred": outcome,
-        "deferred_since": deferred.since,
-        "waited_s": deferred.waited(now),
-        "deferred_current_mlu": deferred.current_mlu,
-        "deferred_target_mlu": deferred.target_mlu,
-        "stage_mlu": deferred.misfit.mlu,
-        "stage_limit": deferred.misfit.limit,
-    }
-
-
 class Reconfiguration:
     """Writes ``state.control`` (ToE's and each stage's outcome) and, for a failed ToE on the
     journal, ``state.cycle_error``; the ``planner`` plans, the ``executor`` runs stages."""
@@ -107,6 +95,7 @@ class Reconfiguration:
         self.report = report
         self.metrics = report.metrics
         self.board = report.board
+        self.deferral = Deferral(state, settings, journal, planner, report)
 
     def plan_toe(self, trigger: str, now: float) -> None:
         skip = dec.toe_skip_reason(trigger, self.state.estimation.predictor.prediction or self.state.matrix)
@@ -135,8 +124,8 @@ class Reconfiguration:
         self.board.update(toe_runs=self.board.get("toe_runs") + 1, last_toe_time=now)
         deferral: dict[str, object] = {}
         if proposal.deferred is not None:
-            self._set_deferred(proposal.deferred, now)
-            deferral = _deferral_details("deferred", proposal.deferred, now)
+            self.deferral.keep(proposal.deferred)
+            deferral = deferral_details("deferred", proposal.deferred, now)
         self.report.emit(
             "toe",
             trigger=trigger,
@@ -162,10 +151,7 @@ class Reconfiguration:
         if prediction is None:
             return False
         try:
-            check, plan = self.planner.restage(
-                deferred, prediction, self.state.installed, now, self.state.control.last_reconfig_at,
-                self.settings.policy, view=self._view(),
-            )
+            check, plan = self.deferral.check(deferred, prediction, now, self._view())
         except HeliostatError as exc:  # kept: the next check tries again
             log.warning("deferred ToE plan: the check failed: %s", exc)
             self.metrics.toe_failed(toe_failure_reason(exc))
@@ -173,36 +159,17 @@ class Reconfiguration:
             self.board.update(phase="idle", last_error=f"ToE failed: {exc}", last_toe_time=now)
             self.report.emit("toe", trigger="auto", apply=False, reason=f"failed: {exc}")
             return True
-        applied = check.verdict is Verdict.APPLY and plan is not None
-        self.board.update(toe_runs=self.board.get("toe_runs") + 1, last_toe_time=now)
-        self._set_deferred(check.plan if check.keep else None, now)
-        current, target = check.plan.latest_current_mlu, check.plan.latest_target_mlu
-        self.report.emit(
-            "toe", trigger="auto", apply=applied, reason=check.reason,
-            current_mlu=current, planned_mlu=target, stages=len(plan.stages) if plan is not None else 0,
-            changed=check.plan.changed if applied else 0,
-            **_deferral_details(check.verdict.value, check.plan, now),
-        )
-        if applied and plan is not None:
+        if plan is not None:
             plan = replace(plan, planned_at=now)
-            self.journal.put_state("last_plan", {**plan.to_json(), "verdict": {
-                "apply": True, "reason": check.reason, "gain": check.gain}})
+            verdict = {"apply": True, "reason": check.reason, "gain": check.gain}
+            self.journal.put_state("last_plan", {**plan.to_json(), "verdict": verdict})
             self._start_reconfiguration(plan, "auto", now)
             return True
         if check.keep:
             self.state.control = dec.toe_checked(self.state.control, now)
             self.board.update(phase="idle")
             return True
-        log.info("deferred ToE plan %s: %s", check.verdict.value, check.reason)
         return False
-
-    def _set_deferred(self, deferred: DeferredPlan | None, now: float) -> None:
-        self.state.deferred = deferred
-        self.board.update(deferred_plan=None if deferred is None else deferred.facts())
-        value = None if deferred is None else deferred.to_json()
-        self.report.journal_softly(
-            "the deferred plan", lambda: self.journal.put_state(DEFERRED_PLAN_KEY, value)
-        )
 
     def _view(self) -> PlanningView:
         maintenance = self.state.control.maintenance
@@ -214,7 +181,7 @@ class Reconfiguration:
     def _start_reconfiguration(self, plan: Plan, trigger: str, now: float) -> int:
         intent_id = self.executor.begin(plan, trigger, self.state.installed)
         if self.state.deferred is not None:  # the topology moves now: a later check plans afresh
-            self._set_deferred(None, now)
+            self.deferral.keep(None)
         total = len(plan.stages)
         self.metrics.reconfigurations.labels("started").inc()
         self.metrics.reconfiguration(0, total, None)
