@@ -341,4 +341,5 @@ def replay_settings(config: ControllerConfig, toe: bool) -> dict[str, object]:
         "toe_check_interval_s": config.intervals.toe_check_interval,
         "reconfig_gain": config.thresholds.reconfig_gain,
         "stage_mlu": config.thresholds.stage_mlu,
+        "deferred_plan_ttl_s": config.deferred_plan_ttl,
     }
