@@ -57,6 +57,7 @@ class Deferral:
         """Keep ``deferred`` (None: no plan is deferred any more)."""
         self.state.deferred = deferred
         self.report.board.update(deferred_plan=None if deferred is None else deferred.facts())
+        self.report.metrics.toe_deferred_since.set(0.0 if deferred is None else deferred.since)
         value = None if deferred is None else deferred.to_json()
         self.report.journal_softly(
             "the deferred plan", lambda: self.journal.put_state(DEFERRED_PLAN_KEY, value)

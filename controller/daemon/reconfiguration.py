@@ -161,8 +161,8 @@ class Reconfiguration:
             return True
         if plan is not None:
             plan = replace(plan, planned_at=now)
-            verdict = {"apply": True, "reason": check.reason, "gain": check.gain}
-            self.journal.put_state("last_plan", {**plan.to_json(), "verdict": verdict})
+            last = {**plan.to_json(), "verdict": {"apply": True, "reason": check.reason, "gain": check.gain}}
+            self.report.journal_softly("the last plan", lambda: self.journal.put_state("last_plan", last))
             self._start_reconfiguration(plan, "auto", now)
             return True
         if check.keep:

@@ -85,6 +85,7 @@ class StartUp:
             return
         self.state.deferred = deferred
         self.board.update(deferred_plan=deferred.facts())
+        self.report.metrics.toe_deferred_since.set(deferred.since)
 
     def run(self) -> None:
         """Restore the estimation and quarantine, reconcile with the devices, recover a stage

@@ -116,6 +116,7 @@ def test_a_deferred_plan_shows_in_the_status_and_survives_a_restart(tmp_path: Pa
         text = status_text(StatusReport(status, ""), devices.now())
         row = next(line for line in text.splitlines() if line.startswith("deferred ToE plan"))
         assert f"since {INTERVAL:.0f} s ago" in row and facts["why"] in row
+        assert daemon.metrics.toe_deferred_since._value.get() == INTERVAL
     finally:
         daemon.close()
     restarted = Daemon(config, clock=devices.now, devices=devices, wait=devices.advance)
