@@ -23,6 +23,9 @@ The accepted form (every section but the three paths is optional; times in secon
       stage_mlu: 0.8                   # a stage may not push the MLU above max(this, MLU at its start)
                                        # (the LP's MLU is held to stage_mlu / 1.02 for integer weights)
       min_qualified_fraction: 0.95     # below this share of new links qualified, the stage rolls back
+      deferred_plan_ttl: 900           # a plan a stage of which does not fit today's load is kept
+                                       # this long and applied once the prediction leaves room;
+                                       # 0: never deferred (default: 3 toe_check_intervals)
     te:                                # what TE plans for (optimizer.te.TePolicy)
       method: scenarios                # scenarios (the recent matrices together) or min_mlu
       window: 96                       # measurements of history the method reads
@@ -76,6 +79,7 @@ from controller.northbound.listen import (
     ListenAddress,
     parse_listen_address,
 )
+from controller.reconfig.deferred import DEFAULT_TTL_CHECKS
 from controller.reconfig.step_timeouts import TIMEOUT_KEYS, StepTimeouts
 from controller.sensing.estimation import EstimationSettings
 from optimizer import limits, schema
@@ -116,6 +120,7 @@ class Thresholds:
     min_reconfig_interval: float = 3600.0
     stage_mlu: float = 0.8
     min_qualified_fraction: float = 0.95
+    deferred_plan_ttl: float | None = None  # None: DEFAULT_TTL_CHECKS toe_check_intervals
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,12 @@ class ControllerConfig:
     listen: Listen = field(default_factory=Listen)
     te: TePolicy = field(default_factory=TePolicy)
     ha: HaConfig | None = None  # replicas elected on etcd (controller/ha/config.py); None: alone
+
+    @property
+    def deferred_plan_ttl(self) -> float:
+        """How long a deferred ToE plan is kept, in seconds (0: plans are never deferred)."""
+        ttl = self.thresholds.deferred_plan_ttl
+        return DEFAULT_TTL_CHECKS * self.intervals.toe_check_interval if ttl is None else ttl
 
     def estimation_settings(self) -> EstimationSettings:
         return EstimationSettings(
@@ -182,14 +193,17 @@ def controller_config_from_dict(
     base = (base_dir or Path.cwd()).resolve()
     top = schema.mapping(data, source, "")
     schema.check_keys(top, source, "", TOP_KEYS, required=("fabric", "devices", "store"))
+    intervals = _intervals(_section(top, "intervals", _INTERVAL_KEYS, source), source)
+    thresholds = _thresholds(_section(top, "thresholds", _THRESHOLD_KEYS, source), source)
+    _check_deferred_ttl(thresholds, intervals, source)
     return ControllerConfig(
         source=source,
         fabric=_path(top["fabric"], source, "fabric", base),
         devices=_path(top["devices"], source, "devices", base),
         store=_path(top["store"], source, "store", base),
         solver=schema.choice(top.get("solver", Solver.HIGHS.value), source, "solver", Solver),
-        intervals=_intervals(_section(top, "intervals", _INTERVAL_KEYS, source), source),
-        thresholds=_thresholds(_section(top, "thresholds", _THRESHOLD_KEYS, source), source),
+        intervals=intervals,
+        thresholds=thresholds,
         timeouts=_timeouts(_section(top, "timeouts", _TIMEOUT_KEYS, source), source),
         listen=_listen(_section(top, "listen", _LISTEN_KEYS, source), source, base),
         te=_te(_section(top, "te", _TE_KEYS, source), source),
@@ -274,7 +288,24 @@ def _thresholds(section: dict[str, Any], source: str) -> Thresholds:
         min_qualified_fraction=_fraction(
             section, "min_qualified_fraction", d.min_qualified_fraction, source, low_open=False
         ),
+        deferred_plan_ttl=None if section.get("deferred_plan_ttl") is None else schema.number(
+            section["deferred_plan_ttl"], source, "thresholds.deferred_plan_ttl", minimum=0.0,
+            maximum=limits.MAX_SECONDS,
+        ),
     )
+
+
+def _check_deferred_ttl(thresholds: Thresholds, intervals: Intervals, source: str) -> None:
+    """A deferred plan is checked at each ToE check: a shorter life would never see one."""
+    ttl = thresholds.deferred_plan_ttl
+    if ttl is not None and 0 < ttl < intervals.toe_check_interval:
+        raise ConfigError(
+            source,
+            "thresholds.deferred_plan_ttl",
+            f"must be 0 (plans are never deferred) or at least intervals.toe_check_interval "
+            f"({intervals.toe_check_interval:g} s: a deferred plan is checked at each ToE check), "
+            f"got {ttl:g}",
+        )
 
 
 def _te(section: dict[str, Any], source: str) -> TePolicy:

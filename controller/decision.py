@@ -28,7 +28,9 @@ The rules, in order of precedence:
    blocks, OCSes and spine switches drained for maintenance (their circuits are kept as
    they are; see :mod:`controller.reconfig.in_service`), as TE routes around them. Whether a plan is applied
    is :func:`toe_verdict` (the reconfiguration policy; an operator request skips the
-   interval but still needs the plan to change something).
+   interval but still needs the plan to change something). A target worth applying that no
+   safe stage reaches at today's load is kept as a deferred plan and, at each automatic ToE
+   check, staged again against the newest prediction (:mod:`controller.reconfig.deferred`).
 """
 
 from __future__ import annotations

@@ -232,6 +232,12 @@ class ControllerMetrics:
             "heliostat_spine_links", "Spine links up and in service, of a hybrid fabric", registry=r
         )
         self.toe_paused = Gauge("heliostat_toe_paused", "1 when automatic ToE is paused", registry=r)
+        self.toe_deferred_since = Gauge(
+            "heliostat_toe_deferred_since_timestamp_seconds",
+            "When the ToE plan now deferred (waiting for the load to leave room for its stages) was "
+            "made; 0: none",
+            registry=r,
+        )
         self.circuits = Gauge("heliostat_circuits", "Circuits installed on the OCSes and up", registry=r)
         self.devices_unreachable = Gauge(
             "heliostat_devices_unreachable", "Devices that did not answer the last poll", registry=r

@@ -30,6 +30,7 @@ _DEFAULTS: dict[str, Any] = {
     "poll_s": None,
     "unexplained_drains": 0,  # drained ports found at start-up that no journal explained
     "journal_error": None,
+    "deferred_plan": None,  # a deferred ToE plan's facts (controller/reconfig/deferred.py), or None
     # HA (controller/daemon/leadership.py): None without ha
     "role": None,  # leader or standby
     "leader": None,  # the leader replica's name

@@ -36,7 +36,7 @@ import heapq
 import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -85,11 +85,23 @@ class StagingBlocked(InfeasibleError):
         self.threshold = limit if threshold is None else threshold
         self.margin = margin
         self.start = start
+        self.target: BlockedTarget | None = None  # set by plan_target when it gives up
         super().__init__(
             f"cannot stage the change in failure domain {domain}: draining even one circuit "
             f"between {pair[0]} and {pair[1]} would raise the MLU to {mlu:.4f}, "
             f"{limit_words(self.threshold, margin, start)}; raise the threshold or change less"
         )
+
+
+@dataclass(frozen=True)
+class BlockedTarget:
+    """The target a blocked staging was for (:func:`optimizer.toe.reconfigure.plan_target`
+    sets it on the :class:`StagingBlocked` it raises): its circuits and MLU, and today's MLU,
+    on the matrices the plan was made for. A daemon may keep it as a deferred plan."""
+
+    circuits: frozenset[Circuit]
+    mlu: float
+    current_mlu: float
 
 
 class StagingTimedOut(InfeasibleError):
@@ -141,6 +153,8 @@ class StagingPlan:
     margin: float = 1.0  # the LP's MLU is checked against threshold / margin
     blocked: str | None = None  # why the rest of the target is not staged (a partial plan)
     remaining: int = 0  # circuits of the target change (removed plus added) the stages leave
+    #: what stops the rest of the target (a partial plan's stage that breaks the rule), if known
+    blocked_by: StagingBlocked | None = field(default=None, compare=False)
 
     @property
     def complete(self) -> bool:
@@ -363,6 +377,7 @@ def _best_reachable(
         margin=margin,
         blocked=why,
         remaining=remaining,
+        blocked_by=blocked,
     )
 
 

@@ -41,6 +41,8 @@ def run_case(case: HotCase, time_limit: float) -> str:
     closed = f"{(toe.current_mlu - staging.final_mlu) / gap:.0%}" if gap > 1e-9 else "-"
     if toe.nothing_to_gain is not None:
         outcome = "nothing to gain"
+    elif staging.complete and not staging.stages:
+        outcome = "today's topology kept (the rounded plan is no better)"
     elif staging.complete:
         outcome = "staged"
     else:

@@ -12,13 +12,14 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from controller.commands.output import emit, emit_json, read_json
+from controller.commands.toe_defer import defer_window, deferred_only, window_text
 from controller.reconfig.workers import domain_pool
 from optimizer.budget import check_time_limit
 from optimizer.config import load_plannable_fabric
 from optimizer.errors import ConfigError
 from optimizer.limits import MAX_TABLE_SIZE
 from optimizer.progress import PROGRESS_LOGGER
-from optimizer.staging import DEFAULT_THRESHOLD
+from optimizer.staging import DEFAULT_THRESHOLD, StagingBlocked
 from optimizer.te import DEFAULT_TABLE_SIZE
 from optimizer.toe import (
     DEFAULT_MIN_GAIN,
@@ -83,6 +84,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="processes mapping the failure domains side by side on big fabrics (default: one per core, "
         "at most 4; 1: none); the circuits are the same either way",
     )
+    p.add_argument(
+        "--defer", action="store_true",
+        help="when the target cannot be staged whole at this demand, say at which share of it every "
+        "stage fits (the load the daemon's deferred plan waits for)",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--out", default=None, help="file to write (default stdout)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
@@ -138,11 +144,19 @@ def _toe(args: argparse.Namespace) -> int:
         progress_line(sys.stderr, enabled=not args.quiet and sys.stderr.isatty()),
         domain_pool(args.workers, fabric) as parallel_map,
     ):
-        plan = plan_reconfiguration(
-            fabric, matrices, current, knobs, threshold=args.threshold, table_size=args.table_size,
-            parallel_map=parallel_map,
-        )
+        try:
+            plan = plan_reconfiguration(
+                fabric, matrices, current, knobs, threshold=args.threshold, table_size=args.table_size,
+                parallel_map=parallel_map,
+            )
+        except StagingBlocked as exc:
+            if not args.defer or exc.target is None:
+                raise
+            return deferred_only(args, fabric, matrices, current, exc)
     seconds = time.perf_counter() - started
+    window = None
+    if args.defer and not plan.staging.complete:
+        window = defer_window(fabric, current, plan.mapping.circuits, matrices, args)
     if plot is not None:
         from controller.ui.plots import plot_toe
 
@@ -152,9 +166,14 @@ def _toe(args: argparse.Namespace) -> int:
         timing = {"seconds": round(seconds, 3), "time_limit": args.time_limit}
         data["solver"] = {**timing, **plan.toe.solver_json()}
         data["reached_mlu"] = round(plan.staging.final_mlu, 6)
+        if args.defer:
+            data["deferred"] = None if window is None else window.to_json(fabric)
         emit_json(data, args.out)
     else:
-        emit(format_table(plan, seconds), args.out)
+        text = format_table(plan, seconds)
+        if args.defer and not plan.staging.complete:
+            text += "\n" + window_text(window, plan.toe.current_mlu, plan.toe.mlu)
+        emit(text, args.out)
     return 0
 
 

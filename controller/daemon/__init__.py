@@ -12,7 +12,8 @@ handed its collaborators: :mod:`~controller.daemon.leadership` (the election),
 :mod:`~controller.daemon.startup` (a term's start: reconciliation, crash recovery),
 :mod:`~controller.daemon.sensing` (polls, estimation, releasing quarantine),
 :mod:`~controller.daemon.te_step` (TE, maintenance drains, restoring circuits) and
-:mod:`~controller.daemon.reconfiguration` (ToE plans, intents, stages), the announced
+:mod:`~controller.daemon.reconfiguration` (ToE plans, intents, stages; a plan deferred until
+the load leaves room for its stages: :mod:`~controller.daemon.deferral`), the announced
 jobs ToE plans for (:mod:`~controller.daemon.jobs`), with the small
 :mod:`~controller.daemon.quarantine`, :mod:`~controller.daemon.spine` and
 :mod:`~controller.daemon.report` they share. controller/README.md draws the whole.

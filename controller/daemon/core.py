@@ -217,7 +217,7 @@ class Daemon:
             self.parallel_map = self.mapping_pool.enter_context(domain_pool(fabric=fabric))
         planner = ToePlanner(
             fabric, config.thresholds.stage_mlu, time_limit=config.timeouts.toe_solve,
-            parallel_map=self.parallel_map,
+            parallel_map=self.parallel_map, deferred_ttl=config.deferred_plan_ttl,
         )
         self._planner = planner
         quarantine = Quarantine(shared, journal)

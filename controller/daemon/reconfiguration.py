@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 
 from controller import decision as dec
+from controller.daemon.deferral import Deferral, deferral_details
 from controller.daemon.quarantine import Quarantine
 from controller.daemon.report import Reporter
 from controller.daemon.spine import SpineService
@@ -21,11 +22,12 @@ from controller.daemon.state import (
 )
 from controller.daemon.te_step import TeStep
 from controller.dry_runs import DryRunner
+from controller.reconfig.deferred import DeferredPlan
 from controller.reconfig.executor import (
     StageExecutor,
     StageOutcome,
 )
-from controller.reconfig.in_service import maintenance_conflict, planning_view
+from controller.reconfig.in_service import PlanningView, maintenance_conflict, planning_view
 from controller.reconfig.journal import IntentState, Journal, JournalError
 from controller.reconfig.reviewed import PlanRefused, ReviewedPlans, apply_problem
 from controller.reconfig.stage_plan import Plan
@@ -95,6 +97,7 @@ class Reconfiguration:
         self.report = report
         self.metrics = report.metrics
         self.board = report.board
+        self.deferral = Deferral(state, settings, journal, planner, report)
 
     def plan_toe(self, trigger: str, now: float) -> None:
         skip = dec.toe_skip_reason(trigger, self.state.planning_demand(now))
@@ -105,6 +108,9 @@ class Reconfiguration:
             self.report.emit("toe", trigger=trigger, apply=False, reason=f"skipped: {skip}")
             return
         self.board.update(phase="planning")
+        deferred = self.state.deferred
+        if trigger == "auto" and deferred is not None and self._check_deferred(deferred, now):
+            return
         try:
             proposal = self.propose(trigger, now)
         except HeliostatError as exc:
@@ -118,6 +124,10 @@ class Reconfiguration:
             self.report.emit("toe", trigger=trigger, apply=False, reason=f"failed: {exc}")
             return
         self.board.update(toe_runs=self.board.get("toe_runs") + 1, last_toe_time=now)
+        deferral: dict[str, object] = {}
+        if proposal.deferred is not None:
+            self.deferral.keep(proposal.deferred)
+            deferral = deferral_details("deferred", proposal.deferred, now)
         self.report.emit(
             "toe",
             trigger=trigger,
@@ -127,6 +137,7 @@ class Reconfiguration:
             planned_mlu=proposal.planned_mlu,
             stages=len(proposal.plan.stages),
             changed=proposal.changed,
+            **deferral,
         )
         if not proposal.verdict.apply:
             self.state.control = dec.toe_checked(self.state.control, now)
@@ -134,8 +145,45 @@ class Reconfiguration:
             return
         self._start_reconfiguration(proposal.plan, trigger, now)
 
+    def _check_deferred(self, deferred: DeferredPlan, now: float) -> bool:
+        """Stage the deferred plan against the newest prediction: apply it when every stage
+        fits, keep it while one does not; True when this ToE check is done, False when the
+        plan was dropped (expired, no longer a gain) and a fresh one is to be made."""
+        prediction = self.state.estimation.predictor.prediction or self.state.matrix
+        if prediction is None:
+            return False
+        try:
+            check, plan = self.deferral.check(deferred, prediction, now, self._view())
+        except HeliostatError as exc:  # kept: the next check tries again
+            log.warning("deferred ToE plan: the check failed: %s", exc)
+            self.metrics.toe_failed(toe_failure_reason(exc))
+            self.state.control = dec.toe_checked(self.state.control, now, f"ToE failed: {exc}")
+            self.board.update(phase="idle", last_error=f"ToE failed: {exc}", last_toe_time=now)
+            self.report.emit("toe", trigger="auto", apply=False, reason=f"failed: {exc}")
+            return True
+        if plan is not None:
+            plan = replace(plan, planned_at=now)
+            last = {**plan.to_json(), "verdict": {"apply": True, "reason": check.reason, "gain": check.gain}}
+            self.report.journal_softly("the last plan", lambda: self.journal.put_state("last_plan", last))
+            self._start_reconfiguration(plan, "auto", now)
+            return True
+        if check.keep:
+            self.state.control = dec.toe_checked(self.state.control, now)
+            self.board.update(phase="idle")
+            return True
+        return False
+
+    def _view(self) -> PlanningView:
+        maintenance = self.state.control.maintenance
+        ocs_out = [m.name for m in maintenance if m.kind is dec.MaintenanceTarget.OCS]
+        return planning_view(
+            self.fabric, self.state.installed, ocs_out, blocks_out(maintenance), self.spine.service()
+        )
+
     def _start_reconfiguration(self, plan: Plan, trigger: str, now: float) -> int:
         intent_id = self.executor.begin(plan, trigger, self.state.installed)
+        if self.state.deferred is not None:  # the topology moves now: a later check plans afresh
+            self.deferral.keep(None)
         total = len(plan.stages)
         self.metrics.reconfigurations.labels("started").inc()
         self.metrics.reconfiguration(0, total, None)
@@ -148,11 +196,7 @@ class Reconfiguration:
         if prediction is None:
             raise DaemonError(NO_TRAFFIC)
         started = time.monotonic()
-        maintenance = self.state.control.maintenance
-        ocs_out = [m.name for m in maintenance if m.kind is dec.MaintenanceTarget.OCS]
-        view = planning_view(
-            self.fabric, self.state.installed, ocs_out, blocks_out(maintenance), self.spine.service()
-        )
+        view = self._view()
         self.metrics.toe_runs.labels(trigger).inc()  # an attempt, counted whatever comes of it
         proposal = self.planner.propose(
             trigger, prediction, self.state.installed, now, self.state.control.last_reconfig_at,

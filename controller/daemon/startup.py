@@ -21,6 +21,7 @@ from controller.daemon.sensing import down_ocs
 from controller.daemon.state import PREDICTION_KEY, QUARANTINE_KEY, DaemonState
 from controller.device_view import FabricPort
 from controller.operator_requests import RequestJournal
+from controller.reconfig.deferred import DEFERRED_PLAN_KEY, DeferredPlan, DeferredPlanError
 from controller.reconfig.executor import StageExecutor
 from controller.reconfig.journal import Journal, RecoveryPoint
 from controller.sensing.estimation import EstimationSettings, PeakPredictor, TrafficEstimation
@@ -72,6 +73,20 @@ class StartUp:
         self.board = report.board
         self.clock = clock
 
+    def _restore_deferred(self) -> None:
+        """The deferred ToE plan the last term kept (an unreadable one is dropped, and said so)."""
+        raw = self.journal.get_state(DEFERRED_PLAN_KEY)
+        if raw is None:
+            return
+        try:
+            deferred = DeferredPlan.from_json(raw)
+        except DeferredPlanError as exc:
+            log.warning("start-up: the journaled deferred plan is dropped: %s", exc)
+            return
+        self.state.deferred = deferred
+        self.board.update(deferred_plan=deferred.facts())
+        self.report.metrics.toe_deferred_since.set(deferred.since)
+
     def run(self) -> None:
         """Restore the estimation and quarantine, reconcile with the devices, recover a stage
         in flight, restore the operator's requests and adopt drains nothing explains."""
@@ -79,6 +94,7 @@ class StartUp:
         self.state.quarantined = {
             b: tuple(p) for b, p in (self.journal.get_state(QUARANTINE_KEY) or {}).items()
         }
+        self._restore_deferred()
         poll = self.drivers.poll()
         record = self.journal.current_topology()
         known = record.circuits if record is not None else ()

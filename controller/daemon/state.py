@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from controller import decision as dec
 from controller.daemon.jobs import JobBook
 from controller.device_view import GroupTables, PortsByBlock
+from controller.reconfig.deferred import DeferredPlan
 from controller.sensing.estimation import RateEstimator, TrafficEstimation
 from optimizer.errors import HeliostatError
 from optimizer.spine import SpineLink
@@ -73,6 +74,9 @@ class DaemonState:
     pushed_tables: GroupTables | None = None  # TeStep: the groups TE last pushed (for tomogravity)
     routes_missing: bool = False  # Sensing: no groups pushed yet and no per-destination counters
     te_runs: int = 0  # TeStep
+    #: a ToE target kept until the predicted load leaves room for its stages: Reconfiguration
+    #: (StartUp restores it from the journal)
+    deferred: DeferredPlan | None = None
     #: last_error set by a failed cycle or journal write: the Loop, Reporter, Reconfiguration
     cycle_error: str | None = None
     #: the announced jobs (controller/daemon/jobs.py): the API adds and removes, Reconfiguration

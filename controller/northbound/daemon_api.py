@@ -179,6 +179,7 @@ class DaemonApi(DaemonJobs, FabricViewApi, ControllerApi):
                 "poll_seconds": v["poll_s"],
                 "unexplained_drains": v["unexplained_drains"],
                 "journal_error": v["journal_error"],
+                "deferred_plan": v["deferred_plan"],
                 **_replica(v, self.daemon.acting()),
                 **health(v, len(self.daemon.fabric.blocks) + len(self.daemon.fabric.ocs)),
             },

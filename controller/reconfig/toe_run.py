@@ -19,16 +19,27 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from controller.decision import toe_verdict
+from controller.reconfig.deferred import (
+    DeferredCheck,
+    DeferredPlan,
+    StageMisfit,
+    Verdict,
+    defer,
+    expired,
+    judge,
+)
 from controller.reconfig.in_service import PlanningView
 from controller.reconfig.stage_plan import Plan, SolverSummary, reconfiguration_plan, topology_links
-from optimizer.budget import Clock
+from optimizer.budget import Clock, TimeBudget
+from optimizer.errors import ConfigError, InfeasibleError
 from optimizer.fabric import Fabric
 from optimizer.mapping import ParallelMap
 from optimizer.policy import Decision, ReconfigurePolicy
+from optimizer.staging import StagingBlocked, StagingPlan, stage_changes
 from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION, min_mlu
 from optimizer.toe import DEFAULT_TIME_LIMIT, ToeKnobs, plan_target
 from optimizer.toe.reconfigure import MAX_CHANGE_STEPS
-from optimizer.topology import Circuit, Topology
+from optimizer.topology import Circuit, Topology, check_circuits
 from optimizer.traffic import TrafficMatrix
 
 log = logging.getLogger(__name__)
@@ -47,6 +58,8 @@ class Proposal:
     planned_mlu: float  # the MLU of the topology the stages reach
     changed: int  # circuits removed plus added
     target: frozenset[Circuit]  # the circuits the stages reach
+    #: the planned target kept for later: staging it breaks the stage rule at today's load
+    deferred: DeferredPlan | None = None
 
 
 class ToePlanner:
@@ -57,7 +70,9 @@ class ToePlanner:
     ``clock``: it covers the whole plan (every change limit tried, the mapping's re-plans and
     the stages' search); a plan that finds it spent keeps today's topology. ``parallel_map``
     (a process pool's ``map``, the caller's) maps the failure domains side by side on big
-    fabrics: the same circuits, sooner."""
+    fabrics: the same circuits, sooner. ``deferred_ttl`` (seconds; 0: never) is how long an
+    automatic plan whose staging is blocked is kept as a deferred plan
+    (:mod:`controller.reconfig.deferred`)."""
 
     def __init__(
         self,
@@ -66,8 +81,10 @@ class ToePlanner:
         time_limit: float = DEFAULT_TIME_LIMIT,
         clock: Clock = time.monotonic,
         parallel_map: ParallelMap | None = None,
+        deferred_ttl: float = 0.0,
     ) -> None:
         self.fabric = fabric
+        self.deferred_ttl = deferred_ttl
         self.parallel_map = parallel_map
         self.stage_mlu = stage_mlu
         self.time_limit = time_limit
@@ -111,10 +128,20 @@ class ToePlanner:
         # operator's request plans for shorter paths alone too, as it always did)
         min_gain = min(policy.min_gain, MAX_MIN_GAIN) if trigger == "auto" else 0.0
         knobs = ToeKnobs(time_limit=self.time_limit, min_gain=min_gain)
-        target_plan = plan_target(
-            fabric, [prediction], changing, knobs, self.evaluate, clock=self.clock,
-            threshold=self.stage_mlu, margin=self.wcmp_margin, parallel_map=self.parallel_map,
-        )
+        try:
+            target_plan = plan_target(
+                fabric, [prediction], changing, knobs, self.evaluate, clock=self.clock,
+                threshold=self.stage_mlu, margin=self.wcmp_margin, parallel_map=self.parallel_map,
+            )
+        except StagingBlocked as exc:
+            deferred = None
+            if trigger == "auto" and exc.target is not None:
+                t = exc.target
+                deferred = defer(t.circuits | frozen, live, t.current_mlu, t.mlu, StageMisfit.of(exc), now,
+                                 self.deferred_ttl, policy)
+            if deferred is None:
+                raise
+            return self._deferred_proposal(trigger, deferred, live)
         toe, staging = target_plan.toe, target_plan.staging
         if staging is None:  # pragma: no cover - a threshold was given
             raise RuntimeError("internal error: the plan was not staged")
@@ -133,6 +160,13 @@ class ToePlanner:
         )
         if toe.nothing_to_gain is not None:
             verdict = Decision(False, toe.nothing_to_gain.message(), 0.0)
+        mapped = frozenset(target_plan.mapping.circuits) | frozen
+        deferred = None
+        if not verdict.apply and trigger == "auto" and staging.blocked_by is not None:
+            deferred = defer(mapped, live, toe.current_mlu, toe.mlu, StageMisfit.of(staging.blocked_by), now,
+                             self.deferred_ttl, policy)
+            if deferred is not None:
+                verdict = Decision(False, f"{verdict.reason}; {_deferral_words(deferred)}", verdict.gain)
         log.info(
             "ToE (%s): MLU %.4f -> %.4f, %d circuits changed%s: %s",
             trigger,
@@ -154,7 +188,6 @@ class ToePlanner:
                 circuits_removed=len(live - target),
                 circuits_added=len(target - live),
             )
-        mapped = frozenset(target_plan.mapping.circuits) | frozen
         plan = replace(
             plan,
             topology=topology_links(Topology.from_circuits(self.fabric, target)),
@@ -165,4 +198,93 @@ class ToePlanner:
             repair_trades=toe.repair_trades,
             solver=SolverSummary(toe.solver_status, toe.timed_out, toe.cut_stage, target_plan.max_change),
         )
-        return Proposal(plan, verdict, current_mlu, planned_mlu, changed, target)
+        return Proposal(plan, verdict, current_mlu, planned_mlu, changed, target, deferred)
+
+    def _deferred_proposal(self, trigger: str, deferred: DeferredPlan, live: frozenset[Circuit]) -> Proposal:
+        """Nothing applied now; the target is kept as ``deferred``."""
+        reason = f"the planned topology cannot be staged at today's load: {_deferral_words(deferred)}"
+        log.info("ToE (%s): %s", trigger, reason)
+        plan = Plan(
+            fabric=self.fabric.name,
+            trigger=trigger,
+            reason=reason,
+            current_mlu=round(deferred.current_mlu, 6),
+            planned_mlu=round(deferred.current_mlu, 6),
+            circuits_removed=0,
+            circuits_added=0,
+            topology=topology_links(Topology.from_circuits(self.fabric, live)),
+            complete=False,
+            blocked=deferred.misfit.describe(),
+            target_topology=topology_links(Topology.from_circuits(self.fabric, deferred.target)),
+        )
+        verdict = Decision(False, reason, 0.0)
+        return Proposal(plan, verdict, deferred.current_mlu, deferred.current_mlu, 0, live, deferred)
+
+    def restage(
+        self,
+        deferred: DeferredPlan,
+        prediction: TrafficMatrix,
+        live: Iterable[Circuit],
+        now: float,
+        last_reconfig_at: float | None,
+        policy: ReconfigurePolicy,
+        view: PlanningView | None = None,
+    ) -> tuple[DeferredCheck, Plan | None]:
+        """Check ``deferred`` against the newest ``prediction`` (the rules of
+        :func:`controller.reconfig.deferred.judge`): stage it from the ``live`` circuits and,
+        when every stage passes, give the plan that applies it (else None)."""
+        if expired(deferred, now):
+            return judge(deferred, now, None, None, None, policy), None
+        live = frozenset(live)
+        fabric, frozen = (self.fabric, frozenset()) if view is None else (view.fabric, view.frozen)
+        if view is not None:
+            prediction = view.demand(prediction)
+        changing, goal = live - frozen, deferred.target - frozen
+        problem = None
+        if not frozen <= deferred.target:
+            kept_out = len(frozen - deferred.target)
+            problem = f"{kept_out} circuits it changes are on devices now under maintenance"
+        else:
+            try:
+                check_circuits(fabric, tuple(goal), "<deferred plan>")
+            except ConfigError as exc:
+                problem = f"the fabric in service cannot take it any more ({exc})"
+        current_mlu = self.evaluate(fabric, Topology.from_circuits(fabric, changing), prediction)
+        target_mlu = current_mlu
+        if problem is None:
+            target_mlu = self.evaluate(fabric, Topology.from_circuits(fabric, goal), prediction)
+        check = judge(deferred, now, current_mlu, target_mlu, None, policy, last_reconfig_at, problem)
+        if check.verdict is not Verdict.WAIT:  # dropped: nothing to stage
+            return check, None
+        staged: StagingPlan | StageMisfit
+        try:
+            staged = stage_changes(
+                fabric, changing, goal, [prediction], self.evaluate, self.stage_mlu, margin=self.wcmp_margin,
+                budget=TimeBudget(self.time_limit, self.clock),
+            )
+        except StagingBlocked as exc:
+            staged = StageMisfit.of(exc)
+        except InfeasibleError as exc:
+            check = judge(deferred, now, current_mlu, target_mlu, None, policy, last_reconfig_at, str(exc))
+            return check, None
+        check = judge(deferred, now, current_mlu, target_mlu, staged, policy, last_reconfig_at)
+        log.info("deferred ToE plan: %s", check.reason)
+        if check.verdict is not Verdict.APPLY or not isinstance(staged, StagingPlan):
+            return check, None
+        plan = reconfiguration_plan(fabric, "auto", staged, current_mlu, staged.final_mlu, check.reason)
+        plan = replace(
+            plan,
+            topology=topology_links(Topology.from_circuits(self.fabric, staged.final_circuits | frozen)),
+            complete=True,
+            target_topology=topology_links(Topology.from_circuits(self.fabric, deferred.target)),
+            frozen_circuits=len(frozen) if frozen else None,
+        )
+        return check, plan
+
+
+def _deferral_words(deferred: DeferredPlan) -> str:
+    return (
+        f"the target (MLU {deferred.current_mlu:.4f} -> {deferred.target_mlu:.4f}, {deferred.changed} "
+        f"circuits changed) is deferred until the predicted load leaves room for its stages: "
+        f"{deferred.misfit.describe()}"
+    )

@@ -72,6 +72,27 @@ class StageCheck:
         return self.mlu <= self.limit + 1e-9
 
 
+@dataclass(frozen=True)
+class DeferredEvent:
+    """A deferred ToE plan's step (controller/reconfig/deferred.py): ``outcome`` is deferred,
+    waiting, applied, expired or dropped. ``current_mlu`` and ``target_mlu`` are the MLUs
+    predicted when it was deferred; ``mlu_before`` / ``mlu_after`` (applied only) what the
+    routing in force gave the traffic when it was applied and once its reconfiguration ended."""
+
+    time: float
+    outcome: str
+    since: float
+    waited_s: float
+    current_mlu: float
+    target_mlu: float
+    stage_mlu: float  # the drained MLU of the stage that did not fit (at the last check)
+    stage_limit: float  # ... and its limit
+    reason: str
+    mlu_before: float | None = None
+    mlu_after: float | None = None
+    reconfiguration_s: float | None = None  # how long the applied reconfiguration took
+
+
 @dataclass
 class ReplayResult:
     fabric: str
@@ -86,6 +107,7 @@ class ReplayResult:
     blackholed_bytes: float = 0.0
     toe_checks: int = 0  # ToE proposals the policy judged (applied or not)
     toe_failures: dict[str, int] = field(default_factory=dict)  # why a proposal failed -> count
+    deferred: list[DeferredEvent] = field(default_factory=list)  # deferred plans' steps, in order
 
     def ratios(self) -> np.ndarray:
         return np.array([s.ratio for s in self.snapshots if s.ratio is not None])
@@ -127,6 +149,7 @@ class ReplayEngine:
         self._changed = 0
         self._toe_checks = 0
         self._toe_failures: dict[str, int] = {}
+        self._deferred: list[DeferredEvent] = []
 
     def run(self) -> ReplayResult:
         with tempfile.TemporaryDirectory(prefix="heliostat-replay-") as tmp:
@@ -178,6 +201,8 @@ class ReplayEngine:
                 self._toe_checks += 1
             if details.get("apply"):
                 self._changed += _int(details.get("changed"))
+            if "deferred" in details:
+                self._deferred.append(_deferred_event(self.devices.now(), details))
         elif kind == "step" and details.get("step") == "drain" and details.get("event") == "started":
             intent = _int(details.get("intent"))
             if self._reconfig is None or self._reconfig.intent != intent:
@@ -229,6 +254,7 @@ class ReplayEngine:
             reconfiguring = any(s <= t < e for s, e in windows)
             results.append(SnapshotResult(t, mlu, optimal, reconfiguring))
         rolled_back = sum(1 for _, outcome in self._outcomes if outcome != "done")
+        deferred = [_gained(d, results, windows) for d in self._deferred]
         return ReplayResult(
             fabric=self.fabric.name,
             snapshots=results,
@@ -242,7 +268,58 @@ class ReplayEngine:
             blackholed_bytes=self.devices.blackholed_bytes,
             toe_checks=self._toe_checks,
             toe_failures=dict(self._toe_failures),
+            deferred=deferred,
         )
+
+
+def _deferred_event(now: float, details: dict[str, object]) -> DeferredEvent:
+    return DeferredEvent(
+        time=now,
+        outcome=str(details.get("deferred")),
+        since=_float(details.get("deferred_since")),
+        waited_s=_float(details.get("waited_s")),
+        current_mlu=_float(details.get("deferred_current_mlu")),
+        target_mlu=_float(details.get("deferred_target_mlu")),
+        stage_mlu=_float(details.get("stage_mlu")),
+        stage_limit=_float(details.get("stage_limit")),
+        reason=str(details.get("reason", "")),
+    )
+
+
+def _gained(
+    event: DeferredEvent, snapshots: list[SnapshotResult], windows: list[tuple[float, float]]
+) -> DeferredEvent:
+    """An applied plan with the MLU in force when it was applied and once its reconfiguration
+    (the first that started then or later) ended."""
+    if event.outcome != "applied":
+        return event
+    window = next(((s, e) for s, e in windows if s >= event.time - 1e-9), None)
+    if window is None:
+        return event
+    before = _mlu_before(snapshots, event.time)
+    after = _first_mlu_from(snapshots, window[1]) if np.isfinite(window[1]) else None
+    took = window[1] - event.time if np.isfinite(window[1]) else None
+    return replace(event, mlu_before=before, mlu_after=after, reconfiguration_s=took)
+
+
+def _mlu_before(snapshots: list[SnapshotResult], t: float) -> float | None:
+    """The MLU of the last judged snapshot that started before ``t`` (the cycle at ``t`` may
+    already have changed the routing of the snapshot starting then)."""
+    current = None
+    for s in snapshots:
+        if s.time >= t - 1e-9:
+            break
+        current = s.mlu if s.mlu is not None else current
+    return current
+
+
+def _first_mlu_from(snapshots: list[SnapshotResult], t: float) -> float | None:
+    """The MLU of the first judged snapshot starting at or after ``t`` (on the routing then in force)."""
+    return next((s.mlu for s in snapshots if s.time >= t - 1e-9 and s.mlu is not None), None)
+
+
+def _float(value: object) -> float:
+    return float(value) if isinstance(value, int | float) else float("nan")
 
 
 def _drained_end(fabric: Fabric, circuit: Circuit, drained: frozenset[tuple[str, int]]) -> bool:
@@ -264,4 +341,5 @@ def replay_settings(config: ControllerConfig, toe: bool) -> dict[str, object]:
         "toe_check_interval_s": config.intervals.toe_check_interval,
         "reconfig_gain": config.thresholds.reconfig_gain,
         "stage_mlu": config.thresholds.stage_mlu,
+        "deferred_plan_ttl_s": config.deferred_plan_ttl,
     }

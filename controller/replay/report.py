@@ -52,6 +52,10 @@ def summary_json(result: ReplayResult) -> dict[str, Any]:
         "stage_checks": len(result.stage_checks),
         "stage_checks_kept": len(kept),
         "blackholed_bytes": result.blackholed_bytes,
+        "deferred_plans": {
+            outcome: sum(1 for d in result.deferred if d.outcome == outcome)
+            for outcome in ("deferred", "waiting", "applied", "expired", "dropped")
+        },
     }
 
 
@@ -65,6 +69,15 @@ def replay_json(result: ReplayResult) -> dict[str, Any]:
             for s in result.snapshots
         ],
         "toe_failures": result.toe_failures,
+        "deferred": [
+            {
+                "time": d.time, "outcome": d.outcome, "since": d.since, "waited_s": d.waited_s,
+                "current_mlu": d.current_mlu, "target_mlu": d.target_mlu, "stage_mlu": d.stage_mlu,
+                "stage_limit": d.stage_limit, "mlu_before": d.mlu_before, "mlu_after": d.mlu_after,
+                "reconfiguration_s": d.reconfiguration_s, "reason": d.reason,
+            }
+            for d in result.deferred
+        ],
         "stage_checks": [
             {
                 "time": c.time,
@@ -99,6 +112,7 @@ def replay_table(result: ReplayResult) -> str:
     ]
     for why, count in sorted(result.toe_failures.items(), key=lambda kv: -kv[1])[:3]:
         lines.append(f"  ToE failed {count}x: {why}")
+    lines.extend(deferred_lines(result))
     if s["stage_checks"]:
         lines.append(
             f"staging rule on the traffic while stages ran: kept {s['stage_checks_kept']} "
@@ -111,6 +125,36 @@ def replay_table(result: ReplayResult) -> str:
         lines.append("te: " + ", ".join(f"{k} {v}" for k, v in te.items()))
     lines.append("settings: " + ", ".join(f"{k} {v}" for k, v in result.settings.items() if k != "te"))
     return "\n".join(lines)
+
+
+def deferred_lines(result: ReplayResult) -> list[str]:
+    """When deferred plans were made, and when each would have applied and what it gained."""
+    if not result.deferred:
+        return []
+    counts = summary_json(result)["deferred_plans"]
+    lines = [
+        f"deferred plans: {counts['deferred']} deferred, {counts['applied']} applied, "
+        f"{counts['expired']} expired, {counts['dropped']} dropped ({counts['waiting']} checks waited)"
+    ]
+
+    def fmt(value: float | None) -> str:
+        return "-" if value is None else f"{value:.4f}"
+
+    for d in result.deferred:
+        if d.outcome == "deferred":
+            lines.append(
+                f"  t={d.time:.0f}s deferred: MLU {d.current_mlu:.4f} -> {d.target_mlu:.4f} predicted; "
+                f"a stage would reach {d.stage_mlu:.4f} against a limit of {d.stage_limit:.4f}"
+            )
+        elif d.outcome == "applied":
+            took = "" if d.reconfiguration_s is None else f", reconfigured in {d.reconfiguration_s:.0f}s"
+            lines.append(
+                f"  t={d.time:.0f}s applied after waiting {d.waited_s:.0f}s (deferred at t={d.since:.0f}s): "
+                f"MLU in force {fmt(d.mlu_before)} -> {fmt(d.mlu_after)}{took}"
+            )
+        elif d.outcome in ("expired", "dropped"):
+            lines.append(f"  t={d.time:.0f}s {d.outcome} after {d.waited_s:.0f}s: {d.reason}")
+    return lines
 
 
 def route_lines(fabric: Fabric, result: ReplayResult) -> Iterator[dict[str, Any]]:

@@ -26,6 +26,7 @@ from optimizer.mapping import MappingResult, ParallelMap, map_topology, unchange
 from optimizer.policy import Decision, ReconfigurePolicy, should_reconfigure
 from optimizer.staging import (
     DEFAULT_THRESHOLD,
+    BlockedTarget,
     MluFunction,
     StagingBlocked,
     StagingPlan,
@@ -221,7 +222,7 @@ def plan_target(
                 if swaps is not None and swaps.final_mlu < staging.final_mlu * (1 - 1e-6):
                     why = f"{staging.blocked}; {len(swaps.stages)} safe swaps reach a lower MLU"
                     remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
-                    staging = replace(swaps, blocked=why, remaining=remaining)
+                    staging = replace(swaps, blocked=why, remaining=remaining, blocked_by=staging.blocked_by)
             return TargetPlan(toe, mapping, staging, max_change)
         except InfeasibleError as exc:
             # StagingBlocked, StagingTimedOut, or a smaller change limit the mapping cannot meet
@@ -239,12 +240,17 @@ def plan_target(
             )
             log.info("ToE: %s, MLU %.4f -> %.4f", why, swaps.start_mlu, swaps.final_mlu)
             remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
-            return TargetPlan(toe, mapping, replace(swaps, blocked=why, remaining=remaining), max_change)
+            blocker = first_failure if isinstance(first_failure, StagingBlocked) else None
+            staged = replace(swaps, blocked=why, remaining=remaining, blocked_by=blocker)
+            return TargetPlan(toe, mapping, staged, max_change)
         if budget.expired():
             why = "and the plan's time limit ran out before a safe swap of two circuits was found"
         else:
             why = "and no single swap of two circuits is both safe and lowers the MLU"
         first_failure.args = (f"{first_failure.args[0]}; {why}{_advice(first_failure, planned)}",)
+        if isinstance(first_failure, StagingBlocked) and planned[0].nothing_to_gain is None:
+            toe = planned[0]
+            first_failure.target = BlockedTarget(frozenset(planned[1].circuits), toe.mlu, toe.current_mlu)
     raise first_failure
 
 

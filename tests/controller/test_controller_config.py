@@ -67,6 +67,16 @@ def test_a_minimal_config_gets_every_default() -> None:
     assert str(config.listen.northbound) == "127.0.0.1:50051"
 
 
+def test_the_deferred_plan_ttl_defaults_to_three_toe_checks_and_0_turns_deferral_off() -> None:
+    assert controller_config_from_dict(MINIMAL, "c.yaml", Path("/base")).deferred_plan_ttl == 900.0
+    faster = {**MINIMAL, "intervals": {"toe_check_interval": 60}}
+    assert controller_config_from_dict(faster, "c.yaml", Path("/base")).deferred_plan_ttl == 180.0
+    off = with_section("thresholds", deferred_plan_ttl=0)
+    assert controller_config_from_dict(off, "c.yaml", Path("/base")).deferred_plan_ttl == 0.0
+    longer = with_section("thresholds", deferred_plan_ttl=7200)
+    assert controller_config_from_dict(longer, "c.yaml", Path("/base")).deferred_plan_ttl == 7200.0
+
+
 def test_relative_paths_are_resolved_against_the_config_file(tmp_path: Path) -> None:
     (tmp_path / "etc").mkdir()
     path = tmp_path / "etc" / "controller.yaml"
@@ -152,6 +162,10 @@ def test_the_toe_solver_budget_is_configured_under_timeouts() -> None:
         (with_section("thresholds", reconfig_gain=-1), "thresholds.reconfig_gain", ">= 0"),
         (with_section("thresholds", matrix_floor_gbps=0), "thresholds.matrix_floor_gbps", "> 0"),
         (with_section("thresholds", te_stale_ratio=0.9), "thresholds.te_stale_ratio", "at least 1"),
+        (with_section("thresholds", deferred_plan_ttl=-1), "thresholds.deferred_plan_ttl", ">= 0"),
+        (with_section("thresholds", deferred_plan_ttl="1h"), "thresholds.deferred_plan_ttl", "a number"),
+        (with_section("thresholds", deferred_plan_ttl=100), "thresholds.deferred_plan_ttl",
+         "at least intervals.toe_check_interval (300 s"),
         (with_section("timeouts", qualify=-5), "timeouts.qualify", "must be > 0"),
         (with_section("timeouts", reboot=5), "timeouts.reboot", "unknown key"),
         (with_section("timeouts", toe_solve=0), "timeouts.toe_solve", "must be > 0"),

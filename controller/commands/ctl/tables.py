@@ -111,6 +111,13 @@ def _replica(details: dict) -> str:
     return f"standby; leader {leader}{where} ({epoch})"
 
 
+def _deferred(facts: dict, now: float) -> str:
+    since = facts.get("since")
+    age = f"since {max(0.0, now - since):.0f} s ago" if isinstance(since, int | float) else "deferred"
+    before, after = value_text(facts.get("current_mlu")), value_text(facts.get("target_mlu"))
+    return f"{age}, MLU {before} -> {after} once applied: {facts.get('why')}"
+
+
 def status_text(report: StatusReport, now: float) -> str:
     s = report.status
     rows = [("phase", s.phase.value)]
@@ -129,6 +136,9 @@ def status_text(report: StatusReport, now: float) -> str:
         ("reconfiguration", _reconfiguration(s)),
         ("maintenance", ", ".join(s.maintenance) or "none"),
     ]
+    deferred = s.details.get("deferred_plan")
+    if isinstance(deferred, dict):  # a ToE plan waiting for room (controller/reconfig/deferred.py)
+        rows.append(("deferred ToE plan", _deferred(deferred, now)))
     if s.last_error:
         rows.append(("last error", s.last_error))
     metrics = f"http://{report.metrics_address}/metrics" if report.metrics_address else "not served"

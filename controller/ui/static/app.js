@@ -59,7 +59,14 @@ function renderStatus(s) {
   if (s.last_error) problems.push(`last error: ${s.last_error}`);
   $("problems").replaceChildren(...problems.map((p) => el("div", {}, p)));
   const maintenance = s.maintenance.length ? s.maintenance.join(", ") : "none";
-  $("maintenance").replaceChildren(el("p", {}, "Drained for maintenance: ", el("b", {}, maintenance)));
+  const rows = [el("p", {}, "Drained for maintenance: ", el("b", {}, maintenance))];
+  const deferred = s.details && s.details.deferred_plan;
+  if (deferred) {  // a ToE plan waiting for the predicted load to leave room (controller/reconfig/deferred.py)
+    const since = new Date(deferred.since * 1000).toLocaleTimeString();
+    rows.push(el("p", { id: "deferred-plan" }, "ToE plan deferred since ", el("b", {}, since),
+      ` (MLU ${fixed(deferred.current_mlu, 4)} -> ${fixed(deferred.target_mlu, 4)} once applied): ${deferred.why}`));
+  }
+  $("maintenance").replaceChildren(...rows);
   if (s.metrics_url) $("metrics-link").replaceChildren(" · metrics: ", el("a", { href: s.metrics_url }, s.metrics_url));
 }
 
