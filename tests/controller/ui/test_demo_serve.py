@@ -39,7 +39,7 @@ def test_demo_serve_prints_the_urls_and_keeps_serving_until_sigterm() -> None:
                  150, interval=0.2, what="the demo's summary")
         out = "".join(lines)
         assert proc.poll() is None, out
-        assert "outcome: OK" in out
+        assert "outcome: OK" in out, out[-4000:]
         page = re.search(r"status page: (http://127\.0\.0\.1:\d+/)", out)
         metrics = re.search(r"metrics: (http://127\.0\.0\.1:\d+/metrics)", out)
         assert page and metrics, out
