@@ -23,6 +23,7 @@ What each policy's routing did to the jobs' bursts is judged afterwards
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -63,8 +64,10 @@ def schedule_series(schedule: Schedule, fabric: Fabric, step: float) -> Series:
     return Series(blocks, np.array(times), gbps, schedule.source)
 
 
-class JobAwareReplay(ReplayEngine):
-    """The replay engine with the schedule's jobs announced to the daemon's job book first."""
+class JobReplay(ReplayEngine):
+    """The replay engine for one policy: with ``announce``, the schedule's jobs are announced
+    to the daemon's job book first (planning for their bursts with ``bursts``). Every ToE
+    planning the daemon does is timed (wall clock): :attr:`plan_seconds`."""
 
     def __init__(
         self,
@@ -74,19 +77,43 @@ class JobAwareReplay(ReplayEngine):
         config: ControllerConfig,
         schedule: Schedule,
         *,
+        toe: bool,
+        announce: bool = False,
         bursts: bool = False,
         progress: Progress | None = None,
     ) -> None:
-        super().__init__(fabric_path, fabric, series, config, toe=True, progress=progress)
+        super().__init__(fabric_path, fabric, series, config, toe=toe, progress=progress)
         self.schedule = schedule
+        self.announce = announce
         self.bursts = bursts
+        self.plan_seconds: list[PlanTime] = []
 
     def _drive(self, daemon: Daemon) -> None:
         now = self.devices.now()
         daemon.jobs.bursts = self.bursts
-        for job in self.schedule.jobs:
-            daemon.jobs.add(job.text, job.start, job.end, now, source=job.spec.source)
+        if self.announce:
+            for job in self.schedule.jobs:
+                daemon.jobs.add(job.text, job.start, job.end, now, source=job.spec.source)
+        if daemon.term is not None:
+            reconfiguration = daemon.term.reconfiguration
+            plan = reconfiguration.plan_toe
+
+            def timed(trigger: str, at: float) -> None:
+                started = time.perf_counter()
+                try:
+                    plan(trigger, at)
+                finally:
+                    self.plan_seconds.append(PlanTime(trigger, at, time.perf_counter() - started))
+
+            reconfiguration.plan_toe = timed  # type: ignore[method-assign,assignment]  # timing only
         super()._drive(daemon)
+
+
+@dataclass(frozen=True)
+class PlanTime:
+    trigger: str  # "job", "auto", ...
+    at: float  # simulated time
+    seconds: float  # wall clock the daemon's ToE planning took
 
 
 @dataclass(frozen=True)
@@ -94,6 +121,7 @@ class PolicyRun:
     policy: Policy
     result: ReplayResult
     lead_time: float  # how far ahead of a start the policy may know of the job (0: it measures)
+    plan_seconds: tuple[PlanTime, ...] = ()
 
 
 def run_policy(
@@ -106,16 +134,18 @@ def run_policy(
 ) -> PolicyRun:
     series = schedule_series(schedule, fabric, config.intervals.te_interval * 10)
     log.info("replay --jobs: %s over %d snapshots", policy.value, len(series))
-    engine: ReplayEngine
     aware = policy in (Policy.JOB_AWARE, Policy.JOB_AWARE_BURSTS)
-    if aware:
-        bursts = policy is Policy.JOB_AWARE_BURSTS
-        engine = JobAwareReplay(
-            fabric_path, fabric, series, config, schedule, bursts=bursts, progress=progress
-        )
-    else:
-        engine = ReplayEngine(
-            fabric_path, fabric, series, config, toe=policy is Policy.REACTIVE, progress=progress
-        )
+    engine = JobReplay(
+        fabric_path,
+        fabric,
+        series,
+        config,
+        schedule,
+        toe=policy is not Policy.MESH,
+        announce=aware,
+        bursts=policy is Policy.JOB_AWARE_BURSTS,
+        progress=progress,
+    )
     lead = config.intervals.job_lead_time if aware else 0.0
-    return PolicyRun(policy, engine.run(), lead)
+    result = engine.run()
+    return PolicyRun(policy, result, lead, tuple(engine.plan_seconds))

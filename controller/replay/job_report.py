@@ -27,15 +27,20 @@ def jobs_table(outcomes: Sequence[PolicyOutcome], toe_interval: float) -> str:
     lines = [
         "communication time per iteration (ms, the mean over each job's iterations while it runs)",
         "",
-        f"| policy | {' | '.join(names)} | mean | / {outcomes[0].policy} | reconfigurations | blackholes |",
-        "|---|" + "---:|" * (len(names) + 4),
+        f"| policy | {' | '.join(names)} | mean | / {outcomes[0].policy} | reconfigurations | blackholes "
+        "| slowest plan on a job arrival |",
+        "|---|" + "---:|" * (len(names) + 5),
     ]
     for o in outcomes:
         mean = o.mean_comm_seconds
         ratio = "-" if mean is None or not base else f"{mean / base:.2f}"
         cells = " | ".join(_ms(j.comm_seconds) for j in o.jobs)
         holes = f"{o.blackholed_segments} of {o.segments} segments, {o.blackholed_bytes:.0f} B counted"
-        lines.append(f"| {o.policy} | {cells} | {_ms(mean)} | {ratio} | {o.reconfigurations} | {holes} |")
+        slowest = o.slowest_plan("job")
+        plan = "-" if slowest is None else f"{slowest:.1f} s"
+        lines.append(
+            f"| {o.policy} | {cells} | {_ms(mean)} | {ratio} | {o.reconfigurations} | {holes} | {plan} |"
+        )
     lines += [
         "",
         "topology reached (the last circuit change for the job, from its start; "
@@ -63,6 +68,7 @@ def jobs_json(outcomes: Sequence[PolicyOutcome], settings: dict[str, Any]) -> di
                 "blackholed_bytes": o.blackholed_bytes,
                 "blackholed_segments": o.blackholed_segments,
                 "segments": o.segments,
+                "plans": [{"trigger": p.trigger, "at": p.at, "seconds": p.seconds} for p in o.plan_seconds],
                 "jobs": [
                     {
                         "name": j.name,

@@ -26,7 +26,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from controller.replay.job_policies import PolicyRun
+from controller.replay.job_policies import PlanTime, PolicyRun
 from controller.replay.routing import routed_loads, trunk_capacity, trunk_members
 from controller.replay.series_fabric import RoutingState
 from optimizer.fabric import Fabric
@@ -61,7 +61,12 @@ class PolicyOutcome:
     stages: int
     blackholed_segments: int = 0
     segments: int = 0
-    play_seconds: dict[str, float] = field(default_factory=dict)
+    plan_seconds: list[PlanTime] = field(default_factory=list)  # the daemon's ToE plans, timed
+
+    def slowest_plan(self, trigger: str) -> float | None:
+        """Wall-clock seconds of the slowest ToE planning on ``trigger`` ("job": an arrival)."""
+        times = [p.seconds for p in self.plan_seconds if p.trigger == trigger]
+        return max(times) if times else None
 
     @property
     def mean_comm_seconds(self) -> float | None:
@@ -122,6 +127,7 @@ def judge(run: PolicyRun, fabric: Fabric, schedule: Schedule) -> PolicyOutcome:
         len(result.stage_checks),
         holes,
         segments,
+        list(run.plan_seconds),
     )
 
 

@@ -69,6 +69,12 @@ def test_job_aware_toe_is_ready_before_the_job_and_shortens_its_communication(tm
     assert dense["reactive"]["reached_s"] >= 0
     assert aware["mean_comm_seconds"] < mesh["mean_comm_seconds"]
     assert aware["mean_comm_seconds"] <= reactive["mean_comm_seconds"]
+    # the daemon planned on each arrival it was told of, and its planning was timed
+    job_plans = [p for p in aware["plans"] if p["trigger"] == "job"]
+    for due in (0.0, 900.0 - LEAD):  # llm-dense is due from the start, moe from 300 s
+        assert any(due <= p["at"] <= due + 30.0 for p in job_plans), (due, job_plans)
+    assert all(p["seconds"] > 0 for p in job_plans)
+    assert not [p for p in reactive["plans"] if p["trigger"] == "job"] and not mesh["plans"]
 
 
 @pytest.mark.parametrize(
