@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.jobs.static_bound import bound_lines
 from benchmarks.machine import machine_summary
 from controller.config import ControllerConfig, Intervals, Thresholds
 from controller.replay.job_policies import Policy, run_policy
@@ -124,6 +125,8 @@ def run_case(case: Case) -> list[str]:
         jobs_table(list(outcomes.values()), TOE_INTERVAL),
         "",
         *verdicts(outcomes),
+        "",
+        *bound_lines(fabric, schedule),
         "",
     ]
 
