@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from controller.commands.output import emit, emit_json
+from controller.commands.replay_jobs import DEFAULT_POLICIES, replay_jobs
 from controller.config import ControllerConfig, load_controller_config
 from controller.replay.engine import ReplayEngine
 from controller.replay.report import plot_replay, replay_json, replay_table, write_routes
@@ -35,7 +36,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--fabric", required=True, help="fabric YAML")
     p.add_argument(
-        "--series", required=True, help="CSV time,src,dst,gbps, or a .hist file (one N*N matrix a line)"
+        "--series", default=None, help="CSV time,src,dst,gbps, or a .hist file (one N*N matrix a line)"
+    )
+    p.add_argument(
+        "--jobs",
+        default=None,
+        metavar="SCHEDULE",
+        help="instead of --series: a schedule of job arrivals and departures (YAML, "
+        "optimizer/jobs/schedule.py); compares the uniform mesh, reactive ToE and job-aware ToE "
+        "on each job's communication time per iteration",
+    )
+    p.add_argument(
+        "--policies",
+        default=",".join(DEFAULT_POLICIES),
+        help="with --jobs: the policies to compare, comma-separated, the first the baseline "
+        "(also job-aware-bursts: the book plans for each job's peak phase)",
     )
     p.add_argument(
         "--config", default=None, help="controller config whose intervals, thresholds and te: it uses"
@@ -56,6 +71,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    if (args.series is None) == (args.jobs is None):
+        raise ConfigError(ARGS, "--series", "give one of --series and --jobs")
+    if args.jobs is not None:
+        fabric_path = Path(args.fabric).resolve()
+        return replay_jobs(args, fabric_path, _config(args.config, fabric_path))
     if args.start < 0:
         raise ConfigError(ARGS, "--start", f"must be >= 0, got {args.start}")
     plot = None

@@ -93,7 +93,7 @@ class BookedJob:
     start: float
     end: float | None
     added_at: float
-    traffic: TrafficMatrix  # its average Gbit/s between blocks
+    traffic: TrafficMatrix  # its Gbit/s between blocks: the average (or the bursts' peak)
 
     @property
     def name(self) -> str:
@@ -132,9 +132,12 @@ class BookedJob:
 class JobBook:
     """The announced jobs; thread-safe (the API's threads add and remove, the loop reads)."""
 
-    def __init__(self, fabric: Fabric, lead_time: float) -> None:
+    def __init__(self, fabric: Fabric, lead_time: float, bursts: bool = False) -> None:
         self.fabric = fabric
         self.lead_time = lead_time
+        #: plan for each pair's peak over the iteration's phases (its all-reduce burst) rather
+        #: than the average: what ``heliostat replay --jobs`` compares as ``job-aware-bursts``
+        self.bursts = bursts
         self._jobs: dict[str, BookedJob] = {}
         self._journal: Journal | None = None
         self._lock = threading.Lock()
@@ -145,7 +148,8 @@ class JobBook:
         if end is not None and end <= start:
             raise JobRejected(JobProblem.TIMES,
                               f"job {spec.name!r}: it ends ({end:g}) before it starts ({start:g})")
-        traffic = job_traffic(spec, self.fabric).mean()
+        modelled = job_traffic(spec, self.fabric)
+        traffic = modelled.peak() if self.bursts else modelled.mean()
         return BookedJob(spec, text, start, end, added_at, traffic)
 
     def attach(self, journal: Journal) -> list[str]:

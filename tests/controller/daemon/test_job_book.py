@@ -166,3 +166,21 @@ def test_a_job_trigger_skips_the_interval_but_not_the_gain() -> None:
     assert not same.apply and "threshold" in same.reason  # an operator's would apply this churn
     assert toe_verdict("operator", 0.25, 0.25, 16, NOW, None, policy).apply
     assert not toe_verdict(JOB_TRIGGER, 0.8, 0.5, 0, NOW, None, policy).apply  # nothing changes
+
+
+def test_a_book_for_bursts_plans_for_each_pair_s_peak_phase_not_the_average(tmp_path: Path) -> None:
+    from optimizer.jobs import job_traffic
+
+    modelled = job_traffic(parse_announcement(JOB, "job file", FABRIC_8), FABRIC_8)
+    with Journal(tmp_path / "j.db") as journal:
+        averages, bursts = JobBook(FABRIC_8, 900.0), JobBook(FABRIC_8, 900.0, bursts=True)
+        for book in (averages, bursts):
+            book.attach(journal)
+            book.add(JOB, NOW + 600, None, NOW)
+            book.remove("llm-dense")
+            book.add(JOB, NOW + 600, None, NOW)
+        assert (averages.jobs()[0].traffic.gbps == modelled.mean().gbps).all()
+        assert (bursts.jobs()[0].traffic.gbps == modelled.peak().gbps).all()
+        assert bursts.jobs()[0].traffic.total() > 2 * averages.jobs()[0].traffic.total()
+        due = bursts.demand(None, NOW + 100)
+        assert due is not None and (due.gbps == modelled.peak().gbps).all()

@@ -1,0 +1,176 @@
+"""Benchmark: jobs arriving and leaving under the uniform mesh, reactive ToE and job-aware ToE
+(issue 31 items 3 and 4), through ``heliostat replay --jobs``'s code.
+
+For each case the daemon runs over the schedule three times (:mod:`controller.replay.job_policies`)
+and every job's communication time per iteration is played on the routing in force
+(:mod:`controller.replay.job_time`). The targets of issue 31 item 4 are checked and reported,
+met or not: the job-aware ToE lowers the mean communication time per iteration by >= 30%
+against the uniform mesh; it reaches each arriving job's topology at least one ToE interval
+before the reactive ToE; no stage blackholes any job's traffic; the plan for a job arrival
+at 64 blocks is ready in <= 20 s.
+
+    python -m benchmarks.jobs.schedule [--with-64] [--out benchmarks/RESULTS_jobs.md]
+
+The results go into ``--out`` between the markers below (the rest of the file is kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from benchmarks.jobs.static_bound import bound_lines
+from benchmarks.machine import machine_summary
+from controller.config import ControllerConfig, load_controller_config
+from controller.replay.job_policies import Policy, run_policy
+from controller.replay.job_report import jobs_table
+from controller.replay.job_time import PolicyOutcome, judge
+from optimizer.config import load_fabric
+from optimizer.jobs.schedule import load_schedule
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEDULES = ROOT / "configs" / "jobs" / "schedules"
+BEGIN = "<!-- benchmarks.jobs.schedule: begin -->"
+END = "<!-- benchmarks.jobs.schedule: end -->"
+TOE_INTERVAL = 300.0
+LEAD = 600.0
+TARGET_RATIO = 0.70
+TARGET_PLAN_S = 20.0
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    fabric: Path
+    schedule: Path
+    policies: tuple[Policy, ...] = (Policy.MESH, Policy.REACTIVE, Policy.JOB_AWARE)
+
+
+CASES = (
+    Case("fabric-8, the two shipped jobs", ROOT / "configs/fabric-8.yaml", SCHEDULES / "shipped-8.yaml"),
+    Case("fabric-16, four jobs", ROOT / "configs/fabric-16.yaml", SCHEDULES / "mix-16.yaml"),
+)
+#: At 64 blocks one replay takes minutes a policy on 2 cores: the job-aware one only, for the
+#: time its planning takes on a job arrival (these jobs are small for 64 blocks of 512 uplinks).
+CASE_64 = Case(
+    "fabric-64, two arrivals",
+    ROOT / "configs/fabric-64.yaml",
+    SCHEDULES / "arrivals-64.yaml",
+    (Policy.JOB_AWARE,),
+)
+CONFIG = SCHEDULES / "replay-controller.yaml"
+
+
+def config_for(fabric: Path) -> ControllerConfig:
+    """The benchmark's controller config (``CONFIG``: ToE every 5 minutes, reconfigurations 5
+    minutes apart at least, a 10-minute prediction window and lead time) on ``fabric``."""
+    config = load_controller_config(CONFIG)
+    if (config.intervals.toe_check_interval, config.intervals.job_lead_time) != (TOE_INTERVAL, LEAD):
+        raise RuntimeError(f"{CONFIG}: the benchmark expects ToE every {TOE_INTERVAL:g} s, lead {LEAD:g} s")
+    return replace(config, fabric=fabric)
+
+
+def verdicts(outcomes: dict[Policy, PolicyOutcome]) -> list[str]:
+    aware = outcomes[Policy.JOB_AWARE]
+    slowest = aware.slowest_plan("job")
+    plan = [] if slowest is None else [
+        f"- slowest ToE planning on a job arrival (wall clock): {slowest:.1f} s "
+        f"(target at 64 blocks <= {TARGET_PLAN_S:.0f} s)"
+    ]
+    if Policy.MESH not in outcomes or Policy.REACTIVE not in outcomes:
+        return plan
+    mesh, reactive = outcomes[Policy.MESH], outcomes[Policy.REACTIVE]
+    lines = []
+    if mesh.mean_comm_seconds and aware.mean_comm_seconds is not None:
+        ratio = aware.mean_comm_seconds / mesh.mean_comm_seconds
+        met = "met" if ratio <= TARGET_RATIO else "NOT met"
+        target = f"target <= {TARGET_RATIO}: {met}"
+        lines.append(f"- mean communication time, job-aware / mesh: {ratio:.2f} ({target})")
+    early = []
+    for a, r in zip(aware.jobs, reactive.jobs, strict=True):
+        if a.reached is None:
+            early.append(f"{a.name}: job-aware never changed the topology for it (NOT met)")
+        elif r.reached is None:
+            early.append(f"{a.name}: job-aware at {a.reached:+.0f} s, reactive never (met)")
+        else:
+            ok = a.reached <= r.reached - TOE_INTERVAL
+            early.append(
+                f"{a.name}: job-aware at {a.reached:+.0f} s, reactive at {r.reached:+.0f} s "
+                f"({'met' if ok else 'NOT met'})"
+            )
+    lines.append(f"- topology one ToE interval ({TOE_INTERVAL:.0f} s) earlier: " + "; ".join(early))
+    holes = {o.policy: o.blackholed_segments for o in outcomes.values()}
+    counted = {o.policy: o.blackholed_bytes for o in outcomes.values()}
+    clean = not any(holes.values()) and not any(counted.values())
+    found = "none" if clean else str(holes)
+    lines.append(f"- blackholes: {found} (segments played; bytes the devices counted: {counted})")
+    return lines + plan
+
+
+def run_case(case: Case) -> list[str]:
+    fabric = load_fabric(case.fabric)
+    schedule = load_schedule(case.schedule, fabric)
+    config = config_for(case.fabric)
+    outcomes: dict[Policy, PolicyOutcome] = {}
+    started = time.perf_counter()
+    for policy in case.policies:
+        outcomes[policy] = judge(run_policy(policy, case.fabric, fabric, schedule, config), fabric, schedule)
+        log.info("%s: %s done after %.0f s", case.name, policy.value, time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
+    rel = case.schedule.relative_to(ROOT)
+    arrivals = ", ".join(f"{j.name} {j.start:.0f}-{j.end:.0f} s" for j in schedule.jobs)
+    return [
+        f"### {case.name}",
+        "",
+        f"`heliostat replay --jobs {rel} --fabric {case.fabric.relative_to(ROOT)} "
+        f"--config {CONFIG.relative_to(ROOT)} --policies {','.join(p.value for p in case.policies)}` "
+        f"(ToE every {TOE_INTERVAL:.0f} s, lead time {LEAD:.0f} s); jobs: {arrivals}; "
+        f"background {schedule.background_gbps:g} Gbit/s per pair; "
+        f"{len(case.policies)} replays in {elapsed:.0f} s.",
+        "",
+        jobs_table(list(outcomes.values()), TOE_INTERVAL),
+        "",
+        *verdicts(outcomes),
+        "",
+        *(bound_lines(fabric, schedule) if len(case.policies) > 1 else []),
+        "",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "RESULTS_jobs.md"))
+    parser.add_argument("--with-64", action="store_true", help="also the 64-block case (long)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("controller").setLevel(logging.ERROR)
+    logging.getLogger("optimizer").setLevel(logging.ERROR)
+    lines = [
+        BEGIN,
+        "## Jobs arriving and leaving: mesh, reactive ToE, job-aware ToE",
+        "",
+        f"`python -m benchmarks.jobs.schedule{' --with-64' if args.with_64 else ''}` on {machine_summary()}.",
+        "",
+    ]
+    for case in (*CASES, CASE_64) if args.with_64 else CASES:
+        lines += run_case(case)
+    lines.append(END)
+    out = Path(args.out)
+    text = out.read_text() if out.exists() else ""
+    if BEGIN in text and END in text:
+        text = text[: text.index(BEGIN)] + "\n".join(lines) + text[text.index(END) + len(END) :]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + "\n".join(lines) + "\n"
+    out.write_text(text)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
