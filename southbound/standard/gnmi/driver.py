@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -25,7 +26,7 @@ from southbound.errors import (
 from southbound.fencing import NO_ELECTION, EpochSource
 from southbound.grpc_native.rpc import RpcCaller, open_channel
 from southbound.standard.gnmi import paths, values
-from southbound.standard.gnmi.sampler import Sampler, subscribe_request
+from southbound.standard.gnmi.sampler import Leaves, Sampler, subscribe_request
 from southbound.standard.pb import gnmi_ext_pb2, gnmi_pb2, gnmi_pb2_grpc
 from southbound.types import PortCounters, SwitchCounters, SwitchPort
 
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 #: the master-arbitration role of the controller's replicas (the spec wants one set)
 ROLE = "heliostat"
 DEFAULT_SAMPLE_INTERVAL_S = 1.0
+#: egress bytes read later than this share of the sample interval after their round are dropped
+PROMPT_FRACTION = 0.05
 
 
 class EgressSource(Protocol):
@@ -99,9 +102,11 @@ class GnmiSwitch(ClosesOnExit):
         self.naming = naming
         self._peer_block = peer_block
         self._egress = egress
-        #: the egress bytes read as the newest sample arrived, with that sample's timestamp (ns)
-        self._egress_sample: tuple[int, dict[str, int]] | None = None
+        #: the newest sample round read whole with its egress bytes: (timestamp ns, leaves, bytes)
+        self._reading: tuple[int, Leaves, dict[str, int]] | None = None
         self._egress_lock = threading.Lock()
+        #: how soon after a round's arrival its egress bytes must be read to be used with it
+        self._prompt_s = PROMPT_FRACTION * sample_interval_s
         #: the leadership epoch put on every Set (HA; 0 without an election)
         self.epoch: EpochSource = NO_ELECTION
         self._channel = channel or open_channel(self.address, device.tls)
@@ -116,27 +121,49 @@ class GnmiSwitch(ClosesOnExit):
         self._closed = False
 
     def _read_egress(self, stamp_ns: int) -> None:
-        """Read the per-destination bytes as a sample arrives (once per sample timestamp), so
-        that they carry the sample's time: bytes read at poll time against a sample up to one
-        interval old would make rates that jump with the phase between polls and samples."""
-        if self._egress is None or (self._egress_sample is not None and self._egress_sample[0] == stamp_ns):
+        """Once a sample round is whole (every leaf at ``stamp_ns``), read the per-destination
+        bytes and keep them with that round's leaves: one reading, one time. Bytes read at poll
+        time against a sample up to one interval old made rates that jumped with the phase
+        between polls and samples; bytes read long after the round (a busy process) are not
+        that round's either, so a late read is dropped and the last prompt one kept."""
+        if self._egress is None:
+            return
+        started = time.monotonic()
+        leaves = self.sampler.snapshot()
+        if not leaves or any(stamp != stamp_ns for stamp, _ in leaves.values()):
+            return  # the round is not whole yet
+        if self._reading is not None and self._reading[0] == stamp_ns:
             return
         try:
             egress = self._egress.egress_bytes()
         except SouthboundError as exc:
             log.debug("%s: egress counters not read with the sample: %s", self.name, exc.message)
             return
+        late = time.monotonic() - started
+        if late > self._prompt_s:
+            log.debug("%s: egress counters read %.0f ms after the sample: not used with it", self.name,
+                      late * 1e3)
+            return
         with self._egress_lock:
-            self._egress_sample = (stamp_ns, dict(egress))
+            self._reading = (stamp_ns, leaves, dict(egress))
 
     # -- CounterReader ------------------------------------------------------------------
     def counters(self) -> SwitchCounters:
         """The latest complete sample of the port counters (ports with every leaf), timed by
-        the oldest leaf's timestamp; egress bytes from ``egress``, read as the sample arrived."""
-        sample = self.sampler.latest()
+        the oldest leaf's timestamp. With ``egress``: the latest sample round whose
+        per-destination bytes were read promptly as it arrived, ports and bytes together."""
+        sample = self.sampler.latest()  # raises while the stream is down or silent
+        leaves, egress = sample.leaves, {}
+        if self._egress is not None:
+            with self._egress_lock:
+                reading = self._reading
+            if reading is None:  # no round read yet: this sample, with the bytes as they are now
+                egress = self._egress.egress_bytes()
+            else:
+                _, leaves, egress = reading
         by_port: dict[int, dict[str, int]] = {}
         stamps: list[int] = []
-        for (name, leaf), (stamp, value) in sample.leaves.items():
+        for (name, leaf), (stamp, value) in leaves.items():
             port = self.naming.port(name)
             field = paths.COUNTER_LEAVES.get(leaf)
             if port is None or field is None:
@@ -145,18 +172,7 @@ class GnmiSwitch(ClosesOnExit):
             stamps.append(stamp)
         complete = {p: c for p, c in by_port.items() if len(c) == len(paths.COUNTER_LEAVES)}
         ports = {p: PortCounters(p, **complete[p]) for p in sorted(complete)}
-        time_ns = min(stamps, default=0)
-        egress: dict[str, int] = {}
-        if self._egress is not None:
-            with self._egress_lock:
-                read = self._egress_sample
-            if read is None or read[0] < time_ns:  # none read with this sample yet: read it now
-                self._read_egress(max(stamps, default=0))
-                with self._egress_lock:
-                    read = self._egress_sample
-            # none read at all: read now, which raises why the bytes cannot be read
-            egress = self._egress.egress_bytes() if read is None else read[1]
-        return SwitchCounters(time_s=time_ns / 1e9, ports=ports, egress_bytes=egress)
+        return SwitchCounters(time_s=min(stamps, default=0) / 1e9, ports=ports, egress_bytes=dict(egress))
 
     def ports(self) -> list[SwitchPort]:
         leaves = self._get([paths.interface("*", "state", "oper-status"),

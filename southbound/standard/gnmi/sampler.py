@@ -118,6 +118,11 @@ class Sampler:
                 raise DeviceUnavailable(self.device, f"the gNMI stream sent nothing for {age:.1f}s")
             return Sample(dict(self._leaves), self._received_s)
 
+    def snapshot(self) -> Leaves:
+        """The leaves as they stand (no staleness check: for the reading thread's callback)."""
+        with self._cond:
+            return dict(self._leaves)
+
     def close(self) -> None:
         self._closed.set()
         with self._cond:

@@ -65,7 +65,8 @@ def test_demo_serve_prints_the_urls_and_keeps_serving_until_sigterm() -> None:
         assert json.loads(streamed.splitlines()[0])["kind"].lower().endswith("toe")
         time.sleep(1.5)  # still serving a while after the script ended
         status = json.loads(_read(page.group(1) + "api/status"))
-        assert status["fabric"] == "demo-8" and status["phase"] == "idle"
+        # serving and looping (the operator's ToE above may have found a change worth making)
+        assert status["fabric"] == "demo-8" and status["phase"] in ("idle", "planning", "reconfiguring")
     finally:
         code = stop_process(proc, signal.SIGTERM, timeout=30)
         reader.join(timeout=5)
