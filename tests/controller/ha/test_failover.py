@@ -67,9 +67,6 @@ def device_circuits(fabric) -> frozenset[Circuit]:  # type: ignore[no-untyped-de
 
 @pytest.mark.parametrize(("point", "protocols"), [
     ("drain", "native"), ("apply_ocs:after", "native"), ("undrain", "native"),
-    # fencing and the resumed stage over P4Runtime, gNMI and NETCONF: the epoch is the P4
-    # election id, the gNMI master arbitration and the NETCONF fence leaf
-    ("apply_ocs:after", "standard"), ("drain", "standard"),
 ])
 def test_the_leader_killed_mid_stage_is_replaced_and_the_stage_finished(
     tmp_path: Path, point: str, protocols: str
