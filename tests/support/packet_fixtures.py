@@ -164,7 +164,7 @@ class Controlled:
 
 @contextmanager
 def controlled_fabric(workdir: Path, fabric_file: Path = FABRIC_4, te: dict[str, object] | None = None,
-                      **config: object) -> Iterator[Controlled]:
+                      protocols: str = "standard", **config: object) -> Iterator[Controlled]:
     """``fabric_file`` as a packet fabric, configured from scratch by ``heliostat run`` (mesh,
     then TE groups: every block has a group toward every other block); ``te`` is the
     controller config's te: section. Stops the daemon (exit 0 expected) and the fabric."""
@@ -173,7 +173,7 @@ def controlled_fabric(workdir: Path, fabric_file: Path = FABRIC_4, te: dict[str,
 
     log = workdir / "daemon.log"
     c: Controlled | None = None
-    with PacketFabric.from_config(fabric_file, workdir / "fabric") as fabric:
+    with PacketFabric.from_config(fabric_file, workdir / "fabric", protocols=protocols) as fabric:
         address = f"127.0.0.1:{free_port()}"
         settings = {"te_interval": 1.0, "toe_check_interval": 3600.0, **config}
         path = controller_config(workdir, fabric_file, fabric.devices_file, northbound=address,
