@@ -18,6 +18,8 @@ follows from the code, so callers may catch either.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 
 class ErrorCode(enum.Enum):
@@ -34,6 +36,10 @@ class ErrorCode(enum.Enum):
     DENIED = "denied"  # not authenticated, or not allowed
     UNSUPPORTED = "unsupported"  # the device does not implement the call
     INTERNAL = "internal"  # any other failure
+
+
+if TYPE_CHECKING:
+    from southbound.types import CrossConnect, CrossConnectTable
 
 
 class ApplyOutcome(enum.Enum):
@@ -143,3 +149,25 @@ def device_error(
     if code is ErrorCode.INVALID:
         return InvalidRequest(device, message, transport_code)
     return DeviceError(device, message, code, transport_code)
+
+
+def circuits_outcome(
+    read: Callable[[], CrossConnectTable],
+    expected_generation: int,
+    add: Sequence[CrossConnect],
+    remove: Sequence[CrossConnect],
+) -> ApplyOutcome:
+    """Which state an OCS holds after a failed apply, read back with ``read`` (any transport's
+    ``cross_connects``): the old one while its generation has not moved, the new one when every
+    added circuit is there and no removed one is, else unknown (also when it cannot be read)."""
+    try:
+        table = read()
+    except SouthboundError:
+        return ApplyOutcome.UNKNOWN
+    present = table.cross_connects
+    new_holds = all(c in present for c in add) and not any(c in present for c in remove if c not in add)
+    if table.generation == expected_generation:
+        return ApplyOutcome.OLD_STATE
+    if new_holds:
+        return ApplyOutcome.NEW_STATE
+    return ApplyOutcome.UNKNOWN

@@ -9,11 +9,11 @@ import grpc
 
 from southbound.errors import (
     ApplyFailed,
-    ApplyOutcome,
     Fenced,
     InvalidRequest,
     SouthboundError,
     StaleGeneration,
+    circuits_outcome,
 )
 from southbound.grpc_native import convert
 from southbound.grpc_native.client_base import DeviceClient, new_request_id
@@ -99,30 +99,12 @@ class OcsClient(DeviceClient):
         except (StaleGeneration, InvalidRequest, Fenced):
             raise
         except SouthboundError as exc:
-            outcome = self._outcome_after_failure(expected_generation, add, remove)
+            outcome = circuits_outcome(self.cross_connects, expected_generation, add, remove)
             log.warning("%s: apply %s failed, device holds %s state", self.name, request_id,
                         outcome.value)
             raise ApplyFailed(self.name, f"apply {request_id} failed: {exc.message}",
                               outcome, exc) from exc
         return ApplyResult(reply.generation, reply.replayed, request_id)
-
-    def _outcome_after_failure(
-        self, expected_generation: int, add: list[CrossConnect], remove: list[CrossConnect]
-    ) -> ApplyOutcome:
-        """Read the device back to tell whether a failed apply left the old or new state."""
-        try:
-            table = self.cross_connects()
-        except SouthboundError:
-            return ApplyOutcome.UNKNOWN
-        present = table.cross_connects
-        new_holds = all(c in present for c in add) and not any(
-            c in present for c in remove if c not in add
-        )
-        if table.generation == expected_generation:
-            return ApplyOutcome.OLD_STATE
-        if new_holds:
-            return ApplyOutcome.NEW_STATE
-        return ApplyOutcome.UNKNOWN
 
     def port_status(self, ports: Iterable[int] = ()) -> list[OcsPortStatus]:
         reply = self._caller.call(

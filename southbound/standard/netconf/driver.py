@@ -22,7 +22,6 @@ from southbound.closing import ClosesOnExit
 from southbound.devices import DeviceConfig
 from southbound.errors import (
     ApplyFailed,
-    ApplyOutcome,
     DeviceError,
     DeviceUnavailable,
     ErrorCode,
@@ -30,6 +29,7 @@ from southbound.errors import (
     InvalidRequest,
     SouthboundError,
     StaleGeneration,
+    circuits_outcome,
 )
 from southbound.fencing import NO_ELECTION, EpochSource
 from southbound.standard.netconf import encoding
@@ -162,28 +162,10 @@ class NetconfOcs(ClosesOnExit):
         except (StaleGeneration, InvalidRequest):
             raise
         except SouthboundError as exc:
-            outcome = self._outcome_after_failure(expected_generation, add, remove)
+            outcome = circuits_outcome(self.cross_connects, expected_generation, add, remove)
             log.warning("%s: apply %s failed, device holds %s state", self.name, request_id, outcome.value)
             raise ApplyFailed(self.name, f"apply {request_id} failed: {exc.message}", outcome, exc) from exc
         return ApplyResult(result.generation, result.replayed, request_id)
-
-    def _outcome_after_failure(
-        self, expected_generation: int, add: list[CrossConnect], remove: list[CrossConnect]
-    ) -> ApplyOutcome:
-        """Read the device back to tell whether a failed apply left the old or new state."""
-        try:
-            table = self.cross_connects()
-        except SouthboundError:
-            return ApplyOutcome.UNKNOWN
-        present = table.cross_connects
-        new_holds = all(c in present for c in add) and not any(
-            c in present for c in remove if c not in add
-        )
-        if table.generation == expected_generation:
-            return ApplyOutcome.OLD_STATE
-        if new_holds:
-            return ApplyOutcome.NEW_STATE
-        return ApplyOutcome.UNKNOWN
 
     def port_status(self, ports: Iterable[int] = ()) -> list[OcsPortStatus]:
         wanted = list(ports)
