@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from controller.commands.output import emit, emit_json, read_json
-from controller.commands.toe_defer import defer_window, deferred_only, window_text
+from controller.commands.toe.defer import defer_window, deferred_only, window_text
 from controller.reconfig.workers import domain_pool
 from optimizer.budget import check_time_limit
 from optimizer.config import load_plannable_fabric
