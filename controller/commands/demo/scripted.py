@@ -24,10 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from controller.commands.emulator import EmulatedFabric, run_fabric
+from controller.commands.demo.lockstep import Lockstep
+from controller.commands.emulator import EmulatedFabric
 from controller.config import load_controller_config
 from controller.daemon import Daemon
-from optimizer.errors import ConfigError, HeliostatError
+from optimizer.errors import ConfigError
 from optimizer.traffic import hotspot_matrix, uniform_matrix
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -140,15 +141,6 @@ class PlanningTicker:
                 since = None
 
 
-def _wait(condition: Any, timeout: float, stop_at: float) -> bool:
-    deadline = min(time.monotonic() + timeout, stop_at)
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return bool(condition())
-
-
 def _demo(args: argparse.Namespace) -> int:
     if args.ha and args.serve:
         raise ConfigError("<command line>", "--serve", "not with --ha (the HA demo kills its replicas)")
@@ -169,41 +161,30 @@ def _demo(args: argparse.Namespace) -> int:
     model = fabric.fabric
     uniform = uniform_matrix(model, load=0.5)
     hotspot = hotspot_matrix(model, seed=args.seed, load=args.load)
-    stop_clock = threading.Event()
+    lockstep = Lockstep(fabric, args.speed, pace=args.serve)
     with fabric:
         progress.say(
             f"emulated fabric {model.name}: {model.n_blocks} blocks, {len(model.ocs)} OCSes, "
-            f"{len(fabric.agents)} devices speaking {_spoken(args.protocols)}; clock x{args.speed:g}; "
-            f"run dir {run_dir}"
+            f"{len(fabric.agents)} devices speaking {_spoken(args.protocols)}; clock x{args.speed:g} "
+            f"in lockstep with the controller; run dir {run_dir}"
         )
-        clock = threading.Thread(
-            target=run_fabric,
-            args=(fabric, stop_clock),
-            kwargs={"speed": args.speed, "duration_s": 0.0},
-            daemon=True,
-        )
-        clock.start()
         fabric.set_demand(uniform)
         progress.say(f"demand: uniform, {uniform.total():.0f} Gbit/s")
         # with --serve, WatchEvents (`heliostat ctl watch`) follows the loop as it does under `run`
         events = _event_hub() if args.serve else None
-        daemon = Daemon(config, listener=progress if events is None else _both(progress, events.publish))
-        try:
-            daemon.start()
-        except HeliostatError:
-            stop_clock.set()
-            raise
-        loop = threading.Thread(target=daemon.run, name="heliostat-loop", daemon=True)
-        loop.start()
+        daemon = Daemon(config, listener=progress if events is None else _both(progress, events.publish),
+                        clock=lockstep.now, wait=lockstep.wait)
+        lockstep.attach(daemon)
+        daemon.start()
         servers = page = None
         signals = _Signals() if args.serve else None
         try:
             if signals is not None:
                 servers, page = _serve(daemon, progress, events)
             with PlanningTicker(progress, lambda: daemon.board.get("phase")):
-                result = _script(args, fabric, daemon, progress, hotspot, stop_at, started)
+                result = _script(args, fabric, lockstep, daemon, progress, hotspot, stop_at, started)
             if signals is not None:
-                signals.wait(progress)
+                signals.wait(progress, lockstep)
             return result
         finally:
             if signals is not None:
@@ -212,11 +193,9 @@ def _demo(args: argparse.Namespace) -> int:
                 page.stop()
             if servers is not None:
                 servers.stop()
+            lockstep.stop.set()
             daemon.stop()
-            loop.join(timeout=30)
             daemon.close()
-            stop_clock.set()
-            clock.join(timeout=5)
 
 
 def _spoken(protocols: str) -> str:
@@ -272,12 +251,11 @@ class _Signals:
         if self.scripted:
             raise KeyboardInterrupt
 
-    def wait(self, progress: Progress) -> None:
-        """Block until SIGTERM or SIGINT; the fabric and the controller keep running meanwhile."""
+    def wait(self, progress: Progress, lockstep: Lockstep) -> None:
+        """Until SIGTERM or SIGINT, the fabric and the controller go on (in lockstep)."""
         self.scripted = False
         progress.say("serving until SIGTERM or Ctrl-C")
-        while not self.stop.wait(0.5):
-            pass
+        lockstep.run_until(self.stop.is_set, float("inf"))
         progress.say("stopping")
 
     def restore(self) -> None:
@@ -285,19 +263,26 @@ class _Signals:
             signal.signal(sig, handler)
 
 
+def _until(lockstep: Lockstep, condition: Any, within_s: float, stop_at: float) -> bool:
+    """Cycle until ``condition()``, for at most ``within_s`` of the controller's time."""
+    until = lockstep.now() + within_s
+    return lockstep.run_until(lambda: condition() or lockstep.now() >= until, stop_at) and condition()
+
+
 def _script(
     args: argparse.Namespace,
     fabric: EmulatedFabric,
+    lockstep: Lockstep,
     daemon: Daemon,
     progress: Progress,
     hotspot: Any,
     stop_at: float,
     started: float,
 ) -> int:
-    if not _wait(lambda: progress.te_runs >= 1 and progress.toe, 30, stop_at):
+    if not _until(lockstep, lambda: progress.te_runs >= 1 and progress.toe, 30, stop_at):
         progress.say("the controller did not run TE and ToE on the uniform demand in time")
         return 1
-    time.sleep(1.0)
+    lockstep.run_for(1.0, stop_at)
     uniform_mlu = fabric.stats().mlu
     progress.say(f"measured MLU on uniform demand: {uniform_mlu:.3f}")
     fabric.set_demand(hotspot)
@@ -305,26 +290,26 @@ def _script(
     # TE has reacted once it routed the new demand (within 10%): a run on a matrix measured
     # across the shift (part old demand, part new) does not count
     offered = hotspot.total()
-    if not _wait(lambda: abs(progress.te_demand_gbps - offered) <= 0.1 * offered, 30, stop_at):
+    if not _until(lockstep, lambda: abs(progress.te_demand_gbps - offered) <= 0.1 * offered, 30, stop_at):
         progress.say("TE did not react to the shift in time")
         return 1
-    time.sleep(1.5)
+    lockstep.run_for(1.5, stop_at)
     before = fabric.stats()
     progress.say(f"measured MLU after TE, before ToE: {before.mlu:.3f}")
     peak = [0.0]
 
-    def finished() -> bool:
-        if progress.reconfig_started is not None:
+    def watch_peak() -> None:
+        if progress.reconfig_started is not None and progress.outcome is None:
             peak[0] = max(peak[0], fabric.stats().mlu)
-        return progress.outcome is not None
 
-    if not _wait(finished, stop_at - time.monotonic(), stop_at):
+    lockstep.after_move.append(watch_peak)
+    if not lockstep.run_until(lambda: progress.outcome is not None, stop_at):
         progress.say("no reconfiguration completed in time")
         return 1
     during = fabric.stats()
     runs = progress.te_runs
-    _wait(lambda: progress.te_runs > runs, 3, stop_at)
-    time.sleep(1.5)
+    _until(lockstep, lambda: progress.te_runs > runs, 3, stop_at)
+    lockstep.run_for(1.5, stop_at)
     after = fabric.stats()
     intents = daemon.journal.reconfigurations(1) if daemon.journal is not None else []
     plan = intents[0].plan.to_json() if intents else {}
