@@ -30,13 +30,16 @@ Degenerate masters. On most matrices a master solve takes well under one simplex
 per row (64 blocks, gravity or hotspot: 4.4-5.3k iterations for 8064 rows, 0.1 s). On
 permutation-like matrices of hot pairs (blocks paired off, each pair exchanging close to
 its egress, as ML jobs do) the masters are massively degenerate: at 64 blocks the first
-one took 72k iterations and column generation as a whole several minutes. A master solve
-therefore runs under a simplex iteration limit (:data:`SIMPLEX_ITERATIONS_PER_ROW`); when
-it is hit, every candidate path enters and the full path LP is solved once by the interior
-point method with crossover (a vertex optimum, as the simplex would give: 254k columns at 64
-blocks in 10-19 s on this machine, loaded). The path pool remembers it, so the next few solves of
-the same solver go straight to the interior point method
-(:data:`IPM_SOLVES_REMEMBERED`) instead of spending the limit again.
+one took 72k iterations and column generation as a whole several minutes. Such masters are
+solved by the interior point method without crossover instead, round after round of the same
+column generation (the duals of an interior optimum price the paths as well as a vertex's),
+which stops once the Lagrangian bound proves the master within :data:`LAGRANGIAN_GAP` of the
+full path LP's optimum (at 64 blocks: 2 rounds of 20-27k columns, against 254k columns for
+every path). A master goes to the interior point method from the start when its first
+columns say it is of that kind (:func:`looks_degenerate`: many commodities that need most of
+their paths, on a large LP), or when a simplex solve hits its iteration limit
+(:data:`SIMPLEX_ITERATIONS_PER_ROW`). The path pool remembers it, so the next few solves of
+the same solver go straight to the interior point method (:data:`IPM_SOLVES_REMEMBERED`).
 """
 
 from __future__ import annotations
@@ -83,6 +86,17 @@ MIN_SIMPLEX_ITERATIONS = 1000
 IPM_SOLVES_REMEMBERED = 8
 """After a solve that needed the interior point method, this many next solves that share
 its pool use it from the start (a staging search asks about the same traffic many times)."""
+
+LAGRANGIAN_GAP = 1e-5
+"""Interior point rounds stop once the master's objective is within this (relative) of the
+Lagrangian lower bound on the full path LP."""
+
+DENSE_SHARE = 0.25
+IPM_FIRST_ROWS = 4000
+"""A master looks degenerate when at least one commodity per two blocks needs over
+DENSE_SHARE of its paths at the MLU lower bound (blocks paired off: 64 such commodities at 64
+blocks; a hotspot matrix has 16), on an LP of at least IPM_FIRST_ROWS rows (48 blocks and up;
+below, the simplex copes in well under a second)."""
 REDUCED_COST_TOLERANCE = 1e-9
 """Relative to the objective scale: a path enters only if it improves by more than this."""
 
@@ -115,7 +129,7 @@ class LpSolution:
     rounds: int  # master solves
     simplex_iterations: int
     optimal: bool = True  # False if column generation hit MAX_ROUNDS (the MLU is then an upper bound)
-    interior_point: bool = False  # the full path LP was solved by the interior point method
+    interior_point: bool = False  # the masters were solved by the interior point method
 
 
 def hedge_bounds(paths: CandidatePaths, demand: np.ndarray, hedge: float | None) -> np.ndarray:
@@ -364,18 +378,24 @@ class _Master:
             raise SolverError(f"HiGHS stopped without an optimal TE solution: {status.name}")
         return True
 
-    def solve_every_path_by_ipm(self) -> None:
-        """Add every candidate path and solve the full path LP by the interior point method,
-        with crossover to a vertex: the optimum of the path LP, no pricing left to do."""
-        self.add(self.paths.valid)
-        for option, value in (("solver", "ipm"), ("run_crossover", "on"),
+    def solve_by_ipm(self) -> None:
+        """Solve the master by the interior point method, without crossover (a degenerate
+        master's vertex costs more than its interior optimum, and prices no better)."""
+        for option, value in (("solver", "ipm"), ("run_crossover", "off"),
                               ("simplex_iteration_limit", 2**31 - 1)):
             self.highs.setOptionValue(option, value)
-        self.highs.clearSolver()  # no simplex basis to start from: the IPM starts afresh
         self.highs.run()
         status = self.highs.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
             raise SolverError(f"HiGHS (interior point) stopped without an optimal TE solution: {status.name}")
+
+    def lagrangian_gap(self, reduced: np.ndarray) -> float:
+        """How far the master's objective may be above the full path LP's optimum, relative:
+        each commodity could at best move all of its demand to its cheapest path (``reduced``:
+        every path's reduced cost, +inf for those in the master). Without hedging only."""
+        cheapest = np.minimum(reduced.min(axis=1), 0.0)
+        objective = self.objective()
+        return float(-(self.demand * cheapest).sum() / max(abs(objective), 1e-12))
 
     def reduced_costs(self) -> np.ndarray:
         """c_p - y^T a_p for every candidate path, from the current row duals."""
@@ -426,25 +446,31 @@ def solve_path_lp(
     tolerance = REDUCED_COST_TOLERANCE * max(total, 1.0)
     rounds, optimal = 0, True
     ipm_solves = pool.ipm_solves if pool is not None and pool.nodes == graph.nodes else 0
-    interior_point = ipm_solves > 0
     rows = graph.n_links + comm.count
+    interior_point = ipm_solves > 0
+    if not interior_point and hedge is None and looks_degenerate(paths, demand, lower, rows):
+        log.info("TE master: %d rows with hot pairs needing most of their paths: solving by the "
+                 "interior point method", rows)
+        interior_point, ipm_solves = True, IPM_SOLVES_REMEMBERED + 1
     iteration_limit = max(MIN_SIMPLEX_ITERATIONS, int(SIMPLEX_ITERATIONS_PER_ROW * rows))
     while True:
         if interior_point:
-            master.solve_every_path_by_ipm()
+            master.solve_by_ipm()
         elif not master.solve(iteration_limit):
             log.info(
-                "TE master %d stopped at %d simplex iterations (a degenerate LP): solving every "
-                "path by the interior point method", rounds + 1, iteration_limit,
+                "TE master %d stopped at %d simplex iterations (a degenerate LP): solving by the "
+                "interior point method", rounds + 1, iteration_limit,
             )
             interior_point, ipm_solves = True, IPM_SOLVES_REMEMBERED + 1
-            master.solve_every_path_by_ipm()
+            master.solve_by_ipm()
         rounds += 1
         reduced = master.reduced_costs()
         # A path at its upper bound improves things by lowering its flow: when its reduced
         # cost is positive.
         reduced = np.where(master.at_upper, -reduced, reduced)
         reduced = np.where(master.in_master, np.inf, reduced)
+        if interior_point and hedge is None and master.lagrangian_gap(reduced) <= LAGRANGIAN_GAP:
+            break
         per_commodity = max(NEW_PATHS_PER_ROUND, COLUMNS_PER_ROUND // comm.count)
         entering = _most_negative(reduced, tolerance, per_commodity)
         if not entering.any():
@@ -468,6 +494,17 @@ def solve_path_lp(
     )
     solution = LpSolution(mlu, flow, len(master.col_via), rounds, master.iterations, optimal, interior_point)
     return solution, used
+
+
+def looks_degenerate(paths: CandidatePaths, demand: np.ndarray, mlu_floor: float, rows: int) -> bool:
+    """A large master with many hot pairs, each needing most of its paths at the MLU lower
+    bound: the simplex would wander its degenerate vertices (see the module docstring)."""
+    if rows < IPM_FIRST_ROWS:
+        return False
+    floor_capacity = np.where(paths.valid, paths.bottleneck_gbps * mlu_floor, 0.0)
+    needed = _prefix_until(_widest_first(paths), floor_capacity, demand).sum(axis=1)
+    dense = needed > DENSE_SHARE * paths.valid.sum(axis=1)
+    return int(dense.sum()) >= paths.valid.shape[1] / 2
 
 
 def _pool_mask(pool: PathPool | None, graph: LinkGraph, comm: Commodities) -> np.ndarray | None:

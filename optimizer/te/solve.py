@@ -432,7 +432,7 @@ class TeSolver:
         """The LP's split where there is demand, else in proportion to path capacity (the
         oblivious hedge) so that unforeseen traffic still spreads."""
         fractions = self._lp_fractions(inst, lp)
-        method = "min_mlu (interior point, every path)" if lp.interior_point else "min_mlu"
+        method = "min_mlu (interior point)" if lp.interior_point else "min_mlu"
         return self._plan(
             inst, topology, spine, fractions, lp.mlu, lp.flow_gbps, lp.columns, lp.rounds, lp.optimal,
             method=method,
