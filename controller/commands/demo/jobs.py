@@ -36,6 +36,7 @@ from controller.commands.demo.job_report import Figures, print_summary, routing_
 from controller.commands.emulator import EmulatedFabric, run_fabric
 from controller.config import load_controller_config
 from controller.daemon import Daemon
+from optimizer.config import load_fabric
 from optimizer.errors import ConfigError, HeliostatError
 from optimizer.jobs import JobTraffic, job_traffic, load_job
 from optimizer.jobs.routed import comm_seconds
@@ -58,10 +59,9 @@ def run_jobs_demo(args: argparse.Namespace) -> int:
     config = dataclasses.replace(loaded, devices=run_dir / "devices.yaml", store=run_dir / "heliostat.db",
                                  intervals=intervals)
     files = [Path(f) for f in args.jobs] or list(DEFAULT_JOBS)
-    fabric = EmulatedFabric.from_config(config.fabric, tick_s=0.25, devices_file=config.devices,
-                                        protocols=args.protocols)
-    model = fabric.fabric
+    model = load_fabric(config.fabric)
     specs = [load_job(f, model) for f in files]  # a bad file is a ConfigError naming it
+    fabric = EmulatedFabric(model, tick_s=0.25, devices_file=config.devices, protocols=args.protocols)
     traffic = [job_traffic(s, model) for s in specs]
     progress = base.Progress(started)
     stop_clock = threading.Event()
