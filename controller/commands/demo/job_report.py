@@ -85,8 +85,7 @@ def print_summary(f: Figures) -> int:
     phases = ", ".join(f"{j['name']} {j['phase']}" for j in f.listed)
     print(f"  jobs as the daemon lists them (ListJobs, the status page's jobs card): {phases}")
     print(f"  traffic lost (blackholed) from the announcement on: {lost:.0f} bytes; dropped by congestion: "
-          f"{dropped_before:.0f} bytes before the start, {dropped_after:.0f} bytes after it (TE catching up "
-          f"with the jobs' measured traffic)")
+          f"{dropped_before:.0f} bytes before the start, {dropped_after:.0f} bytes after it")
     print(f"  highest link utilisation before the start: {f.peak_mlu_before_start:.3f}; MLU with the jobs "
           f"running: {f.stats_end.mlu:.3f}")
     print(f"  time taken: demo {f.wall_s:.1f} s")
