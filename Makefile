@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench protos clean
+.PHONY: demo demo-jobs test lint typecheck bench protos clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ $(FOREIGN_STAMP): tests/foreign/requirements.txt
 
 demo: $(STAMP)
 	$(BIN)/heliostat demo
+
+demo-jobs: $(STAMP)
+	$(BIN)/heliostat demo --jobs
 
 # mypy checks every package (pyproject.toml's [tool.mypy]: strict on optimizer/ and the device
 # contracts, the defaults elsewhere).

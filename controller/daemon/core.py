@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from controller import decision as dec
 from controller.config import ControllerConfig
+from controller.daemon.job_comm import JobCommTimes, RoutingInForce, routing_in_force
 from controller.daemon.jobs import JobBook
 from controller.daemon.leadership import Leadership
 from controller.daemon.quarantine import Quarantine
@@ -139,6 +140,7 @@ class Daemon:
         )
         self.jobs = JobBook(self.fabric, config.intervals.job_lead_time)  # announced jobs (jobs.py)
         self.shared.jobs = self.jobs
+        self.job_comm = JobCommTimes(self.fabric, config.intervals.job_lead_time)  # their comm times
         self.report = Reporter(self.shared, self.board, self.recorder, self.metrics, listener, clock,
                                config.store)
         self.spine = SpineService(self.fabric, self.shared)
@@ -457,6 +459,12 @@ class Daemon:
 
     def refuse_unless_leading(self) -> None:
         self.leadership.refuse_unless_leading()
+
+    def routing_in_force(self) -> RoutingInForce:
+        """The routing as the daemon knows it (what the jobs' communication times are played on)."""
+        shared = self.shared
+        drained = (shared.maintenance_drained, shared.quarantined)
+        return routing_in_force(shared.live, shared.pushed_tables, drained)
 
     def spine_view(self) -> list[dict[str, object]]:
         """Per spine switch and block: links in service and cabled (``ctl topology``)."""

@@ -28,7 +28,7 @@ from optimizer import limits
 from optimizer.config import parse_yaml
 from optimizer.errors import ConfigError, HeliostatError
 from optimizer.fabric import Fabric
-from optimizer.jobs import JobSpec, job_traffic, parse_job
+from optimizer.jobs import JobSpec, JobTraffic, job_traffic, parse_job
 from optimizer.jobs.intents import AnnouncedJob, JobPhase, planned_jobs, planning_demand
 from optimizer.traffic import TrafficMatrix
 
@@ -94,6 +94,7 @@ class BookedJob:
     end: float | None
     added_at: float
     traffic: TrafficMatrix  # its Gbit/s between blocks: the average (or the bursts' peak)
+    modelled: JobTraffic  # its iteration's phases (what the job's communication time is played from)
 
     @property
     def name(self) -> str:
@@ -106,7 +107,9 @@ class BookedJob:
         return {"name": self.name, "text": self.text, "start": self.start, "end": self.end,
                 "added_at": self.added_at}
 
-    def to_json(self, now: float, lead: float) -> dict[str, Any]:
+    def to_json(self, now: float, lead: float, comm: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The job as the API shows it; ``comm``: its communication time per iteration
+        (:mod:`controller.daemon.job_comm`), None when not computed."""
         spec, gbps = self.spec, self.traffic.gbps
         blocks = self.traffic.blocks
         pairs = [
@@ -126,6 +129,8 @@ class BookedJob:
             "collective": spec.collective.value,
             "gbps": round(float(gbps.sum()), 6),
             "pairs": pairs,
+            "iteration_seconds": spec.iteration_seconds,
+            "comm_seconds": comm or {"announced": None, "now": None},
         }
 
 
@@ -150,7 +155,7 @@ class JobBook:
                               f"job {spec.name!r}: it ends ({end:g}) before it starts ({start:g})")
         modelled = job_traffic(spec, self.fabric)
         traffic = modelled.peak() if self.bursts else modelled.mean()
-        return BookedJob(spec, text, start, end, added_at, traffic)
+        return BookedJob(spec, text, start, end, added_at, traffic, modelled)
 
     def attach(self, journal: Journal) -> list[str]:
         """Read the journaled book (a new term); returns the names of jobs dropped because they

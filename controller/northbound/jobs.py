@@ -94,7 +94,8 @@ class DaemonJobs:
         except HeliostatError as exc:
             raise ApiError(ApiErrorCode.UNAVAILABLE, str(exc)) from exc
         daemon.wake.set()  # the loop sees at once whether the job is due
-        return job.to_json(now, book.lead_time)
+        before = daemon.job_comm.note_announced(job, book.jobs(), daemon.routing_in_force(), now)
+        return job.to_json(now, book.lead_time, {"announced": before, "now": before})
 
     def remove_job(self, name: str) -> str:
         from controller.daemon.jobs import JobProblem, JobRejected
@@ -120,10 +121,13 @@ class DaemonJobs:
         return f"job {name} removed; the controller no longer plans for it"
 
     def list_jobs(self) -> dict[str, Any]:
-        now = self.daemon.clock()
-        book = self.daemon.jobs
-        return {"jobs": [j.to_json(now, book.lead_time) for j in book.jobs()], "lead_time_s": book.lead_time,
-                "time": now}
+        daemon = self.daemon
+        now = daemon.clock()
+        book = daemon.jobs
+        jobs = book.jobs()
+        comm = daemon.job_comm.figures(jobs, daemon.routing_in_force(), now)
+        return {"jobs": [j.to_json(now, book.lead_time, comm.get(j.name)) for j in jobs],
+                "lead_time_s": book.lead_time, "time": now}
 
 
 class JobsRpcs:

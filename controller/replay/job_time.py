@@ -27,16 +27,14 @@ from itertools import pairwise
 import numpy as np
 
 from controller.replay.job_policies import PlanTime, PolicyRun
-from controller.replay.routing import routed_loads, trunk_capacity, trunk_members
+from controller.replay.routing import routed_loads, trunk_members
 from controller.replay.series_fabric import RoutingState
 from optimizer.fabric import Fabric
-from optimizer.jobs.player import NoCapacity, play, played_jobs
+from optimizer.jobs.routed import comm_seconds
 from optimizer.jobs.schedule import Schedule, ScheduledJob
 
 log = logging.getLogger(__name__)
 
-#: Iterations of the slowest running job each segment is played for.
-PLAYED_ITERATIONS = 4
 
 
 @dataclass
@@ -136,37 +134,19 @@ def _play(
 ) -> dict[str, float] | None:
     """Per running job, its communication time per iteration under ``state``; None when the
     routing sends some job's traffic (or the background) to a trunk without a live member."""
-    members = trunk_members(fabric, state.circuits, state.drained)
-    capacity = trunk_capacity(fabric, members)
-    nodes = fabric.block_names + tuple(s.name for s in fabric.spine)
-    try:
-        jobs, link_capacity = played_jobs([j.traffic for j in running], nodes, state.tables, capacity)
-    except NoCapacity as exc:
-        log.info("t=%.0f: blackhole: %s", state.time, exc)
-        return None
     background = None
     if schedule.background_gbps > 0:
+        members = trunk_members(fabric, state.circuits, state.drained)
         loads = routed_loads(fabric, state.tables, schedule.background(fabric.block_names).gbps, members)
-        m = len(nodes)
-        links = [(a, b) for a in range(m) for b in range(m) if a != b and capacity[a, b] > 0]
         if loads.blackholed_gbps() > 0:
             log.info("t=%.0f: the background is blackholed", state.time)
             return None
-        background = np.array([loads.load[a, b] for a, b in links])
-    horizon = PLAYED_ITERATIONS * max(j.traffic.period for j in running) * 2
-    try:
-        got = play(jobs, link_capacity, horizon, background)
-        while any(not got[j.name].comm_seconds for j in running) and horizon < 1e4:
-            horizon *= 4
-            got = play(jobs, link_capacity, horizon, background)
-    except NoCapacity as exc:
-        log.info("t=%.0f: blackhole: %s", state.time, exc)
-        return None
-    out = {}
-    for j in running:
-        mean = got[j.name].mean_comm_seconds
-        out[j.name] = horizon if mean is None else mean  # none complete: at least the horizon
-    return out
+        background = loads.load
+    got = comm_seconds(fabric, [j.traffic for j in running], state.circuits, state.tables, state.drained,
+                       background)
+    if got is None:
+        log.info("t=%.0f: blackhole", state.time)
+    return got
 
 
 def _known_at(job: ScheduledJob, lead: float) -> float:

@@ -13,16 +13,17 @@ count bytes with them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from controller.device_view import GroupTables, circuit_ends
+from controller.device_view import GroupTables
 from controller.te_loop.transition import fractions, source_loads
 from optimizer.fabric import Fabric
-from optimizer.spine import spine_capacity_gbps
-from optimizer.topology import Circuit
+from optimizer.jobs.routed import trunk_capacity, trunk_members
+
+__all__ = ["TrunkLoads", "routed_loads", "trunk_capacity", "trunk_members"]
 
 
 @dataclass(frozen=True)
@@ -45,31 +46,6 @@ class TrunkLoads:
     def blackholed_gbps(self) -> float:
         """Load sent to trunks that have no live member."""
         return float(self.load[(self.capacity <= 0) & (self.load > 1e-9)].sum())
-
-
-def trunk_members(
-    fabric: Fabric, circuits: Iterable[Circuit], drained: Iterable[tuple[str, int]] = ()
-) -> dict[tuple[str, str], list[int]]:
-    """(block, next hop) -> the block's undrained ports with a circuit to that next hop."""
-    off = set(drained)
-    members: dict[tuple[str, str], list[int]] = {}
-    for c in circuits:
-        (ba, pa), (bb, pb) = circuit_ends(fabric, c)
-        for (here, port), there in (((ba, pa), bb), ((bb, pb), ba)):
-            if (here, port) not in off:
-                members.setdefault((here, there), []).append(port)
-    return members
-
-
-def trunk_capacity(fabric: Fabric, members: Mapping[tuple[str, str], list[int]]) -> np.ndarray:
-    nodes = fabric.block_names + tuple(s.name for s in fabric.spine)
-    index = {b: i for i, b in enumerate(nodes)}
-    capacity = np.zeros((len(nodes), len(nodes)))
-    for (a, b), ports in members.items():
-        capacity[index[a], index[b]] = len(ports) * fabric.link_speed_gbps(a, b)
-    for (a, b), gbps in spine_capacity_gbps(fabric.spine, fabric).items():
-        capacity[index[a], index[b]] = gbps
-    return capacity
 
 
 def routed_loads(

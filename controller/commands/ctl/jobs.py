@@ -103,13 +103,22 @@ def jobs_table(data: dict[str, Any]) -> str:
     lead = float(data["lead_time_s"])
     if not jobs:
         return f"no jobs announced (lead time {lead:g} s)\n"
-    rows = [("NAME", "PHASE", "START", "END", "BLOCKS", "ACCEL", "GBIT/S")]
+    rows = [("NAME", "PHASE", "START", "END", "BLOCKS", "ACCEL", "GBIT/S", "COMM/IT-BEFORE", "COMM/IT-NOW")]
     for j in jobs:
+        comm = j.get("comm_seconds") or {}
         rows.append((j["name"], j["phase"], _when(j["start"]), _when(j["end"]), ",".join(j["blocks"]),
-                     str(j["accelerators"]), f"{j['gbps']:.1f}"))
+                     str(j["accelerators"]), f"{j['gbps']:.1f}", _seconds(comm.get("announced")),
+                     _seconds(comm.get("now"))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    return "\n".join(lines) + f"\n(planned for from {lead:g} s before their start)\n"
+    note = (f"(planned for from {lead:g} s before their start; COMM/IT: communication time per iteration "
+            "on the routing in force when announced and now)")
+    return "\n".join(lines) + "\n" + note + "\n"
+
+
+def _seconds(value: float | None) -> str:
+    """A communication time per iteration (-: not known, or the routing blackholes the job)."""
+    return "-" if value is None else f"{value:.3f}s"
 
 
 def _list(client: ControllerClient, args: argparse.Namespace) -> int:

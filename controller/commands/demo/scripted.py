@@ -52,6 +52,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "heliostat.southbound.v1 (native) (default: %(default)s)")
     p.add_argument("--ha", action="store_true",
                    help="3 etcd members and 3 replicas; kill the leader mid-reconfiguration (issue 14)")
+    p.add_argument("--jobs", nargs="*", metavar="FILE", default=None,
+                   help="announce training jobs (default: configs/jobs/llm-dense.yaml and moe.yaml) and "
+                   "reshape the fabric before they start (issue 31)")
+    p.add_argument("--job-lead", type=float, default=45.0,
+                   help="with --jobs: the jobs start this many seconds after they are announced, and the "
+                   "controller's job lead time (default: %(default)s)")
+    p.add_argument("--background", type=float, default=0.1,
+                   help="with --jobs: the uniform background traffic's load (default: %(default)s)")
     p.set_defaults(handler=_demo)
 
 
@@ -144,6 +152,14 @@ class PlanningTicker:
 def _demo(args: argparse.Namespace) -> int:
     if args.ha and args.serve:
         raise ConfigError("<command line>", "--serve", "not with --ha (the HA demo kills its replicas)")
+    if args.ha and args.jobs is not None:
+        raise ConfigError("<command line>", "--jobs", "not with --ha")
+    if args.verbose == 0 and args.jobs is not None:
+        logging.getLogger().setLevel(logging.ERROR)
+    if args.jobs is not None:
+        from controller.commands.demo.jobs import run_jobs_demo
+
+        return run_jobs_demo(args)
     if args.ha:
         from controller.commands.demo.ha import run_ha_demo
 

@@ -262,10 +262,14 @@ setInterval(refresh, POLL_MS);
 
 function renderJobs(data) {
   $("jobs-lead").textContent = `(planned for ${fixed(data.lead_time_s / 60, 0)} min ahead)`;
+  // communication time per iteration: on the routing when announced (before) and now (after)
+  const comm = (s) => (s === null || s === undefined ? "\u2014" : `${fixed(s, 3)} s`);
   const rows = data.jobs.map((j) => el("tr", { class: `job-${j.phase}` },
     el("td", {}, j.name), el("td", {}, j.phase), el("td", { class: "nowrap" }, clock(j.start)),
-    el("td", { class: "nowrap" }, clock(j.end)), el("td", {}, j.blocks.join(",")), el("td", {}, fixed(j.gbps, 1))));
-  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: "6", class: "muted" }, "none")));
+    el("td", { class: "nowrap" }, clock(j.end)), el("td", {}, j.blocks.join(",")), el("td", {}, fixed(j.gbps, 1)),
+    el("td", { class: "nowrap" }, comm((j.comm_seconds || {}).announced)),
+    el("td", { class: "nowrap" }, comm((j.comm_seconds || {}).now))));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: "8", class: "muted" }, "none")));
   fillRows($("jobs"), rows);
 }
 
@@ -273,7 +277,7 @@ async function refreshJobs() {
   try {
     renderJobs(await getJson("api/jobs"));
   } catch (err) {
-    fillRows($("jobs"), [el("tr", {}, el("td", { colspan: "6", class: "muted" }, err.message))]);
+    fillRows($("jobs"), [el("tr", {}, el("td", { colspan: "8", class: "muted" }, err.message))]);
   }
 }
 

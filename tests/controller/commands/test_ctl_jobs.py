@@ -56,10 +56,12 @@ def test_parse_time_reads_iso_and_relative_seconds() -> None:
 def test_the_table_lists_each_job_with_its_phase() -> None:
     assert "no jobs announced" in jobs_table({"jobs": [], "lead_time_s": 900.0})
     job = {"name": "a", "phase": "due", "start": 0.0, "end": None, "blocks": ["b1", "b2"],
-           "accelerators": 16, "gbps": 12.5}
+           "accelerators": 16, "gbps": 12.5, "comm_seconds": {"announced": 2.1, "now": None}}
     lines = jobs_table({"jobs": [job], "lead_time_s": 900.0}).splitlines()
-    assert lines[0].split() == ["NAME", "PHASE", "START", "END", "BLOCKS", "ACCEL", "GBIT/S"]
-    assert lines[1].split() == ["a", "due", "1970-01-01", "00:00:00Z", "-", "b1,b2", "16", "12.5"]
+    assert lines[0].split() == ["NAME", "PHASE", "START", "END", "BLOCKS", "ACCEL", "GBIT/S",
+                                "COMM/IT-BEFORE", "COMM/IT-NOW"]
+    assert lines[1].split() == ["a", "due", "1970-01-01", "00:00:00Z", "-", "b1,b2", "16", "12.5",
+                                "2.100s", "-"]
 
 
 def test_add_list_remove_through_the_cli(running: Running, tmp_path: Path) -> None:

@@ -19,6 +19,8 @@ from controller.daemon.jobs import JOBS_KEY
 from controller.northbound.daemon_api import DaemonApi
 from controller.ui.web import start_web, static_file
 from optimizer.errors import ConfigError
+from optimizer.jobs import job_traffic, load_job
+from optimizer.jobs.routed import comm_seconds
 from optimizer.traffic import uniform_matrix
 from tests.support import CONFIGS
 from tests.support.daemon_support import Running, controller_config, running_fabric, serving_daemon
@@ -100,6 +102,29 @@ def test_a_bad_post_is_400_naming_the_problem(pages: Pages, body: object, kind: 
     assert not pages.run.journal.get_state(JOBS_KEY)
 
 
+def test_a_job_shows_its_communication_time_per_iteration_when_announced_and_now(pages: Pages) -> None:
+    announcement = {"job_yaml": JOB_TEXT, "start": time.time() + 3600.0}
+    status, job = call(pages.writable + "api/jobs", "POST", announcement)
+    assert status == 201, job
+    try:
+        daemon = pages.run.daemon
+        routing = daemon.routing_in_force()
+        modelled = job_traffic(load_job(CONFIGS / "jobs" / "llm-dense.yaml", daemon.fabric), daemon.fabric)
+        expected = comm_seconds(daemon.fabric, [modelled], routing.circuits, routing.tables, routing.drained)
+        assert expected is not None
+        before = job["comm_seconds"]["announced"]
+        # played on the routing in force when announced (the uniform mesh)
+        assert before == pytest.approx(expected["llm-dense"], rel=1e-5) and before > 0
+        status, listed = call(pages.read_only + "api/jobs")
+        assert status == 200
+        shown = listed["jobs"][0]["comm_seconds"]
+        assert shown["announced"] == pytest.approx(before) and shown["now"] > 0
+        assert listed["jobs"][0]["iteration_seconds"] == 2.0
+        assert pages.run.client.list_jobs()["jobs"][0]["comm_seconds"]["announced"] == pytest.approx(before)
+    finally:
+        call(pages.writable + "api/jobs/llm-dense", "DELETE")
+
+
 def test_without_web_jobs_the_page_stays_read_only(pages: Pages) -> None:
     status, answer = call(pages.read_only + "api/jobs", "POST", {"job_yaml": JOB_TEXT})
     assert status == 405 and "read-only" in answer["message"]
@@ -113,6 +138,7 @@ def test_without_web_jobs_the_page_stays_read_only(pages: Pages) -> None:
 def test_the_page_has_a_jobs_card_fed_by_api_jobs() -> None:
     assert b'id="jobs"' in static_file("index.html")
     assert b'getJson("api/jobs")' in static_file("app.js")
+    assert b"comm_seconds" in static_file("app.js") and b"comm/iter before" in static_file("index.html")
 
 
 def test_listen_web_jobs_is_off_unless_set_and_must_be_a_boolean(tmp_path: Path) -> None:
@@ -144,4 +170,6 @@ def test_chromium_shows_the_announced_job_on_the_page(pages: Pages, tmp_path: Pa
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1))
     assert cells[0] == "llm-dense" and cells[1] == "due" and cells[4] == "b1,b2,b3,b4"
     assert float(cells[5]) == pytest.approx(job["gbps"], abs=0.05)
+    assert cells[6] == f"{job['comm_seconds']['announced']:.3f} s"  # comm/iteration before
+    assert cells[7].endswith(" s")  # ... and on the routing in force now
     assert "(planned for 1 min ahead)" in dom  # lead time 60 s
