@@ -497,14 +497,14 @@ def solve_path_lp(
 
 
 def looks_degenerate(paths: CandidatePaths, demand: np.ndarray, mlu_floor: float, rows: int) -> bool:
-    """A large master with many hot pairs, each needing most of its paths at the MLU lower
+    """A large master with many hot pairs, each needing many of its paths at the MLU lower
     bound: the simplex would wander its degenerate vertices (see the module docstring)."""
     if rows < IPM_FIRST_ROWS:
         return False
     floor_capacity = np.where(paths.valid, paths.bottleneck_gbps * mlu_floor, 0.0)
     needed = _prefix_until(_widest_first(paths), floor_capacity, demand).sum(axis=1)
     dense = needed > DENSE_SHARE * paths.valid.sum(axis=1)
-    return int(dense.sum()) >= paths.valid.shape[1] / 2
+    return bool(int(dense.sum()) >= paths.valid.shape[1] / 2)
 
 
 def _pool_mask(pool: PathPool | None, graph: LinkGraph, comm: Commodities) -> np.ndarray | None:

@@ -267,11 +267,16 @@ class _Signals:
         if self.scripted:
             raise KeyboardInterrupt
 
-    def wait(self, progress: Progress, lockstep: Lockstep) -> None:
-        """Until SIGTERM or SIGINT, the fabric and the controller go on (in lockstep)."""
+    def wait(self, progress: Progress, lockstep: Lockstep | None = None) -> None:
+        """Until SIGTERM or SIGINT, the fabric and the controller go on (in lockstep, or in
+        their own threads without ``lockstep``)."""
         self.scripted = False
         progress.say("serving until SIGTERM or Ctrl-C")
-        lockstep.run_until(self.stop.is_set, float("inf"))
+        if lockstep is not None:
+            lockstep.run_until(self.stop.is_set, float("inf"))
+        else:
+            while not self.stop.wait(0.5):
+                pass
         progress.say("stopping")
 
     def restore(self) -> None:
