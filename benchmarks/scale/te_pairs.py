@@ -56,7 +56,7 @@ def run_one(blocks: int, method: str) -> dict[str, Any]:
     if method == "simplex-first":
         te_lp.IPM_FIRST_ROWS = 10**9
     elif method == "every-path-ipm":
-        te_lp.looks_degenerate = lambda *a: True  # type: ignore[assignment]
+        te_lp.looks_degenerate = lambda *a: True
         te_lp._Master.solve_by_ipm = _every_path_with_crossover  # type: ignore[method-assign]
         te_lp.LAGRANGIAN_GAP = np.inf  # one round: every path is in
     started = time.perf_counter()
