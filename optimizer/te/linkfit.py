@@ -35,8 +35,11 @@ from optimizer.te.wcmp import reduce_weights
 DEFAULT_SWITCH_BUDGET = 49_152
 """Weight entries a switch holds over all its groups (PINS's fabric switch)."""
 
-_INCLUDE = 0.97  # coarse rows crossing a link above this share of the target are re-rounded
-_MILP_SECONDS = 3.0  # a safety net for large rounding MILPs (64 blocks): the plan stays within seconds
+_INCLUDE = (1.0, 0.97)  # rows crossing a link above this share of the target are re-rounded: the
+# links over the target alone first (a small MILP), then with those close to it
+_MILP_MAX_COLUMNS = 5_000  # a larger rounding MILP is not tried: at 64 blocks one of 12-50k
+# columns ran into the time limit and gained nothing (hotspot) or less than the smaller one
+_MILP_SECONDS = 1.5  # a safety net: the plan stays within seconds
 _MILP_NODES = 50  # branch-and-bound nodes (deterministic); the MILP keeps its best rounding
 _COARSE = 0.005  # a group is coarse when one entry of a full table is this much of a link
 _MAX_MOVES = 500  # single-unit moves before the repair stops (each costs ~1 ms at 64 blocks)
@@ -122,15 +125,18 @@ def repair_link_loads(
         return Repaired(weights, fractions)
     best = Repaired(weights, fractions)
     coarse = _coarse(graph, paths, demand_gbps, weights, tables, frozen)
-    for fill in (False, True):
-        rounded = _round_jointly(
+    for include, fill in ((i, f) for i in _INCLUDE for f in (False, True)):
+        rounded, timed_out = _round_jointly(
             graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu,
-            max_oversubscription, coarse, frozen, fill,
+            max_oversubscription, coarse, frozen, fill, include,
         )
-        if rounded is not None and _peak(graph, paths, demand_gbps, rounded.weights) < peak:
+        improved = rounded is not None and _peak(graph, paths, demand_gbps, rounded.weights) < peak
+        if rounded is not None and improved:
             best, peak = rounded, _peak(graph, paths, demand_gbps, rounded.weights)
         if peak <= target_mlu * (1 + _EPS):
             return best
+        if timed_out and not improved:
+            break  # the next MILPs are as large or larger (a 64-block ring: 3 s each, no gain)
     moved = _move_units(graph, paths, demand_gbps, best.weights, target_mlu, frozen)
     if _peak(graph, paths, demand_gbps, moved) < peak:
         changed = (moved != best.weights).any(axis=1)
@@ -241,19 +247,21 @@ def _round_jointly(
     coarse: np.ndarray,
     frozen: np.ndarray,
     fill: bool,
-) -> Repaired | None:
+    include: float,
+) -> tuple[Repaired | None, bool]:
     """Re-plan the rows that cross a link near or above the target, every other row's load
     fixed, by one MILP minimising the link MLU: a coarse row's weights are integers over
     all its paths (keeping its total, or with ``fill`` filling its table where the switch
     has entries to spare: finer units); a fine row's split is continuous, then reduced to
-    weights within a quarter of the over-subscription bound. None if it found nothing."""
+    weights within a quarter of the over-subscription bound. None if it found nothing; and
+    whether the MILP ran into its time limit."""
     weights = plan.weights
     util = _util(graph, paths, demand_gbps, weights)
-    hot_links = np.append(util > target_mlu * _INCLUDE, False)
+    hot_links = np.append(util > target_mlu * include, False)
     crosses = paths.valid & (weights > 0) & (hot_links[paths.first] | hot_links[paths.second])
     rows = np.flatnonzero(crosses.any(axis=1) & ~frozen & (demand_gbps > 0))
-    if not len(rows):
-        return None
+    if not len(rows) or int(paths.valid[rows].sum()) > _MILP_MAX_COLUMNS:
+        return None, False
     integer = coarse[rows]
     totals = weights.sum(axis=1)
     spare = switch_budget - np.bincount(sources, weights=totals, minlength=int(sources.max()) + 1)
@@ -299,9 +307,10 @@ def _round_jointly(
         start_load = np.asarray(load_rows[:, :n] @ current).ravel() + base_load[used]
         start = np.concatenate([current, [max(float((start_load / caps).max()), lower_bounds[-1])]])
     integrality = np.concatenate([integer[g_local], [False]])
-    solution = _solve_milp(matrix.tocsc(), lower, upper, lower_bounds, upper_bounds, integrality, start)
+    solution, timed_out = _solve_milp(matrix.tocsc(), lower, upper, lower_bounds, upper_bounds, integrality,
+                                      start)
     if solution is None:
-        return None
+        return None, timed_out
     split = np.zeros((len(rows), weights.shape[1]))
     split[g_local, via] = np.maximum(solution[:n], 0.0)
     new = weights.copy()
@@ -310,10 +319,10 @@ def _round_jointly(
         same = ~integer & (tables[rows] == table)
         new[rows[same]] = reduce_weights(split[same], int(table), fine_bound).weights
     if (np.bincount(sources, weights=new.sum(axis=1)) > switch_budget).any():
-        return None
+        return None, timed_out
     fractions = plan.fractions.copy()
     fractions[rows] = split / split.sum(axis=1, keepdims=True)
-    return Repaired(new, fractions)
+    return Repaired(new, fractions), timed_out
 
 
 def _solve_milp(
@@ -324,9 +333,9 @@ def _solve_milp(
     col_upper: np.ndarray,
     integrality: np.ndarray,
     start: np.ndarray | None,
-) -> np.ndarray | None:
+) -> tuple[np.ndarray | None, bool]:
     """min z (the last column) with the ``integrality`` columns integer; the best solution
-    found within ``_MILP_SECONDS``, or None."""
+    found within ``_MILP_SECONDS`` (or None), and whether the time limit stopped it."""
     cols = matrix.shape[1]
     highs = _Highs()  # the thin binding: the wrapper prints a banner to stdout
     for option, value in (
@@ -358,13 +367,14 @@ def _solve_milp(
         integrality.astype(np.int32),
     )
     if status == highspy.HighsStatus.kError:
-        return None
+        return None, False
     if start is not None:
         given = highspy.HighsSolution()
         given.col_value = start.tolist()
         given.value_valid = True
         highs.setSolution(given)
     highs.run()
+    timed_out = highs.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
     if highs.getInfo().primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible:
-        return None
-    return np.asarray(highs.getSolution().col_value)
+        return None, timed_out
+    return np.asarray(highs.getSolution().col_value), timed_out
