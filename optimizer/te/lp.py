@@ -34,10 +34,11 @@ one took 72k iterations and column generation as a whole several minutes. Such m
 solved by the interior point method without crossover instead, round after round of the same
 column generation (the duals of an interior optimum price the paths as well as a vertex's),
 which stops once the Lagrangian bound proves the master within :data:`LAGRANGIAN_GAP` of the
-full path LP's optimum (at 64 blocks: 2 rounds of 20-27k columns, against 254k columns for
-every path). A master goes to the interior point method from the start when its first
-columns say it is of that kind (:func:`looks_degenerate`: many commodities that need most of
-their paths, on a large LP), or when a simplex solve hits its iteration limit
+full path LP's optimum (at 64 blocks: one round of 40k columns, against 254k columns for
+every path; such a master starts with :data:`INITIAL_TWO_HOP_PATHS_IPM` paths a commodity).
+A master goes to the interior point method from the start when its first columns say it is
+of that kind (:func:`looks_degenerate`: many commodities that need many of their paths, on a
+large LP), or when a simplex solve hits its iteration limit
 (:data:`SIMPLEX_ITERATIONS_PER_ROW`). The path pool remembers it, so the next few solves of
 the same solver go straight to the interior point method (:data:`IPM_SOLVES_REMEMBERED`).
 """
@@ -61,6 +62,11 @@ SECONDARY_WEIGHT = 1e-5
 
 INITIAL_TWO_HOP_PATHS = 3
 """Two-hop paths per commodity in the first restricted master (besides the direct path)."""
+
+INITIAL_TWO_HOP_PATHS_IPM = 8
+"""The same for a master solved by the interior point method from the start: one round of a
+larger master costs less than two (64 blocks paired off: 40k columns in one round, 5.4 s,
+against 20k then 26k in two, 10.6 s, on one loaded machine)."""
 
 NEW_PATHS_PER_ROUND = 4
 COLUMNS_PER_ROUND = 20_000
@@ -160,10 +166,11 @@ def initial_columns(
     demand: np.ndarray,
     mlu_floor: float,
     pool: np.ndarray | None,
+    two_hop: int = INITIAL_TWO_HOP_PATHS,
 ) -> np.ndarray:
     """(K, N) mask of the first master's paths, widest first (ties in a fixed random order).
 
-    Per commodity: the direct path and ``INITIAL_TWO_HOP_PATHS`` widest two-hop paths;
+    Per commodity: the direct path and ``two_hop`` widest two-hop paths;
     enough of the widest paths to carry the demand at the MLU lower bound (a commodity as
     big as its block's egress, as in an ML ring, gets all of them: pricing would otherwise
     find them a few per round, the duals being degenerate); and the paths of the previous
@@ -175,7 +182,7 @@ def initial_columns(
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.arange(n_nodes)[None, :], axis=1)
     has_direct = direct.any(axis=1)
-    chosen = rank < (INITIAL_TWO_HOP_PATHS + has_direct.astype(np.int64))[:, None]
+    chosen = rank < (two_hop + has_direct.astype(np.int64))[:, None]
     floor_capacity = np.where(paths.valid, paths.bottleneck_gbps * mlu_floor, 0.0)
     chosen |= _prefix_until(order, floor_capacity, demand * FLOOR_COVER)
     if pool is not None:
@@ -436,8 +443,16 @@ def solve_path_lp(
     # The hop term is at most hop_cost * total = SECONDARY_WEIGHT * lower * (weight of U).
     hop_cost = SECONDARY_WEIGHT * lower
     pool_mask = _pool_mask(pool, graph, comm)
+    ipm_solves = pool.ipm_solves if pool is not None and pool.nodes == graph.nodes else 0
+    rows = graph.n_links + comm.count
+    interior_point = ipm_solves > 0
+    if not interior_point and hedge is None and looks_degenerate(paths, demand, lower, rows):
+        log.info("TE master: %d rows with hot pairs needing many of their paths: solving by the "
+                 "interior point method", rows)
+        interior_point, ipm_solves = True, IPM_SOLVES_REMEMBERED + 1
     if hedge is None:
-        columns = initial_columns(paths, demand, lower, pool_mask)
+        two_hop = INITIAL_TWO_HOP_PATHS_IPM if interior_point else INITIAL_TWO_HOP_PATHS
+        columns = initial_columns(paths, demand, lower, pool_mask, two_hop)
         at_upper = np.zeros_like(columns)
     else:
         columns, at_upper = initial_hedged_split(paths, bounds, demand, pool_mask)
@@ -445,13 +460,6 @@ def solve_path_lp(
     master.add(columns)
     tolerance = REDUCED_COST_TOLERANCE * max(total, 1.0)
     rounds, optimal = 0, True
-    ipm_solves = pool.ipm_solves if pool is not None and pool.nodes == graph.nodes else 0
-    rows = graph.n_links + comm.count
-    interior_point = ipm_solves > 0
-    if not interior_point and hedge is None and looks_degenerate(paths, demand, lower, rows):
-        log.info("TE master: %d rows with hot pairs needing most of their paths: solving by the "
-                 "interior point method", rows)
-        interior_point, ipm_solves = True, IPM_SOLVES_REMEMBERED + 1
     iteration_limit = max(MIN_SIMPLEX_ITERATIONS, int(SIMPLEX_ITERATIONS_PER_ROW * rows))
     while True:
         if interior_point:
