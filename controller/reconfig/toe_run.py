@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from controller.decision import toe_verdict
+from controller.decision import JOB_TRIGGER, toe_verdict
 from controller.reconfig.deferred import (
     DeferredCheck,
     DeferredPlan,
@@ -124,9 +124,11 @@ class ToePlanner:
         if view is not None:
             prediction = view.demand(prediction)
         changing = live - frozen
-        # an automatic check plans nothing unless some topology clears the policy's gain (an
-        # operator's request plans for shorter paths alone too, as it always did)
-        min_gain = min(policy.min_gain, MAX_MIN_GAIN) if trigger == "auto" else 0.0
+        # an automatic check, and a job's arrival, plan nothing unless some topology clears the
+        # policy's gain: the verdict holds both to it, so a plan under the LP's bound would only
+        # be refused after the mapping and the staging (at 64 blocks most of a minute); an
+        # operator's request plans for shorter paths alone too, as it always did
+        min_gain = min(policy.min_gain, MAX_MIN_GAIN) if trigger in ("auto", JOB_TRIGGER) else 0.0
         knobs = ToeKnobs(time_limit=self.time_limit, min_gain=min_gain)
         try:
             target_plan = plan_target(
