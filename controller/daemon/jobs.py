@@ -28,7 +28,7 @@ from optimizer import limits
 from optimizer.config import parse_yaml
 from optimizer.errors import ConfigError, HeliostatError
 from optimizer.fabric import Fabric
-from optimizer.jobs import JobSpec, job_traffic, parse_job
+from optimizer.jobs import JobSpec, JobTraffic, job_traffic, parse_job
 from optimizer.jobs.intents import AnnouncedJob, JobPhase, planned_jobs, planning_demand
 from optimizer.traffic import TrafficMatrix
 
@@ -94,6 +94,7 @@ class BookedJob:
     end: float | None
     added_at: float
     traffic: TrafficMatrix  # its Gbit/s between blocks: the average (or the bursts' peak)
+    modelled: JobTraffic  # its phases (what a plan for it is judged by: optimizer.jobs.objective)
 
     @property
     def name(self) -> str:
@@ -150,7 +151,7 @@ class JobBook:
                               f"job {spec.name!r}: it ends ({end:g}) before it starts ({start:g})")
         modelled = job_traffic(spec, self.fabric)
         traffic = modelled.peak() if self.bursts else modelled.mean()
-        return BookedJob(spec, text, start, end, added_at, traffic)
+        return BookedJob(spec, text, start, end, added_at, traffic, modelled)
 
     def attach(self, journal: Journal) -> list[str]:
         """Read the journaled book (a new term); returns the names of jobs dropped because they
@@ -231,6 +232,11 @@ class JobBook:
     def planned(self, now: float) -> list[str]:
         """The jobs the demand counts at ``now`` (running or due), by name."""
         return sorted(planned_jobs([j.announced() for j in self.jobs()], now, self.lead_time))
+
+    def planned_traffic(self, now: float) -> list[JobTraffic]:
+        """The phases of the jobs the demand counts at ``now`` (running or due)."""
+        names = planned_jobs([j.announced() for j in self.jobs()], now, self.lead_time)
+        return [j.modelled for j in self.jobs() if j.name in names]
 
     def newly_planned(self, now: float) -> list[str]:
         """Jobs that became due or started since the last call (the loop asks ToE then)."""

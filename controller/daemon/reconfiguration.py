@@ -37,6 +37,7 @@ from controller.sensing.observe import (
 )
 from optimizer.errors import HeliostatError, InfeasibleError, SolverError, SolverTimeLimit
 from optimizer.fabric import Fabric
+from optimizer.jobs.objective import judged
 from optimizer.topology import Circuit
 
 log = logging.getLogger(__name__)
@@ -198,9 +199,12 @@ class Reconfiguration:
         started = time.monotonic()
         view = self._view()
         self.metrics.toe_runs.labels(trigger).inc()  # an attempt, counted whatever comes of it
+        judge = None  # a job's arrival is judged by the jobs' communication time too
+        if trigger == dec.JOB_TRIGGER and self.state.jobs is not None:
+            judge = judged(self.planner.fabric, self.state.jobs.planned_traffic(now))
         proposal = self.planner.propose(
             trigger, prediction, self.state.installed, now, self.state.control.last_reconfig_at,
-            self.settings.policy, view=view,
+            self.settings.policy, view=view, jobs=judge,
         )
         self.metrics.toe_solve_seconds.observe(time.monotonic() - started)
         proposal = replace(proposal, plan=replace(proposal.plan, planned_at=now))
