@@ -6,8 +6,9 @@ builds it: the benchmark controller config's stage limit and time budget, the do
 big fabric) plans from the uniform mesh, mapped on the OCSes, for the demand the job book gives
 when the job becomes due (:meth:`controller.daemon.jobs.JobBook.demand`: the background as
 measured plus the job's traffic), with the job trigger and the config's policy. Timed on the wall
-clock: the jobs' communication time on the LP's topology against today's, the LP, the mapping,
-the staging and the verdict, as in the replay's ``slowest plan on a job arrival``.
+clock: the LP, the mapping, the staging and the verdict, as in the replay's ``slowest plan on a
+job arrival`` (the jobs' communication time is not played at 64 blocks:
+:data:`controller.reconfig.job_verdict.MAX_PLAYED_BLOCKS`).
 
     python -m benchmarks.jobs.arrival_plan [--out benchmarks/RESULTS_jobs.md]
 
@@ -31,12 +32,12 @@ from benchmarks.jobs.schedule import CONFIG, TARGET_PLAN_S, config_for
 from benchmarks.machine import machine_summary
 from controller.daemon.jobs import JobBook
 from controller.decision import JOB_TRIGGER
+from controller.reconfig.job_verdict import judge_for
 from controller.reconfig.journal import Journal
 from controller.reconfig.toe_run import ToePlanner
 from controller.reconfig.workers import domain_pool, pays_off
 from optimizer.config import load_fabric
 from optimizer.fabric import Fabric
-from optimizer.jobs.objective import judged
 from optimizer.mapping import map_topology
 from optimizer.policy import ReconfigurePolicy
 from optimizer.topology import Circuit, mesh_topology
@@ -76,7 +77,7 @@ def plan_arrival(fabric: Fabric, planner: ToePlanner, policy: ReconfigurePolicy,
     if demand is None:  # pragma: no cover - the job is due
         raise RuntimeError("the job is not planned for")
     started = time.perf_counter()
-    judge = judged(fabric, book.planned_traffic(NOW))  # as the daemon's Reconfiguration.propose
+    judge = judge_for(fabric, book.planned_traffic(NOW))  # as the daemon's Reconfiguration.propose
     proposal = planner.propose(JOB_TRIGGER, demand, live, NOW, None, policy, jobs=judge)
     seconds = time.perf_counter() - started
     book.remove(book.jobs()[0].name)

@@ -28,6 +28,7 @@ from controller.reconfig.executor import (
     StageOutcome,
 )
 from controller.reconfig.in_service import PlanningView, maintenance_conflict, planning_view
+from controller.reconfig.job_verdict import judge_for
 from controller.reconfig.journal import IntentState, Journal, JournalError
 from controller.reconfig.reviewed import PlanRefused, ReviewedPlans, apply_problem
 from controller.reconfig.stage_plan import Plan
@@ -37,7 +38,6 @@ from controller.sensing.observe import (
 )
 from optimizer.errors import HeliostatError, InfeasibleError, SolverError, SolverTimeLimit
 from optimizer.fabric import Fabric
-from optimizer.jobs.objective import judged
 from optimizer.topology import Circuit
 
 log = logging.getLogger(__name__)
@@ -201,7 +201,7 @@ class Reconfiguration:
         self.metrics.toe_runs.labels(trigger).inc()  # an attempt, counted whatever comes of it
         judge = None  # a job's arrival is judged by the jobs' communication time too
         if trigger == dec.JOB_TRIGGER and self.state.jobs is not None:
-            judge = judged(self.planner.fabric, self.state.jobs.planned_traffic(now))
+            judge = judge_for(self.planner.fabric, self.state.jobs.planned_traffic(now))
         proposal = self.planner.propose(
             trigger, prediction, self.state.installed, now, self.state.control.last_reconfig_at,
             self.settings.policy, view=view, jobs=judge,

@@ -7,16 +7,32 @@ communication time by more than the policy's gain, changes circuits, and keeps t
 ``max(today's, the stage limit)``. Before the mapping and the staging (most of a minute at 64
 blocks), the LP's topology is played against today's: :func:`precheck` says whether a plan can
 be worth it by that measure. Pure.
+
+On fabrics of more than :data:`MAX_PLAYED_BLOCKS` blocks the jobs are not played (:func:`judge_for`
+gives None): there the LP and two TE solves for the precheck cost 7 to 25 s of a job's planning
+on 2 cores (``benchmarks/jobs/arrival_plan.py``), over the 20 s a plan for a job's arrival may
+take, and the MLU bound alone decides whether anything is planned.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from optimizer.fabric import Fabric
-from optimizer.jobs.objective import CommGain, JobsJudge
+from optimizer.jobs.objective import CommGain, JobsJudge, judged
+from optimizer.jobs.traffic import JobTraffic
 from optimizer.policy import Decision, ReconfigurePolicy
 from optimizer.toe import ToeKnobs, plan_topology
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
+
+#: The largest fabric a job's plan is judged on by the jobs' played communication time.
+MAX_PLAYED_BLOCKS = 32
+
+
+def judge_for(fabric: Fabric, jobs: Sequence[JobTraffic]) -> JobsJudge | None:
+    """The judge of a job's plan on ``fabric`` (None: no job, a spine, or too many blocks)."""
+    return judged(fabric, jobs) if fabric.n_blocks <= MAX_PLAYED_BLOCKS else None
 
 
 def precheck(judge: JobsJudge, fabric: Fabric, demand: TrafficMatrix, live: frozenset[Circuit],

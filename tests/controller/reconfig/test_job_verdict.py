@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from controller.reconfig.job_verdict import comm_verdict, precheck, worth_planning
+from controller.reconfig.job_verdict import (
+    MAX_PLAYED_BLOCKS,
+    comm_verdict,
+    judge_for,
+    precheck,
+    worth_planning,
+)
+from optimizer.config import generate_fabric
 from optimizer.jobs.objective import JobsJudge
 from optimizer.mapping import map_topology
 from optimizer.policy import Decision, ReconfigurePolicy
@@ -45,3 +52,9 @@ def test_the_precheck_plays_the_lp_s_topology_against_today_s() -> None:
     assert gain.before == pytest.approx(0.030) and gain.after < gain.before  # direct circuits planned
     assert worth_planning(gain, POLICY)
     assert not worth_planning(precheck(JUDGE, FABRIC, routed(), TARGET, 30.0), POLICY)  # already there
+
+
+def test_a_fabric_over_the_played_size_is_not_judged_by_the_jobs_time() -> None:
+    assert judge_for(FABRIC, [TRAFFIC]) is not None and judge_for(FABRIC, []) is None
+    big = generate_fabric(MAX_PLAYED_BLOCKS + 1, 4, 2, 4 * (MAX_PLAYED_BLOCKS + 1) // 2 + 2)
+    assert big.n_blocks > MAX_PLAYED_BLOCKS and judge_for(big, [TRAFFIC]) is None
