@@ -29,7 +29,9 @@ from controller.replay.job_policies import Policy, run_policy
 from controller.replay.job_report import jobs_table
 from controller.replay.job_time import PolicyOutcome, judge
 from optimizer.config import load_fabric
-from optimizer.jobs.schedule import load_schedule
+from optimizer.fabric import Fabric
+from optimizer.jobs import line_rate_comm_seconds
+from optimizer.jobs.schedule import Schedule, load_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEDULES = ROOT / "configs" / "jobs" / "schedules"
@@ -74,7 +76,20 @@ def config_for(fabric: Path) -> ControllerConfig:
     return replace(config, fabric=fabric)
 
 
-def verdicts(outcomes: dict[Policy, PolicyOutcome]) -> list[str]:
+def floor_line(fabric: Fabric, schedule: Schedule, mesh: PolicyOutcome) -> str:
+    """The line-rate floor (:func:`optimizer.jobs.line_rate_comm_seconds`: each job alone, its
+    blocks' uplinks at line rate) against the mesh: what no topology can go below."""
+    floors = {j.name: line_rate_comm_seconds(j.traffic, fabric) for j in schedule.jobs}
+    mean = sum(floors.values()) / len(floors)
+    cells = ", ".join(f"{name} {seconds * 1000:.1f}" for name, seconds in floors.items())
+    ratio = f" = {mean / mesh.mean_comm_seconds:.2f} of the mesh's" if mesh.mean_comm_seconds else ""
+    return (
+        f"- line-rate floor (each job alone, every phase at its busiest block's uplink rate; no topology "
+        f"does better): {cells} ms; mean {mean * 1000:.1f} ms{ratio}"
+    )
+
+
+def verdicts(outcomes: dict[Policy, PolicyOutcome], fabric: Fabric, schedule: Schedule) -> list[str]:
     aware = outcomes[Policy.JOB_AWARE]
     slowest = aware.slowest_plan("job")
     plan = [] if slowest is None else [
@@ -90,6 +105,7 @@ def verdicts(outcomes: dict[Policy, PolicyOutcome]) -> list[str]:
         met = "met" if ratio <= TARGET_RATIO else "NOT met"
         target = f"target <= {TARGET_RATIO}: {met}"
         lines.append(f"- mean communication time, job-aware / mesh: {ratio:.2f} ({target})")
+        lines.append(floor_line(fabric, schedule, mesh))
     early = []
     for a, r in zip(aware.jobs, reactive.jobs, strict=True):
         if a.reached is None:
@@ -134,7 +150,7 @@ def run_case(case: Case) -> list[str]:
         "",
         jobs_table(list(outcomes.values()), TOE_INTERVAL),
         "",
-        *verdicts(outcomes),
+        *verdicts(outcomes, fabric, schedule),
         "",
         *(bound_lines(fabric, schedule) if len(case.policies) > 1 else []),
         "",

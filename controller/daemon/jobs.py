@@ -94,7 +94,7 @@ class BookedJob:
     end: float | None
     added_at: float
     traffic: TrafficMatrix  # its Gbit/s between blocks: the average (or the bursts' peak)
-    modelled: JobTraffic  # its iteration's phases (what the job's communication time is played from)
+    modelled: JobTraffic  # its iteration's phases: its communication time, and what a plan is judged by
 
     @property
     def name(self) -> str:
@@ -236,6 +236,11 @@ class JobBook:
     def planned(self, now: float) -> list[str]:
         """The jobs the demand counts at ``now`` (running or due), by name."""
         return sorted(planned_jobs([j.announced() for j in self.jobs()], now, self.lead_time))
+
+    def planned_traffic(self, now: float) -> list[JobTraffic]:
+        """The phases of the jobs the demand counts at ``now`` (running or due)."""
+        names = planned_jobs([j.announced() for j in self.jobs()], now, self.lead_time)
+        return [j.modelled for j in self.jobs() if j.name in names]
 
     def newly_planned(self, now: float) -> list[str]:
         """Jobs that became due or started since the last call (the loop asks ToE then)."""

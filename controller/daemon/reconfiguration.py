@@ -28,6 +28,7 @@ from controller.reconfig.executor import (
     StageOutcome,
 )
 from controller.reconfig.in_service import PlanningView, maintenance_conflict, planning_view
+from controller.reconfig.job_verdict import judge_for
 from controller.reconfig.journal import IntentState, Journal, JournalError
 from controller.reconfig.reviewed import PlanRefused, ReviewedPlans, apply_problem
 from controller.reconfig.stage_plan import Plan
@@ -198,9 +199,12 @@ class Reconfiguration:
         started = time.monotonic()
         view = self._view()
         self.metrics.toe_runs.labels(trigger).inc()  # an attempt, counted whatever comes of it
+        judge = None  # a job's arrival is judged by the jobs' communication time too
+        if trigger == dec.JOB_TRIGGER and self.state.jobs is not None:
+            judge = judge_for(self.planner.fabric, self.state.jobs.planned_traffic(now))
         proposal = self.planner.propose(
             trigger, prediction, self.state.installed, now, self.state.control.last_reconfig_at,
-            self.settings.policy, view=view,
+            self.settings.policy, view=view, jobs=judge,
         )
         self.metrics.toe_solve_seconds.observe(time.monotonic() - started)
         proposal = replace(proposal, plan=replace(proposal.plan, planned_at=now))

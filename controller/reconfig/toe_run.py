@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from controller.decision import toe_verdict
+from controller.decision import JOB_TRIGGER, toe_verdict
 from controller.reconfig.deferred import (
     DeferredCheck,
     DeferredPlan,
@@ -29,10 +29,12 @@ from controller.reconfig.deferred import (
     judge,
 )
 from controller.reconfig.in_service import PlanningView
+from controller.reconfig.job_verdict import comm_verdict, precheck, worth_planning
 from controller.reconfig.stage_plan import Plan, SolverSummary, reconfiguration_plan, topology_links
 from optimizer.budget import Clock, TimeBudget
 from optimizer.errors import ConfigError, InfeasibleError
 from optimizer.fabric import Fabric
+from optimizer.jobs.objective import JobsJudge
 from optimizer.mapping import ParallelMap
 from optimizer.policy import Decision, ReconfigurePolicy
 from optimizer.staging import StagingBlocked, StagingPlan, stage_changes
@@ -110,6 +112,7 @@ class ToePlanner:
         last_reconfig_at: float | None,
         policy: ReconfigurePolicy,
         view: PlanningView | None = None,
+        jobs: JobsJudge | None = None,
     ) -> Proposal:
         """Plan for ``prediction`` from the ``live`` circuits, staged; judge what the stages reach.
 
@@ -118,15 +121,25 @@ class ToePlanner:
 
         A ``dry_run`` trigger is judged as an operator request and its stages kept. Raises
         InfeasibleError (StagingBlocked with the reason) when no safe step lowers the MLU.
+
+        ``jobs`` (a job trigger's, nothing frozen for maintenance) judges the plan by the announced jobs'
+        communication time too (:mod:`controller.reconfig.job_verdict`).
         """
         live = frozenset(live)
         fabric, frozen = (self.fabric, frozenset()) if view is None else (view.fabric, view.frozen)
         if view is not None:
             prediction = view.demand(prediction)
         changing = live - frozen
-        # an automatic check plans nothing unless some topology clears the policy's gain (an
-        # operator's request plans for shorter paths alone too, as it always did)
-        min_gain = min(policy.min_gain, MAX_MIN_GAIN) if trigger == "auto" else 0.0
+        # an automatic check, and a job's arrival, plan nothing unless some topology clears the
+        # policy's gain: the verdict holds both to it, so a plan under the LP's bound would only
+        # be refused after the mapping and the staging (at 64 blocks most of a minute); an
+        # operator's request plans for shorter paths alone too, as it always did
+        min_gain = min(policy.min_gain, MAX_MIN_GAIN) if trigger in ("auto", JOB_TRIGGER) else 0.0
+        comm = None
+        if jobs is not None and trigger == JOB_TRIGGER and not frozen:
+            comm = precheck(jobs, fabric, prediction, live, self.time_limit)
+            log.info("ToE (job): the LP's topology against today's: %s", comm.words())
+            min_gain = 0.0 if worth_planning(comm, policy) else min_gain
         knobs = ToeKnobs(time_limit=self.time_limit, min_gain=min_gain)
         try:
             target_plan = plan_target(
@@ -160,6 +173,9 @@ class ToePlanner:
         )
         if toe.nothing_to_gain is not None:
             verdict = Decision(False, toe.nothing_to_gain.message(), 0.0)
+        elif comm is not None and jobs is not None:
+            mlu = (current_mlu, planned_mlu, self.stage_mlu)
+            verdict = comm_verdict(verdict, jobs, fabric, (live, target), prediction, mlu, policy)
         mapped = frozenset(target_plan.mapping.circuits) | frozen
         deferred = None
         if not verdict.apply and trigger == "auto" and staging.blocked_by is not None:

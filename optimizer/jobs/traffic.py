@@ -168,3 +168,15 @@ def jobs_series(traffic: Sequence[JobTraffic], iterations: int) -> tuple[np.ndar
             k += 1
         out.append(np.maximum(level, 0.0))
     return np.array(times), np.array(out)
+
+
+def line_rate_comm_seconds(traffic: JobTraffic, fabric: Fabric) -> float:
+    """The least communication time per iteration any topology and routing can give the job:
+    each phase's bytes at the line rate of its busiest block's uplinks, nothing else on them.
+    The all-reduce burst takes that long (it is how its length is defined); a compute phase's
+    transfers are exposed only by what they would outlast the compute at that rate."""
+    total = 0.0
+    for phase in traffic.phases:
+        need = burst_seconds(fabric, phase.bytes)
+        total += max(0.0, need - phase.seconds) if phase.name == "compute" else need
+    return total

@@ -12,7 +12,7 @@ import pytest
 from controller.replay.series import load_series
 from optimizer.errors import ConfigError
 from optimizer.fabric import Block, Ocs, build_fabric
-from optimizer.jobs import Collective, job_traffic, jobs_series, load_job, parse_job
+from optimizer.jobs import Collective, job_traffic, jobs_series, line_rate_comm_seconds, load_job, parse_job
 from optimizer.jobs.collectives import all_to_all, hierarchical_all_reduce, ring_all_reduce, tree_all_reduce
 from tests.support import CONFIGS, shipped_fabric
 from tests.support.cli_helpers import run_cli
@@ -123,6 +123,18 @@ def test_the_phases_and_their_rates() -> None:
     assert traffic.period == pytest.approx(1.015)
     assert traffic.peak().gbps[0, 1] == pytest.approx(800.0)  # the burst fills b1's uplinks
     assert traffic.mean().gbps[0, 1] == pytest.approx(5.5 * B * 8 / 1e9 / 1.015)
+
+
+def test_the_line_rate_floor_is_the_burst_and_what_outlasts_the_compute() -> None:
+    # the all-to-all job above: 4 GB b1 -> b2 in a 1 s compute needs 4e9 / 100e9 = 40 ms at the
+    # line rate (hidden), the all-reduce 15 ms: the floor is the burst alone
+    hidden = job(parallelism={"data": 4, "expert": 4}, experts={"all_to_all_bytes": 4 * B})
+    traffic = job_traffic(parse_job(hidden, "<test>", FABRIC), FABRIC)
+    assert line_rate_comm_seconds(traffic, FABRIC) == pytest.approx(0.015)
+    # 200 GB of all-to-all in 1 s: 2 s at 100 GB/s, 1 s of it exposed, plus the 15 ms burst
+    exposed = job(parallelism={"data": 4, "expert": 4}, experts={"all_to_all_bytes": 200 * B})
+    traffic = job_traffic(parse_job(exposed, "<test>", FABRIC), FABRIC)
+    assert line_rate_comm_seconds(traffic, FABRIC) == pytest.approx(1.0 + 0.015)
 
 
 def test_the_series_plays_every_phase_of_every_iteration() -> None:

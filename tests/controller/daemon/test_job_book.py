@@ -15,9 +15,12 @@ import yaml
 from controller.daemon.jobs import JOBS_KEY, MAX_AHEAD_S, JobBook, JobProblem, JobRejected, parse_announcement
 from controller.decision import JOB_TRIGGER, toe_verdict
 from controller.reconfig.journal import Journal, JournalError
+from controller.reconfig.toe_run import ToePlanner
 from optimizer.config import load_plannable_fabric
 from optimizer.errors import HeliostatError
 from optimizer.policy import ReconfigurePolicy
+from optimizer.topology import uniform_mesh
+from optimizer.traffic import uniform_matrix
 from tests.support import CONFIGS
 
 FABRIC_8 = load_plannable_fabric(CONFIGS / "fabric-8.yaml")
@@ -184,3 +187,18 @@ def test_a_book_for_bursts_plans_for_each_pair_s_peak_phase_not_the_average(tmp_
         assert bursts.jobs()[0].traffic.total() > 2 * averages.jobs()[0].traffic.total()
         due = bursts.demand(None, NOW + 100)
         assert due is not None and (due.gbps == modelled.peak().gbps).all()
+
+
+def test_a_job_trigger_plans_nothing_when_the_bound_shows_no_topology_clears_the_gain() -> None:
+    # the verdict holds a job's plan to the policy's gain: under the LP's bound nothing would
+    # clear it, so nothing is mapped or staged (at 64 blocks most of a minute); an operator's
+    # request still plans for shorter paths alone
+    policy = ReconfigurePolicy(min_gain=0.1, min_interval_s=3600.0)
+    demand = uniform_matrix(FABRIC_8, load=0.3)  # the mesh is the best topology for it
+    mesh = uniform_mesh(FABRIC_8)
+    planner = ToePlanner(FABRIC_8, 0.8)
+    job = planner.propose(JOB_TRIGGER, demand, mesh, NOW, None, policy)
+    assert not job.verdict.apply and job.verdict.reason.startswith("nothing to gain"), job.verdict
+    assert job.changed == 0 and job.plan.stages == ()
+    operator = planner.propose("operator", demand, mesh, NOW, None, policy)
+    assert not operator.verdict.reason.startswith("nothing to gain"), operator.verdict

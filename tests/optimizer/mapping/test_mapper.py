@@ -63,6 +63,24 @@ def test_mapping_result_fed_back_changes_nothing():
     assert (again.removed, again.added, again.kept) == (0, 0, len(first.circuits))
 
 
+
+def test_an_unchanged_topology_is_answered_without_mapping_again(monkeypatch):
+    # at 64 blocks the passes take half a minute to find that nothing changes: not run at all
+    from optimizer.mapping import mapper
+
+    fabric = generate_fabric(8, 32, 4, 72, domains=2)
+    target = perturb(mesh_topology(fabric), 40, np.random.default_rng(3))
+    first = map_topology(fabric, target, uniform_mesh(fabric))
+
+    def no_passes(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the domains were mapped again")
+
+    monkeypatch.setattr(mapper, "_map_domains", no_passes)
+    again = map_topology(fabric, target, list(reversed(first.circuits)))
+    assert again.circuits == first.circuits and (again.removed, again.added) == (0, 0)
+    with pytest.raises(AssertionError, match="mapped again"):  # a change is mapped as before
+        map_topology(fabric, perturb(target, 4, np.random.default_rng(5)), first.circuits)
+
 # -- validity and accounting ---------------------------------------------------------------
 
 

@@ -1,0 +1,147 @@
+"""Benchmark: how long the daemon's ToE takes to plan for a job's arrival at 64 blocks (issue 31
+item 4: <= 20 s), for a job sized for 16 blocks and one sized for 64 on a loaded fabric (neither
+gains the policy's 10% over the mesh there: a plan that changes circuits is not timed here).
+
+The daemon's own planner (:class:`controller.reconfig.toe_run.ToePlanner`, built as the daemon
+builds it: the benchmark controller config's stage limit and time budget, the domain pool on a
+big fabric) plans from the uniform mesh, mapped on the OCSes, for the demand the job book gives
+when the job becomes due (:meth:`controller.daemon.jobs.JobBook.demand`: the background as
+measured plus the job's traffic), with the job trigger and the config's policy. Timed on the wall
+clock: the LP, the mapping, the staging and the verdict, as in the replay's ``slowest plan on a
+job arrival`` (the jobs' communication time is not played at 64 blocks:
+:data:`controller.reconfig.job_verdict.MAX_PLAYED_BLOCKS`).
+
+    python -m benchmarks.jobs.arrival_plan [--out benchmarks/RESULTS_jobs.md]
+
+The results go into ``--out`` between the markers below (the rest of the file is kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import tempfile
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.jobs.schedule import CONFIG, TARGET_PLAN_S, config_for
+from benchmarks.machine import machine_summary
+from controller.daemon.jobs import JobBook
+from controller.decision import JOB_TRIGGER
+from controller.reconfig.job_verdict import judge_for
+from controller.reconfig.journal import Journal
+from controller.reconfig.toe_run import ToePlanner
+from controller.reconfig.workers import domain_pool, pays_off
+from optimizer.config import load_fabric
+from optimizer.fabric import Fabric
+from optimizer.mapping import map_topology
+from optimizer.policy import ReconfigurePolicy
+from optimizer.topology import Circuit, mesh_topology
+from optimizer.traffic import TrafficMatrix
+
+ROOT = Path(__file__).resolve().parents[2]
+FABRIC = ROOT / "configs" / "fabric-64.yaml"
+BEGIN = "<!-- benchmarks.jobs.arrival_plan: begin -->"
+END = "<!-- benchmarks.jobs.arrival_plan: end -->"
+NOW = 1_000_000.0
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    job: Path
+    background_gbps: float  # between every pair of blocks, measured before the job is due
+
+
+ARRIVALS = (
+    # sized for fabric-16: the mesh serves it as well as any topology (nothing to gain)
+    Arrival(ROOT / "configs" / "jobs" / "fabric-16" / "dense-ring.yaml", 2.0),
+    # sized for fabric-64, on a fabric loaded at 300 Gbit/s per pair: still within the gain of
+    # the mesh (its transit carries the pairs at the hose bound), so it is answered as fast
+    Arrival(ROOT / "configs" / "jobs" / "fabric-64" / "moe-wide.yaml", 300.0),
+)
+
+
+def plan_arrival(fabric: Fabric, planner: ToePlanner, policy: ReconfigurePolicy, live: Sequence[Circuit],
+                 arrival: Arrival, journal: Journal) -> list[str]:
+    book = JobBook(fabric, 600.0)
+    book.attach(journal)
+    book.add(arrival.job.read_text(), NOW + 300.0, None, NOW, source=str(arrival.job))
+    n = fabric.n_blocks
+    background = np.full((n, n), arrival.background_gbps)
+    np.fill_diagonal(background, 0.0)
+    demand = book.demand(TrafficMatrix(fabric.block_names, background), NOW)
+    if demand is None:  # pragma: no cover - the job is due
+        raise RuntimeError("the job is not planned for")
+    started = time.perf_counter()
+    judge = judge_for(fabric, book.planned_traffic(NOW))  # as the daemon's Reconfiguration.propose
+    proposal = planner.propose(JOB_TRIGGER, demand, live, NOW, None, policy, jobs=judge)
+    seconds = time.perf_counter() - started
+    book.remove(book.jobs()[0].name)
+    met = "met" if seconds <= TARGET_PLAN_S else "NOT met"
+    stages = len(proposal.plan.stages)
+    return [
+        f"| {arrival.job.relative_to(ROOT)} | {arrival.background_gbps:g} | {seconds:.1f} ({met}) | "
+        f"{proposal.current_mlu:.3f} -> {proposal.planned_mlu:.3f} | {proposal.changed} | {stages} | "
+        f"{proposal.verdict.reason} |"
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "RESULTS_jobs.md"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    fabric = load_fabric(FABRIC)
+    config = config_for(FABRIC)
+    policy = ReconfigurePolicy(config.thresholds.reconfig_gain, config.thresholds.min_reconfig_interval)
+    started = time.perf_counter()
+    live = map_topology(fabric, mesh_topology(fabric)).circuits
+    log.info("the mesh mapped in %.0f s", time.perf_counter() - started)
+    rows: list[str] = []
+    with ExitStack() as stack:
+        pool = stack.enter_context(domain_pool(fabric=fabric)) if pays_off(fabric) else None
+        planner = ToePlanner(fabric, config.thresholds.stage_mlu, time_limit=config.timeouts.toe_solve,
+                             parallel_map=pool)
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        journal = stack.enter_context(Journal(scratch / "journal.db"))
+        for arrival in ARRIVALS:
+            rows += plan_arrival(fabric, planner, policy, live, arrival, journal)
+            log.info("%s", rows[-1])
+    lines = [
+        BEGIN,
+        "## A job's arrival at 64 blocks: the daemon's ToE planning time",
+        "",
+        f"`python -m benchmarks.jobs.arrival_plan` on {machine_summary()}.",
+        "",
+        f"{FABRIC.relative_to(ROOT)} from the uniform mesh, the controller config "
+        f"{CONFIG.relative_to(ROOT)} (stage limit {config.thresholds.stage_mlu:g}, ToE budget "
+        f"{config.timeouts.toe_solve:g} s, gain {config.thresholds.reconfig_gain:g}); the demand is the "
+        "job book's when the job is due: the background plus the job's average.",
+        "",
+        "| job | background (Gbit/s per pair) | plan (s, wall clock; target <= 20) | MLU | circuits changed "
+        "| stages | verdict |",
+        "|---|---:|---:|---|---:|---:|---|",
+        *rows,
+        END,
+    ]
+    out = Path(args.out)
+    text = out.read_text() if out.exists() else ""
+    if BEGIN in text and END in text:
+        text = text[: text.index(BEGIN)] + "\n".join(lines) + text[text.index(END) + len(END) :]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + "\n".join(lines) + "\n"
+    out.write_text(text)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
