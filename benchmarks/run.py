@@ -20,7 +20,7 @@ ORDER = ("te", "mapping", "toe", "toe_limit", "southbound", "controller")
 #: Results written by runs that ``make bench`` does not start (``python -m benchmarks.bench_te
 #: --wcmp``, ``benchmarks.hot.family``, ``benchmarks.jobs.comm_time``, ``benchmarks.scale.mesh_sweep``,
 #: ``benchmarks.soak``, ``benchmarks.standard.p4rt_push``, ``benchmarks.standard.gnmi_sampling``).
-EXTRA_SECTIONS = ("wcmp", "hot", "jobs", "mesh", "soak", "p4rt", "gnmi")
+EXTRA_SECTIONS = ("wcmp", "te_pairs", "hot", "jobs", "mesh", "soak", "p4rt", "gnmi")
 
 log = logging.getLogger(__name__)
 
