@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable
 
 from controller import decision as dec
+from controller.commands.emulator import EmulatedFabric
 from controller.daemon import Daemon
 from controller.reconfig.executor import ExecutorInterrupted
-from emulation.fabric import EmulatedFabric
 
 log = logging.getLogger(__name__)
 
