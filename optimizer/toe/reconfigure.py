@@ -31,11 +31,13 @@ from optimizer.staging import (
     StagingBlocked,
     StagingPlan,
     StagingTimedOut,
+    limit_words,
     stage_changes,
 )
 from optimizer.te import DEFAULT_TABLE_SIZE, TeResult, TeSolver
+from optimizer.toe.hose import HoseLimit, hose_limit
 from optimizer.toe.plan import ToeKnobs, ToePlan, plan_topology
-from optimizer.toe.swaps import swap_steps
+from optimizer.toe.sequence import sequence_steps
 from optimizer.topology import Circuit, Topology, check_circuits, uniform_mesh
 from optimizer.traffic import TrafficMatrix
 
@@ -203,6 +205,10 @@ def plan_target(
         try:
             toe, mapping = _plan_and_map(fabric, matrices, circuits, step_knobs, evaluate, mapper, budget)
             planned = planned or (toe, mapping, max_change)
+            proof = _hose_proof(fabric, circuits, matrices, toe, threshold, margin)
+            if proof is not None:  # no smaller change or search can help: say so now
+                first_failure = first_failure or proof
+                break
             progress.report("staging", f"{mapping.removed} circuits removed, {mapping.added} added")
             staging = stage_changes(
                 fabric,
@@ -217,12 +223,23 @@ def plan_target(
                 patience=budget.portion(STAGING_PATIENCE),
             )
             if not staging.complete:
-                # a step towards the target: single safe swaps may reach further
-                swaps = swap_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+                # a step towards the target: a sequence of safe stages may reach further
+                swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
                 if swaps is not None and swaps.final_mlu < staging.final_mlu * (1 - 1e-6):
-                    why = f"{staging.blocked}; {len(swaps.stages)} safe swaps reach a lower MLU"
+                    found = f"{len(swaps.stages)} safe stages found one by one"
+                    why = f"{staging.blocked}; {found} reach a lower MLU"
                     remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
                     staging = replace(swaps, blocked=why, remaining=remaining, blocked_by=staging.blocked_by)
+            elif not staging.stages and _gain_left(toe):
+                # the rounded target is no better than today's topology: look for safe stages anyway
+                swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+                if swaps is not None:
+                    why = (
+                        "the rounded target is no better than today's topology; "
+                        f"{len(swaps.stages)} safe stages found one by one lower the MLU"
+                    )
+                    remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
+                    staging = replace(swaps, blocked=why, remaining=remaining)
             return TargetPlan(toe, mapping, staging, max_change)
         except InfeasibleError as exc:
             # StagingBlocked, StagingTimedOut, or a smaller change limit the mapping cannot meet
@@ -230,23 +247,28 @@ def plan_target(
             first_failure = first_failure or exc
     if first_failure is None:  # pragma: no cover - steps always holds the knobs' own limit
         raise RuntimeError("internal error: no ToE change limit was tried")
+    proven = isinstance(first_failure, _HoseBlocked)
     if planned is not None and isinstance(first_failure, StagingBlocked | StagingTimedOut):
-        swaps = swap_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+        swaps = None
+        if not proven:
+            swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
         if swaps is not None:
             toe, mapping, max_change = planned
             why = (
-                f"the planned topology cannot be staged ({first_failure}); {len(swaps.stages)} safe swaps "
-                "give circuits to hot pairs instead"
+                f"the planned topology cannot be staged ({first_failure}); {len(swaps.stages)} safe stages "
+                "found one by one give circuits to hot pairs instead"
             )
             log.info("ToE: %s, MLU %.4f -> %.4f", why, swaps.start_mlu, swaps.final_mlu)
             remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
             blocker = first_failure if isinstance(first_failure, StagingBlocked) else None
             staged = replace(swaps, blocked=why, remaining=remaining, blocked_by=blocker)
             return TargetPlan(toe, mapping, staged, max_change)
-        if budget.expired():
-            why = "and the plan's time limit ran out before a safe swap of two circuits was found"
+        if proven:
+            why = "so no plan can lower the MLU at this load"
+        elif budget.expired():
+            why = "and the plan's time limit ran out before a safe sequence of stages was found"
         else:
-            why = "and no single swap of two circuits is both safe and lowers the MLU"
+            why = "and no sequence of safe stages (swaps of two circuits, found one by one) lowers the MLU"
         first_failure.args = (f"{first_failure.args[0]}; {why}{_advice(first_failure, planned)}",)
         if isinstance(first_failure, StagingBlocked) and planned[0].nothing_to_gain is None:
             toe = planned[0]
@@ -256,6 +278,55 @@ def plan_target(
 
 #: The highest stage limit an operator may set: no stage may plan for loss.
 MAX_STAGE_LIMIT = 1.0
+
+
+class _HoseBlocked(StagingBlocked):
+    """Staging refused before any search: a hose-bound block proves no safe stage lowers the MLU
+    (:mod:`optimizer.toe.hose`)."""
+
+    def __init__(
+        self,
+        proof: HoseLimit,
+        pair: tuple[str, str],
+        domain: int,
+        threshold: float,
+        margin: float,
+        start: float,
+    ) -> None:
+        super().__init__(domain, pair, proof.drained_mlu, proof.limit, threshold, margin, start)
+        self.proof = proof
+        self.args = (f"cannot stage the change: {proof.message(limit_words(threshold, margin, start))}",)
+
+
+def _hose_proof(
+    fabric: Fabric,
+    circuits: Sequence[Circuit],
+    matrices: Sequence[TrafficMatrix],
+    toe: ToePlan,
+    threshold: float,
+    margin: float,
+) -> _HoseBlocked | None:
+    """The refusal to raise at once when the plan is for a lower MLU and a hose-bound block
+    proves that no sequence of safe stages reaches one."""
+    if toe.nothing_to_gain is not None or not toe.mlu < toe.current_mlu * (1 - 1e-6):
+        return None
+    proof = hose_limit(fabric, circuits, matrices, toe.current_mlu, threshold, margin)
+    if proof is None:
+        return None
+    log.info("ToE: %s", proof.message())
+    # the pair and domain of the hose-bound block's slowest circuit: the cheapest drain that fails
+    ends = [(c, c.blocks(fabric)) for c in sorted(circuits)]
+    own = [(c, a if b == proof.block else b) for c, (a, b) in ends if proof.block in (a, b)]
+    circuit, other = min(own, key=lambda co: fabric.link_speed_gbps(proof.block, co[1]))
+    domain = fabric.ocs_named(circuit.ocs).domain
+    return _HoseBlocked(proof, (proof.block, other), domain, threshold, margin, toe.current_mlu)
+
+
+def _gain_left(toe: ToePlan) -> bool:
+    """Whether the relaxed bound lowers today's MLU although the plan keeps today's topology."""
+    if toe.nothing_to_gain is not None or toe.throughput_scale_relaxed is None:
+        return False
+    return 1.0 / toe.throughput_scale_relaxed < toe.current_mlu * (1 - 1e-6)
 
 
 def _advice(failure: InfeasibleError, planned: tuple[ToePlan, MappingResult, float] | None) -> str:
