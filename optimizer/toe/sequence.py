@@ -39,9 +39,9 @@ log = logging.getLogger(__name__)
 
 _TOL = 1e-9
 _GAIN = 1e-6  # a relative MLU drop below this is no improvement
-#: Swaps checked by TE per stage at most, and after how many checks a stage takes the best
-#: acceptable one found.
-MAX_CHECKS = 160
+#: Swaps checked by TE per stage at most (the budget bounds it too: on a hot fabric the one
+#: safe swap may rank far down), and how many more are checked once an acceptable one is found.
+MAX_CHECKS = 4000
 ENOUGH_CHECKS = 12
 #: Swaps in a row that only keep the MLU (and lower the transit need) before the search stops.
 PATIENCE = 8
@@ -172,10 +172,11 @@ def _best_swap(
         ranked.append((gain, key, drained, after, instances[0]))
     ranked.sort(key=lambda r: (-r[0], r[1]))
     best: tuple[tuple[float, float], Swap, float, float, np.ndarray] | None = None
+    found_at = 0
     for checked, (gain, _, drained, after, swap) in enumerate(ranked[:max_checks]):
         if budget is not None and budget.expired():
             break
-        if best is not None and checked >= ENOUGH_CHECKS:
+        if best is not None and checked >= found_at + ENOUGH_CHECKS:
             break
         mlu_drained = mlu_of(drained)
         if mlu_drained > limit + _TOL:
@@ -185,6 +186,7 @@ def _best_swap(
             continue  # raises the MLU, or keeps it without moving a circuit from a cold pair to a hot one
         rank = (mlu_after, -gain)
         if best is None or rank < best[0]:
+            found_at = found_at if best is not None else checked
             best = (rank, swap, mlu_drained, mlu_after, after)
     if best is None:
         return None
