@@ -3,12 +3,13 @@
 Every Gbit/s a block sends (or receives) crosses one of its own circuits or spine links, so
 on any topology the MLU is at least ``max(egress, ingress) / capacity`` for every block, its
 *hose floor*. When the MLU of today's topology equals the hose floor of a block whose
-uplinks are all in use, and the stage limit is today's MLU (a hot fabric: the limit is
-``max(threshold / margin, MLU where the stage starts)``), no sequence of safe stages can lower
-the MLU: the MLU cannot fall below that block's floor without more capacity for it, more
-capacity needs one of its circuits changed, and with no free uplink every change to its
-circuits starts by draining one, which lowers its capacity and raises the floor over the
-limit. :func:`hose_limit` finds such a block and gives the figures. Pure.
+uplinks are all in use, and draining any one of its circuits would raise its floor over the
+stage limit (``max(threshold / margin, MLU where the stage starts)``, which no safe stage
+raises), no sequence of safe stages can lower the MLU: the MLU cannot fall below that
+block's floor without more capacity for it, more capacity needs one of its circuits
+changed, and with no free uplink every change to its circuits starts by draining one, which
+lowers its capacity and raises the floor over the limit. :func:`hose_limit` finds such a
+block and gives the figures. Pure.
 """
 
 from __future__ import annotations
@@ -108,9 +109,9 @@ def hose_limit(
 ) -> HoseLimit | None:
     """The block that proves no safe sequence of stages lowers ``mlu_now`` (see the module
     docstring), or None when there is none (a search may still find nothing)."""
+    # a safe sequence never takes the MLU over ``limit`` (each stage stays within max(threshold /
+    # margin, MLU where it starts)), so a drain of the block over it is never safe
     limit = max(threshold / margin, mlu_now)
-    if mlu_now < threshold / margin:
-        return None  # the stage limit leaves room over today's MLU
     counts = np.asarray(Topology.from_circuits(fabric, circuits).counts)
     demand = block_demand(matrices)
     floors = hose_floors(fabric, counts, demand)
