@@ -14,14 +14,19 @@ block and gives the figures. Pure.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from optimizer.fabric import Fabric
+from optimizer.staging import StagingBlocked, limit_words
+from optimizer.toe.plan import ToePlan
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
+
+log = logging.getLogger(__name__)
 
 #: Relative slack within which today's MLU counts as at a block's hose floor.
 TIGHT = 1e-6
@@ -130,3 +135,54 @@ def hose_limit(
         if drained > limit * (1 + TIGHT):
             return HoseLimit(fabric.block_names[int(h)], float(demand[h]), float(capacity[h]), drained, limit)
     return None
+
+
+class HoseBlocked(StagingBlocked):
+    """Staging refused before any search: a hose-bound block proves no safe stage lowers the MLU
+    (:mod:`optimizer.toe.hose`)."""
+
+    def __init__(
+        self,
+        proof: HoseLimit,
+        pair: tuple[str, str],
+        domain: int,
+        threshold: float,
+        margin: float,
+        start: float,
+    ) -> None:
+        super().__init__(domain, pair, proof.drained_mlu, proof.limit, threshold, margin, start)
+        self.proof = proof
+        self.args = (f"cannot stage the change: {proof.message(limit_words(threshold, margin, start))}",)
+
+
+def hose_proof(
+    fabric: Fabric,
+    circuits: Sequence[Circuit],
+    matrices: Sequence[TrafficMatrix],
+    toe: ToePlan,
+    threshold: float,
+    margin: float,
+) -> HoseBlocked | None:
+    """The refusal to raise at once when the plan is for a lower MLU and a hose-bound block
+    proves that no sequence of safe stages reaches one."""
+    if toe.nothing_to_gain is not None:
+        return None
+    if not toe.mlu < toe.current_mlu * (1 - 1e-6) and not gain_left(toe):
+        return None  # a plan for shorter paths only: the proof says nothing about it
+    proof = hose_limit(fabric, circuits, matrices, toe.current_mlu, threshold, margin)
+    if proof is None:
+        return None
+    log.info("ToE: %s", proof.message())
+    # the pair and domain of the hose-bound block's slowest circuit: the cheapest drain that fails
+    ends = [(c, c.blocks(fabric)) for c in sorted(circuits)]
+    own = [(c, a if b == proof.block else b) for c, (a, b) in ends if proof.block in (a, b)]
+    circuit, other = min(own, key=lambda co: fabric.link_speed_gbps(proof.block, co[1]))
+    domain = fabric.ocs_named(circuit.ocs).domain
+    return HoseBlocked(proof, (proof.block, other), domain, threshold, margin, toe.current_mlu)
+
+
+def gain_left(toe: ToePlan, min_gain: float = 0.0) -> bool:
+    """Whether the relaxed bound lowers today's MLU (by more than ``min_gain`` of it)."""
+    if toe.nothing_to_gain is not None or toe.throughput_scale_relaxed is None:
+        return False
+    return 1.0 / toe.throughput_scale_relaxed < toe.current_mlu * (1 - max(min_gain, 1e-6))

@@ -157,6 +157,9 @@ class ToePlan:
     solver_status: str = STATUS_OPTIMAL  # STATUS_OPTIMAL, STATUS_TIME_LIMIT or STATUS_ROUND_LIMIT
     cut_stage: str | None = None  # the stage (one of STAGES) the time budget cut short
     nothing_to_gain: NothingToGain | None = None  # set when today's topology is kept for want of gain
+    #: today's topology is kept because the rounded plan was worse than it (a search from today's
+    #: may still find the gain the bound promises: optimizer.toe.sequence)
+    rounded_worse: bool = False
 
     @property
     def timed_out(self) -> bool:
@@ -277,7 +280,8 @@ def plan_topology(
     # (throughput is the first objective, so no later one - stretch, changes - justifies a
     # higher MLU; the staging's sequence search looks for the gain from today's instead).
     cut_short = outcome.status != STATUS_OPTIMAL
-    if scale < current_scale * (1 - 1e-9):
+    rounded_worse = scale < current_scale * (1 - 1e-9)
+    if rounded_worse:
         log.warning("toe: the %s plan (scale %.4f) is below today's (%.4f): keeping today's",
                     "cut-short" if cut_short else "rounded", scale, current_scale)
         counts, topology, scale, repair_trades = problem.current, current_topo, current_scale, 0
@@ -316,6 +320,7 @@ def plan_topology(
         solver_status=outcome.status,
         cut_stage=outcome.cut_stage,
         nothing_to_gain=outcome.nothing_to_gain,
+        rounded_worse=rounded_worse,
     )
 
 

@@ -31,13 +31,12 @@ from optimizer.staging import (
     StagingBlocked,
     StagingPlan,
     StagingTimedOut,
-    limit_words,
     stage_changes,
 )
 from optimizer.te import DEFAULT_TABLE_SIZE, TeResult, TeSolver
-from optimizer.toe.hose import HoseLimit, hose_limit
+from optimizer.toe.hose import HoseBlocked, gain_left, hose_proof
 from optimizer.toe.plan import ToeKnobs, ToePlan, plan_topology
-from optimizer.toe.sequence import sequence_steps
+from optimizer.toe.sequence import onward_steps, sequence_steps
 from optimizer.topology import Circuit, Topology, check_circuits, uniform_mesh
 from optimizer.traffic import TrafficMatrix
 
@@ -205,7 +204,7 @@ def plan_target(
         try:
             toe, mapping = _plan_and_map(fabric, matrices, circuits, step_knobs, evaluate, mapper, budget)
             planned = planned or (toe, mapping, max_change)
-            proof = _hose_proof(fabric, circuits, matrices, toe, threshold, margin)
+            proof = hose_proof(fabric, circuits, matrices, toe, threshold, margin)
             if proof is not None:  # no smaller change or search can help: say so now
                 first_failure = first_failure or proof
                 break
@@ -223,14 +222,14 @@ def plan_target(
                 patience=budget.portion(STAGING_PATIENCE),
             )
             if not staging.complete:
-                # a step towards the target: a sequence of safe stages may reach further
-                swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+                # a step towards the target: a sequence of safe stages may reach further, on from it
+                swaps = onward_steps(fabric, circuits, staging, matrices, evaluate, threshold, margin, budget)
                 if swaps is not None and swaps.final_mlu < staging.final_mlu * (1 - 1e-6):
                     found = f"{len(swaps.stages)} safe stages found one by one"
                     why = f"{staging.blocked}; {found} reach a lower MLU"
                     remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
                     staging = replace(swaps, blocked=why, remaining=remaining, blocked_by=staging.blocked_by)
-            elif not staging.stages and _gain_left(toe):
+            elif not staging.stages and toe.rounded_worse and gain_left(toe, knobs.min_gain):
                 # the rounded target is no better than today's topology: look for safe stages anyway
                 swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
                 if swaps is not None:
@@ -247,7 +246,7 @@ def plan_target(
             first_failure = first_failure or exc
     if first_failure is None:  # pragma: no cover - steps always holds the knobs' own limit
         raise RuntimeError("internal error: no ToE change limit was tried")
-    proven = isinstance(first_failure, _HoseBlocked)
+    proven = isinstance(first_failure, HoseBlocked)
     if planned is not None and isinstance(first_failure, StagingBlocked | StagingTimedOut):
         swaps = None
         if not proven:
@@ -278,55 +277,6 @@ def plan_target(
 
 #: The highest stage limit an operator may set: no stage may plan for loss.
 MAX_STAGE_LIMIT = 1.0
-
-
-class _HoseBlocked(StagingBlocked):
-    """Staging refused before any search: a hose-bound block proves no safe stage lowers the MLU
-    (:mod:`optimizer.toe.hose`)."""
-
-    def __init__(
-        self,
-        proof: HoseLimit,
-        pair: tuple[str, str],
-        domain: int,
-        threshold: float,
-        margin: float,
-        start: float,
-    ) -> None:
-        super().__init__(domain, pair, proof.drained_mlu, proof.limit, threshold, margin, start)
-        self.proof = proof
-        self.args = (f"cannot stage the change: {proof.message(limit_words(threshold, margin, start))}",)
-
-
-def _hose_proof(
-    fabric: Fabric,
-    circuits: Sequence[Circuit],
-    matrices: Sequence[TrafficMatrix],
-    toe: ToePlan,
-    threshold: float,
-    margin: float,
-) -> _HoseBlocked | None:
-    """The refusal to raise at once when the plan is for a lower MLU and a hose-bound block
-    proves that no sequence of safe stages reaches one."""
-    if toe.nothing_to_gain is not None or not toe.mlu < toe.current_mlu * (1 - 1e-6):
-        return None
-    proof = hose_limit(fabric, circuits, matrices, toe.current_mlu, threshold, margin)
-    if proof is None:
-        return None
-    log.info("ToE: %s", proof.message())
-    # the pair and domain of the hose-bound block's slowest circuit: the cheapest drain that fails
-    ends = [(c, c.blocks(fabric)) for c in sorted(circuits)]
-    own = [(c, a if b == proof.block else b) for c, (a, b) in ends if proof.block in (a, b)]
-    circuit, other = min(own, key=lambda co: fabric.link_speed_gbps(proof.block, co[1]))
-    domain = fabric.ocs_named(circuit.ocs).domain
-    return _HoseBlocked(proof, (proof.block, other), domain, threshold, margin, toe.current_mlu)
-
-
-def _gain_left(toe: ToePlan) -> bool:
-    """Whether the relaxed bound lowers today's MLU although the plan keeps today's topology."""
-    if toe.nothing_to_gain is not None or toe.throughput_scale_relaxed is None:
-        return False
-    return 1.0 / toe.throughput_scale_relaxed < toe.current_mlu * (1 - 1e-6)
 
 
 def _advice(failure: InfeasibleError, planned: tuple[ToePlan, MappingResult, float] | None) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -246,3 +247,23 @@ def _hottest_free_pair(
             if best is None or heat > best[0]:
                 best = (heat, pa, pb)
     return None if best is None else (best[1], best[2])
+
+
+def onward_steps(
+    fabric: Fabric,
+    circuits: Sequence[Circuit],
+    staging: StagingPlan,
+    matrices: Sequence[TrafficMatrix],
+    evaluate: MluFunction,
+    threshold: float,
+    margin: float,
+    budget: TimeBudget,
+) -> StagingPlan | None:
+    """Safe stages found one by one on from the step a partial staging reached (its stages
+    first), or from today's circuits when it reached none; None when they lower nothing."""
+    if not staging.stages:
+        return sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+    more = sequence_steps(fabric, staging.final_circuits, matrices, evaluate, threshold, margin, budget)
+    if more is None:
+        return None
+    return replace(more, stages=staging.stages + more.stages, start_mlu=staging.start_mlu)
