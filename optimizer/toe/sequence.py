@@ -259,11 +259,16 @@ def onward_steps(
     margin: float,
     budget: TimeBudget,
 ) -> StagingPlan | None:
-    """Safe stages found one by one on from the step a partial staging reached (its stages
-    first), or from today's circuits when it reached none; None when they lower nothing."""
-    if not staging.stages:
-        return sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
-    more = sequence_steps(fabric, staging.final_circuits, matrices, evaluate, threshold, margin, budget)
-    if more is None:
-        return None
-    return replace(more, stages=staging.stages + more.stages, start_mlu=staging.start_mlu)
+    """The better of two searches of safe stages found one by one: on from the step a partial
+    staging reached (its stages first) and from today's ``circuits`` (the staged step can be a
+    corner the search does not get out of); None when neither lowers the MLU."""
+    found: list[StagingPlan] = []
+    if staging.stages:
+        more = sequence_steps(fabric, staging.final_circuits, matrices, evaluate, threshold, margin, budget)
+        if more is not None:
+            found.append(replace(more, stages=staging.stages + more.stages, start_mlu=staging.start_mlu))
+    if not budget.expired():
+        fresh = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+        if fresh is not None:
+            found.append(fresh)
+    return min(found, key=lambda p: (p.final_mlu, len(p.stages)), default=None)
