@@ -229,7 +229,7 @@ def plan_target(
                     why = f"{staging.blocked}; {found} reach a lower MLU"
                     remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
                     staging = replace(swaps, blocked=why, remaining=remaining, blocked_by=staging.blocked_by)
-            elif not staging.stages and toe.rounded_worse and gain_left(toe, knobs.min_gain):
+            elif _target_no_better(toe, staging, knobs.min_gain):
                 # the rounded target is no better than today's topology: look for safe stages anyway
                 swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
                 if swaps is not None:
@@ -277,6 +277,15 @@ def plan_target(
 
 #: The highest stage limit an operator may set: no stage may plan for loss.
 MAX_STAGE_LIMIT = 1.0
+
+
+def _target_no_better(toe: ToePlan, staging: StagingPlan, min_gain: float) -> bool:
+    """Whether a complete staging leaves the MLU where it was (today's topology kept because the
+    rounded plan was worse, or a target that changes circuits without lowering the MLU) while
+    the bound promises more than ``min_gain``: a search from today's topology may find it."""
+    if not staging.complete or staging.final_mlu < staging.start_mlu * (1 - 1e-6):
+        return False
+    return (toe.rounded_worse or bool(staging.stages)) and gain_left(toe, min_gain)
 
 
 def _advice(failure: InfeasibleError, planned: tuple[ToePlan, MappingResult, float] | None) -> str:

@@ -157,3 +157,21 @@ def test_the_hose_floor_is_a_lower_bound_on_a_small_fabric() -> None:
     topo = mesh_topology(fabric)
     floors = hose_floors(fabric, np.asarray(topo.counts), block_demand([tm]))
     assert TeSolver(fabric).min_mlu(topo, tm) >= floors.max() * (1 - 1e-9)
+
+
+@pytest.mark.parametrize(("load", "threshold"), [(0.7, THRESHOLD), (0.9, 1.0)])
+def test_the_planner_finds_the_sequence_where_its_target_does_not_help(load: float, threshold: float) -> None:
+    """plan_target (``heliostat toe`` and the daemon) on the 6-block shift: its rounded target
+    does not lower the MLU, no single swap does, and it still returns safe stages that do."""
+    from optimizer.toe import plan_target
+
+    fabric, tm = _shift_case(load)
+    mesh = uniform_mesh(fabric)
+    evaluate = te_evaluator(TeSolver(fabric))
+    target = plan_target(fabric, [tm], mesh, ToeKnobs(time_limit=60), evaluate, threshold=threshold)
+    staging = target.staging
+    assert staging is not None and len(staging.stages) >= 2
+    assert staging.final_mlu < load - 0.05
+    assert "safe stages found one by one" in (staging.blocked or "")
+    final = _check_rule(fabric, mesh, staging.stages, tm, threshold)
+    assert final == set(staging.final_circuits)
