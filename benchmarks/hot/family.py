@@ -6,7 +6,11 @@ the mesh's MLU, the relaxed bound (the LP over every continuous topology), the M
 stages reach, the share of the gap to the bound they close, the stages, the time, and how the
 plan ended (staged, a step towards the target, nothing to gain, or refused with the reason).
 
-    python -m benchmarks.hot.family [--sizes 8 16] [--time-limit 60] [--out benchmarks/RESULTS_hot.md]
+    python -m benchmarks.hot.family [--sizes 8 16] [--time-limit 60] [--stage-limit 0.8]
+        [--loads 0.9 1.2] [--out benchmarks/RESULTS_hot.md]
+
+``--stage-limit`` is the operator's stage limit (at most 1; the stage rule holds every drained
+stage to ``max(limit, MLU where the stage starts)``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 
 from benchmarks.machine import machine_summary
 from optimizer.errors import InfeasibleError
+from optimizer.staging import DEFAULT_THRESHOLD
 from optimizer.toe import DEFAULT_MIN_GAIN, ToeKnobs, plan_reconfiguration
 from tests.support.hot_fabrics import HotCase, family
 
@@ -25,14 +30,14 @@ ROOT = Path(__file__).resolve().parents[2]
 log = logging.getLogger(__name__)
 
 
-def run_case(case: HotCase, time_limit: float) -> str:
+def run_case(case: HotCase, time_limit: float, stage_limit: float = DEFAULT_THRESHOLD) -> str:
     knobs = ToeKnobs(time_limit=time_limit, min_gain=DEFAULT_MIN_GAIN)
     started = time.perf_counter()
     try:
-        plan = plan_reconfiguration(case.fabric, case.matrix, knobs=knobs)
+        plan = plan_reconfiguration(case.fabric, case.matrix, knobs=knobs, threshold=stage_limit)
     except InfeasibleError as exc:
         seconds = time.perf_counter() - started
-        why = str(exc).split(";")[0][:90]
+        why = str(exc).split(";")[0][:150]
         return f"| {case.name} | - | - | - | - | 0 | {seconds:.1f} | refused: {why} |"
     seconds = time.perf_counter() - started
     toe, staging = plan.toe, plan.staging
@@ -53,12 +58,23 @@ def run_case(case: HotCase, time_limit: float) -> str:
     )
 
 
+def _extra(args: argparse.Namespace) -> str:
+    words = ""
+    if args.stage_limit != DEFAULT_THRESHOLD:
+        words += f" --stage-limit {args.stage_limit:g}"
+    if list(args.loads) != [0.9, 1.2]:
+        words += " --loads " + " ".join(f"{x:g}" for x in args.loads)
+    return words
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 16])
     parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--stage-limit", type=float, default=DEFAULT_THRESHOLD)
+    parser.add_argument("--loads", type=float, nargs="+", default=[0.9, 1.2])
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "RESULTS_hot.md"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
@@ -66,13 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         "## Topology engineering on hot fabrics",
         "",
         f"`python -m benchmarks.hot.family --sizes {' '.join(map(str, args.sizes))} --time-limit "
-        f"{args.time_limit:g}` on {machine_summary()}.",
+        f"{args.time_limit:g}{_extra(args)}` on {machine_summary()}.",
         "",
         "| case | mesh MLU | bound | reached | gap closed | stages | seconds | outcome |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for case in family(tuple(args.sizes)):
-        row = run_case(case, args.time_limit)
+    for case in family(tuple(args.sizes), tuple(args.loads)):
+        row = run_case(case, args.time_limit, args.stage_limit)
         log.warning("%s", row)
         lines.append(row)
     Path(args.out).write_text("\n".join(lines) + "\n")

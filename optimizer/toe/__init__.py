@@ -12,7 +12,9 @@ The face of the package (other packages import from here only):
 Inside: :mod:`~optimizer.toe.lp` (the lexicographic LP: :mod:`~optimizer.toe.lp_build`
 defines its rows and columns, :mod:`~optimizer.toe.lp_columns` prices transit paths,
 :mod:`~optimizer.toe.lp_result` reads the answer back), :mod:`~optimizer.toe.rounding` and
-:mod:`~optimizer.toe.repair`. Pure: no I/O; the only clock is the time budget's.
+:mod:`~optimizer.toe.repair`; :mod:`~optimizer.toe.sequence` (safe stages found one by one when a
+target cannot be staged whole) and :mod:`~optimizer.toe.hose` (the proof that none can help).
+Pure: no I/O; the only clock is the time budget's.
 """
 
 from optimizer.toe.plan import (

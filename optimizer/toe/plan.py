@@ -157,6 +157,9 @@ class ToePlan:
     solver_status: str = STATUS_OPTIMAL  # STATUS_OPTIMAL, STATUS_TIME_LIMIT or STATUS_ROUND_LIMIT
     cut_stage: str | None = None  # the stage (one of STAGES) the time budget cut short
     nothing_to_gain: NothingToGain | None = None  # set when today's topology is kept for want of gain
+    #: today's topology is kept because the rounded plan was worse than it (a search from today's
+    #: may still find the gain the bound promises: optimizer.toe.sequence)
+    rounded_worse: bool = False
 
     @property
     def timed_out(self) -> bool:
@@ -273,15 +276,14 @@ def plan_topology(
         counts, repair_trades = repair.counts, len(repair.trades)
         scale = scale_of(counts) if repair.scale is None else repair.scale
     topology = Topology(fabric.block_names, counts)
-    # Today's topology is an integer candidate too. A cut-short plan must beat it; a complete
-    # one may not fall more than 0.5% below it (throughput is the first objective, so no later
-    # one - stretch, changes - can justify more).
+    # Today's topology is an integer candidate too: a plan worse than it is never taken
+    # (throughput is the first objective, so no later one - stretch, changes - justifies a
+    # higher MLU; the staging's sequence search looks for the gain from today's instead).
     cut_short = outcome.status != STATUS_OPTIMAL
-    floor = current_scale if cut_short else NEAR_OPTIMAL * current_scale
-    if scale < floor:
-        log.warning("toe: the %s plan (scale %.4f) is below today's (%.4f)%s: keeping today's",
-                    "cut-short" if cut_short else "rounded", scale, current_scale,
-                    "" if cut_short else f" by more than {100 * (1 - NEAR_OPTIMAL):.1f}%")
+    rounded_worse = scale < current_scale * (1 - 1e-9)
+    if rounded_worse:
+        log.warning("toe: the %s plan (scale %.4f) is below today's (%.4f): keeping today's",
+                    "cut-short" if cut_short else "rounded", scale, current_scale)
         counts, topology, scale, repair_trades = problem.current, current_topo, current_scale, 0
     removed = removed_count(problem.current, counts)
     if outcome.status != STATUS_OPTIMAL:
@@ -318,6 +320,7 @@ def plan_topology(
         solver_status=outcome.status,
         cut_stage=outcome.cut_stage,
         nothing_to_gain=outcome.nothing_to_gain,
+        rounded_worse=rounded_worse,
     )
 
 

@@ -34,8 +34,9 @@ from optimizer.staging import (
     stage_changes,
 )
 from optimizer.te import DEFAULT_TABLE_SIZE, TeResult, TeSolver
+from optimizer.toe.hose import HoseBlocked, gain_left, hose_proof
 from optimizer.toe.plan import ToeKnobs, ToePlan, plan_topology
-from optimizer.toe.swaps import swap_steps
+from optimizer.toe.sequence import onward_steps, sequence_steps
 from optimizer.topology import Circuit, Topology, check_circuits, uniform_mesh
 from optimizer.traffic import TrafficMatrix
 
@@ -203,6 +204,10 @@ def plan_target(
         try:
             toe, mapping = _plan_and_map(fabric, matrices, circuits, step_knobs, evaluate, mapper, budget)
             planned = planned or (toe, mapping, max_change)
+            proof = hose_proof(fabric, circuits, matrices, toe, threshold, margin)
+            if proof is not None:  # no smaller change or search can help: say so now
+                first_failure = first_failure or proof
+                break
             progress.report("staging", f"{mapping.removed} circuits removed, {mapping.added} added")
             staging = stage_changes(
                 fabric,
@@ -217,12 +222,23 @@ def plan_target(
                 patience=budget.portion(STAGING_PATIENCE),
             )
             if not staging.complete:
-                # a step towards the target: single safe swaps may reach further
-                swaps = swap_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+                # a step towards the target: a sequence of safe stages may reach further, on from it
+                swaps = onward_steps(fabric, circuits, staging, matrices, evaluate, threshold, margin, budget)
                 if swaps is not None and swaps.final_mlu < staging.final_mlu * (1 - 1e-6):
-                    why = f"{staging.blocked}; {len(swaps.stages)} safe swaps reach a lower MLU"
+                    found = f"{len(swaps.stages)} safe stages found one by one"
+                    why = f"{staging.blocked}; {found} reach a lower MLU"
                     remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
                     staging = replace(swaps, blocked=why, remaining=remaining, blocked_by=staging.blocked_by)
+            elif _target_no_better(toe, staging, knobs.min_gain):
+                # the rounded target is no better than today's topology: look for safe stages anyway
+                swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+                if swaps is not None:
+                    why = (
+                        "the rounded target is no better than today's topology; "
+                        f"{len(swaps.stages)} safe stages found one by one lower the MLU"
+                    )
+                    remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
+                    staging = replace(swaps, blocked=why, remaining=remaining)
             return TargetPlan(toe, mapping, staging, max_change)
         except InfeasibleError as exc:
             # StagingBlocked, StagingTimedOut, or a smaller change limit the mapping cannot meet
@@ -230,23 +246,28 @@ def plan_target(
             first_failure = first_failure or exc
     if first_failure is None:  # pragma: no cover - steps always holds the knobs' own limit
         raise RuntimeError("internal error: no ToE change limit was tried")
+    proven = isinstance(first_failure, HoseBlocked)
     if planned is not None and isinstance(first_failure, StagingBlocked | StagingTimedOut):
-        swaps = swap_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+        swaps = None
+        if not proven:
+            swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
         if swaps is not None:
             toe, mapping, max_change = planned
             why = (
-                f"the planned topology cannot be staged ({first_failure}); {len(swaps.stages)} safe swaps "
-                "give circuits to hot pairs instead"
+                f"the planned topology cannot be staged ({first_failure}); {len(swaps.stages)} safe stages "
+                "found one by one give circuits to hot pairs instead"
             )
             log.info("ToE: %s, MLU %.4f -> %.4f", why, swaps.start_mlu, swaps.final_mlu)
             remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
             blocker = first_failure if isinstance(first_failure, StagingBlocked) else None
             staged = replace(swaps, blocked=why, remaining=remaining, blocked_by=blocker)
             return TargetPlan(toe, mapping, staged, max_change)
-        if budget.expired():
-            why = "and the plan's time limit ran out before a safe swap of two circuits was found"
+        if proven:
+            why = "so no plan can lower the MLU at this load"
+        elif budget.expired():
+            why = "and the plan's time limit ran out before a safe sequence of stages was found"
         else:
-            why = "and no single swap of two circuits is both safe and lowers the MLU"
+            why = "and no sequence of safe stages (swaps of two circuits, found one by one) lowers the MLU"
         first_failure.args = (f"{first_failure.args[0]}; {why}{_advice(first_failure, planned)}",)
         if isinstance(first_failure, StagingBlocked) and planned[0].nothing_to_gain is None:
             toe = planned[0]
@@ -256,6 +277,15 @@ def plan_target(
 
 #: The highest stage limit an operator may set: no stage may plan for loss.
 MAX_STAGE_LIMIT = 1.0
+
+
+def _target_no_better(toe: ToePlan, staging: StagingPlan, min_gain: float) -> bool:
+    """Whether a complete staging leaves the MLU where it was (today's topology kept because the
+    rounded plan was worse, or a target that changes circuits without lowering the MLU) while
+    the bound promises more than ``min_gain``: a search from today's topology may find it."""
+    if not staging.complete or staging.final_mlu < staging.start_mlu * (1 - 1e-6):
+        return False
+    return (toe.rounded_worse or bool(staging.stages)) and gain_left(toe, min_gain)
 
 
 def _advice(failure: InfeasibleError, planned: tuple[ToePlan, MappingResult, float] | None) -> str:

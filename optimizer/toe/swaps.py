@@ -1,5 +1,8 @@
 """Single safe swaps: the step a hot fabric can still take when no planned target can be staged.
 
+The planner now searches sequences of such swaps (:mod:`optimizer.toe.sequence`, which lists
+them with :func:`distinct_swaps`); :func:`swap_steps` is the greedy single-swap climb it grew from.
+
 A swap re-pairs two circuits of one OCS: ``a - x`` and ``b - y`` become ``a - b`` and
 ``x - y`` (north ports stay north, south stay south). Its stage drains the two old circuits
 and then adds the two new ones, so it is safe when the MLU with the two drained stays within

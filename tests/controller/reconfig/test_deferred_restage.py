@@ -15,13 +15,14 @@ from optimizer.fabric import Fabric
 from optimizer.policy import ReconfigurePolicy
 from optimizer.topology import uniform_mesh
 from optimizer.traffic import uniform_matrix
-from tests.support.hot_fabrics import mesh_scaled, mixed_fabric, ring, skewed
+from tests.support.hot_fabrics import mesh_scaled, mixed_fabric, shift, skewed
 
 FABRIC = mixed_fabric(8)
 LIVE = frozenset(uniform_mesh(FABRIC))
 POLICY = ReconfigurePolicy(min_gain=0.1, min_interval_s=600.0)
 STAGE_MLU = 0.8
-HOT = mesh_scaled(FABRIC, ring(FABRIC), 0.9)
+# the shift: the safe stages found one by one gain less than the 10% minimum (the ring now gains 11%)
+HOT = mesh_scaled(FABRIC, shift(FABRIC), 0.9)
 
 
 def _planner(fabric: Fabric = FABRIC, time_limit: float = 20.0) -> ToePlanner:

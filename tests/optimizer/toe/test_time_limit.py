@@ -215,7 +215,7 @@ def test_the_daemons_ladder_of_change_limits_shares_one_budget(case, monkeypatch
     monkeypatch.setattr(reconfigure, "stage_changes", blocked_after_the_budget)
     planner = ToePlanner(fab, 0.8, time_limit=5, clock=clock)
     mesh = frozenset(uniform_mesh(fab))
-    with pytest.raises(StagingBlocked, match="time limit ran out before a safe swap"):
+    with pytest.raises(StagingBlocked, match="time limit ran out before a safe sequence of stages"):
         planner.propose("auto", tm, mesh, 0.0, None, ReconfigurePolicy(0.05, 0.0))
     assert len(staged) == 1 and staged[0] > 0  # the full plan rewired, was blocked, and no other
 
