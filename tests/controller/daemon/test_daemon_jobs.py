@@ -66,6 +66,11 @@ def test_an_announced_job_is_planned_for_before_it_starts_journaled_and_kept_acr
             assert run.journal.get_state(JOBS_KEY) is None
             assert run.client.list_jobs()["jobs"] == []
 
+            # the daemon's first automatic ToE check has run (the next is an hour away): the plan
+            # below is the job's own, not that check's taking the job in when it came first
+            wait_for(lambda: run.client.status().last_toe_time is not None, 60,
+                     what="the daemon's first ToE check")
+
             # accepted ten minutes ahead: due (within the 15 min lead time), journaled
             start = time.time() + 600.0
             job = run.client.add_job(JOB_FILE.read_text(), start)
