@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.jobs.results_file import write_section
 from benchmarks.jobs.schedule import CONFIG, TARGET_PLAN_S, config_for
 from benchmarks.machine import machine_summary
 from controller.daemon.jobs import JobBook
@@ -132,13 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         *rows,
         END,
     ]
-    out = Path(args.out)
-    text = out.read_text() if out.exists() else ""
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + "\n".join(lines) + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + "\n".join(lines) + "\n"
-    out.write_text(text)
+    write_section(Path(args.out), BEGIN, END, lines)
     print("\n".join(lines))
     return 0
 

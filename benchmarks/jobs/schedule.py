@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from benchmarks.jobs.results_file import write_section
 from benchmarks.jobs.static_bound import bound_lines
 from benchmarks.machine import machine_summary
 from controller.config import ControllerConfig, load_controller_config
@@ -177,13 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     for case in (*CASES, CASE_64) if args.with_64 else CASES:
         lines += run_case(case)
     lines.append(END)
-    out = Path(args.out)
-    text = out.read_text() if out.exists() else ""
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + "\n".join(lines) + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + "\n".join(lines) + "\n"
-    out.write_text(text)
+    write_section(Path(args.out), BEGIN, END, lines)
     print("\n".join(lines))
     return 0
 
