@@ -36,7 +36,7 @@ import heapq
 import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -309,6 +309,31 @@ def _lowers(mlu: float, start_mlu: float) -> bool:
     return mlu < start_mlu * (1 - 1e-6)
 
 
+def cut_at_lowest(
+    fabric: Fabric,
+    stages: Sequence[Stage],
+    states: Sequence[frozenset[Circuit]],
+    start_mlu: float,
+    threshold: float,
+    margin: float,
+) -> StagingPlan | None:
+    """The stages cut after the one whose topology has the lowest MLU (the earliest of
+    equals; ``states[k]`` is the topology after stage k); None when no prefix lowers the MLU."""
+    best = min(range(len(stages)), key=lambda k: (stages[k].mlu_after, k), default=None)
+    if best is None or not _lowers(stages[best].mlu_after, start_mlu):
+        return None
+    final = states[best]
+    return StagingPlan(
+        stages=tuple(stages[: best + 1]),
+        threshold=threshold,
+        start_mlu=start_mlu,
+        final_topology=Topology.from_circuits(fabric, final),
+        final_circuits=final,
+        final_mlu=stages[best].mlu_after,
+        margin=margin,
+    )
+
+
 def _cut_by_time(
     fabric: Fabric,
     stages: list[Stage],
@@ -321,22 +346,12 @@ def _cut_by_time(
 ) -> StagingPlan:
     """The stages found before the time limit, cut after the lowest-MLU one; raises
     StagingTimedOut when none lowers the MLU."""
-    best = min(range(len(stages)), key=lambda k: (stages[k].mlu_after, k), default=None)
-    if best is None or not _lowers(stages[best].mlu_after, start_mlu):
+    cut = cut_at_lowest(fabric, stages, states, start_mlu, threshold, margin)
+    if cut is None:
         raise StagingTimedOut(f"cannot stage the change: {why}, and no stage lowered the MLU")
-    final = states[best]
-    remaining = len(final ^ goal)
-    return StagingPlan(
-        stages=tuple(stages[: best + 1]),
-        threshold=threshold,
-        start_mlu=start_mlu,
-        final_topology=Topology.from_circuits(fabric, final),
-        final_circuits=final,
-        final_mlu=stages[best].mlu_after,
-        margin=margin,
-        blocked=f"{remaining} circuit changes of the target wait for a later plan: {why}",
-        remaining=remaining,
-    )
+    remaining = len(cut.final_circuits ^ goal)
+    return replace(cut, blocked=f"{remaining} circuit changes of the target wait for a later plan: {why}",
+                   remaining=remaining)
 
 
 def _best_reachable(
@@ -353,32 +368,19 @@ def _best_reachable(
 
     Raises ``blocked`` (with what was reached) when no prefix lowers the MLU at all.
     """
-    best = min(range(len(stages)), key=lambda k: (stages[k].mlu_after, k), default=None)
-    if best is None or not _lowers(stages[best].mlu_after, start_mlu):
+    cut = cut_at_lowest(fabric, stages, states, start_mlu, threshold, margin)
+    if cut is None:
         if stages:
             blocked.args = (
                 f"{blocked.args[0]}; the {len(stages)} stages that are safe do not lower the MLU "
                 f"below {start_mlu:.4f}",
             )
         raise blocked
-    kept = tuple(stages[: best + 1])
-    final = states[best]
-    remaining = len(final ^ goal)
+    remaining = len(cut.final_circuits ^ goal)
     why = f"{remaining} circuit changes of the target wait for a later plan: {blocked}"
     log.info("staging: the best reachable step has %d stages, MLU %.4f -> %.4f; %s",
-             len(kept), start_mlu, kept[-1].mlu_after, why)
-    return StagingPlan(
-        stages=kept,
-        threshold=threshold,
-        start_mlu=start_mlu,
-        final_topology=Topology.from_circuits(fabric, final),
-        final_circuits=final,
-        final_mlu=kept[-1].mlu_after,
-        margin=margin,
-        blocked=why,
-        remaining=remaining,
-        blocked_by=blocked,
-    )
+             len(cut.stages), start_mlu, cut.final_mlu, why)
+    return replace(cut, blocked=why, remaining=remaining, blocked_by=blocked)
 
 
 def _next_stage(

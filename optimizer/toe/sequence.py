@@ -30,7 +30,7 @@ import numpy as np
 from optimizer import progress
 from optimizer.budget import TimeBudget
 from optimizer.fabric import Fabric, OcsSides, Side, WiredPort
-from optimizer.staging import MluFunction, Stage, StagingPlan
+from optimizer.staging import MluFunction, Stage, StagingPlan, cut_at_lowest
 from optimizer.toe.hose import block_demand, hose_floors, speed_matrix
 from optimizer.toe.swaps import Swap, distinct_swaps
 from optimizer.topology import Circuit, Topology
@@ -125,19 +125,7 @@ def sequence_steps(
         flat = 0 if after < mlu_now * (1 - _GAIN) else flat + 1
         state, counts, mlu_now, need_now = after_state, after_counts, after, need(after_counts)
         states.append(frozenset(state))
-    best = min(range(len(stages)), key=lambda k: (stages[k].mlu_after, k), default=None)
-    if best is None or not stages[best].mlu_after < start * (1 - _GAIN):
-        return None
-    final = states[best]
-    return StagingPlan(
-        stages=tuple(stages[: best + 1]),
-        threshold=threshold,
-        start_mlu=start,
-        final_topology=Topology.from_circuits(fabric, final),
-        final_circuits=final,
-        final_mlu=stages[best].mlu_after,
-        margin=margin,
-    )
+    return cut_at_lowest(fabric, stages, states, start, threshold, margin)
 
 
 def _best_swap(
