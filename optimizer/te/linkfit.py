@@ -22,6 +22,8 @@ costs one look at the groups crossing the hottest link (a few hundred at 64 bloc
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import math
 
 import highspy
 import numpy as np
@@ -125,14 +127,15 @@ def repair_link_loads(
         return Repaired(weights, fractions)
     best = Repaired(weights, fractions)
     coarse = _coarse(graph, paths, demand_gbps, weights, tables, frozen)
-    for include, fill in ((i, f) for i in _INCLUDE for f in (False, True)):
+    for include, fill in itertools.product(_INCLUDE, (False, True)):
         rounded, timed_out = _round_jointly(
             graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu,
             max_oversubscription, coarse, frozen, fill, include,
         )
-        improved = rounded is not None and _peak(graph, paths, demand_gbps, rounded.weights) < peak
+        rounded_peak = math.inf if rounded is None else _peak(graph, paths, demand_gbps, rounded.weights)
+        improved = rounded is not None and rounded_peak < peak
         if rounded is not None and improved:
-            best, peak = rounded, _peak(graph, paths, demand_gbps, rounded.weights)
+            best, peak = rounded, rounded_peak
         if peak <= target_mlu * (1 + _EPS):
             return best
         if timed_out and not improved:
