@@ -167,6 +167,7 @@ def initial_columns(
     mlu_floor: float,
     pool: np.ndarray | None,
     two_hop: int = INITIAL_TWO_HOP_PATHS,
+    order: np.ndarray | None = None,
 ) -> np.ndarray:
     """(K, N) mask of the first master's paths, widest first (ties in a fixed random order).
 
@@ -175,10 +176,11 @@ def initial_columns(
     big as its block's egress, as in an ML ring, gets all of them: pricing would otherwise
     find them a few per round, the duals being degenerate); and the paths of the previous
     solve (the pool). Without hedging: see :func:`initial_hedged_split` for hedged masters.
+    ``order``: :func:`_widest_first` of ``paths``, if the caller has it already.
     """
     n_nodes = paths.valid.shape[1]
     direct = paths.valid & (paths.hops == 1)
-    order = _widest_first(paths)
+    order = _widest_first(paths) if order is None else order
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.arange(n_nodes)[None, :], axis=1)
     has_direct = direct.any(axis=1)
@@ -446,13 +448,14 @@ def solve_path_lp(
     ipm_solves = pool.ipm_solves if pool is not None and pool.nodes == graph.nodes else 0
     rows = graph.n_links + comm.count
     interior_point = ipm_solves > 0
-    if not interior_point and hedge is None and looks_degenerate(paths, demand, lower, rows):
+    order = _widest_first(paths) if hedge is None else None  # for both: computed once
+    if not interior_point and hedge is None and looks_degenerate(paths, demand, lower, rows, order):
         log.info("TE master: %d rows with hot pairs needing many of their paths: solving by the "
                  "interior point method", rows)
         interior_point, ipm_solves = True, IPM_SOLVES_REMEMBERED + 1
     if hedge is None:
         two_hop = INITIAL_TWO_HOP_PATHS_IPM if interior_point else INITIAL_TWO_HOP_PATHS
-        columns = initial_columns(paths, demand, lower, pool_mask, two_hop)
+        columns = initial_columns(paths, demand, lower, pool_mask, two_hop, order)
         at_upper = np.zeros_like(columns)
     else:
         columns, at_upper = initial_hedged_split(paths, bounds, demand, pool_mask)
@@ -504,13 +507,16 @@ def solve_path_lp(
     return solution, used
 
 
-def looks_degenerate(paths: CandidatePaths, demand: np.ndarray, mlu_floor: float, rows: int) -> bool:
+def looks_degenerate(
+    paths: CandidatePaths, demand: np.ndarray, mlu_floor: float, rows: int, order: np.ndarray | None = None
+) -> bool:
     """A large master with many hot pairs, each needing many of its paths at the MLU lower
     bound: the simplex would wander its degenerate vertices (see the module docstring)."""
     if rows < IPM_FIRST_ROWS:
         return False
     floor_capacity = np.where(paths.valid, paths.bottleneck_gbps * mlu_floor, 0.0)
-    needed = _prefix_until(_widest_first(paths), floor_capacity, demand).sum(axis=1)
+    order = _widest_first(paths) if order is None else order  # the first master's order
+    needed = _prefix_until(order, floor_capacity, demand).sum(axis=1)
     dense = needed > DENSE_SHARE * paths.valid.sum(axis=1)
     return bool(int(dense.sum()) >= paths.valid.shape[1] / 2)
 
