@@ -5,19 +5,14 @@ iteration lower after than before, in the summary and on the status page's jobs 
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import threading
 import urllib.request
 
 import pytest
 
 from tests.support import ROOT
 from tests.support.cli_helpers import run_cli
-from tests.support.daemon_support import stop_process, wait_for
+from tests.support.demo_process import served_demo
 
 LEAD_S = 40  # room for a slow first plan on a loaded machine (the stages take ~6 s)
 
@@ -41,20 +36,9 @@ def _seconds(cell: str) -> float:
 
 @pytest.mark.slow
 def test_demo_jobs_reshapes_the_fabric_before_the_jobs_start_and_shortens_their_communication() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", "demo", "--jobs", "--job-lead", str(LEAD_S), "--serve"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    try:
-        wait_for(lambda: any("serving until SIGTERM" in line for line in lines) or proc.poll() is not None,
-                 240, interval=0.2, what="the demo's summary")
-        out = "".join(lines)
-        assert proc.poll() is None and "outcome: OK" in out, out[-4000:]
+    with served_demo("--jobs", "--job-lead", str(LEAD_S), summary_within_s=240) as demo:
+        out = demo.output
+        assert demo.proc.poll() is None and "outcome: OK" in out, out[-4000:]
         # announced through the API, planned on the job trigger, applied before the start
         announced = _at(out, "AddJob llm-dense")
         assert "ToE (job): APPLY" in out, out[-4000:]
@@ -82,10 +66,7 @@ def test_demo_jobs_reshapes_the_fabric_before_the_jobs_start_and_shortens_their_
         for job in jobs:
             comm = job["comm_seconds"]
             assert 0 < comm["now"] < comm["announced"], job
-    finally:
-        code = stop_process(proc, signal.SIGTERM, timeout=30)
-        reader.join(timeout=5)
-    assert code == 0, "".join(lines)[-3000:]
+    assert demo.exit_code == 0, demo.output[-3000:]
 
 
 def test_demo_jobs_refuses_bad_options_and_files_by_name() -> None:

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 
 import pytest
 
 from tests.support import ROOT
-from tests.support.daemon_support import stop_process, wait_for
+from tests.support.demo_process import served_demo
 
 
 def _read(url: str) -> bytes:
@@ -25,20 +22,10 @@ def _read(url: str) -> bytes:
 
 @pytest.mark.slow
 def test_demo_serve_prints_the_urls_and_keeps_serving_until_sigterm() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", "demo", "--serve"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    try:
-        wait_for(lambda: any("serving until SIGTERM" in line for line in lines) or proc.poll() is not None,
-                 150, interval=0.2, what="the demo's summary")
-        out = "".join(lines)
-        assert proc.poll() is None, out
+    with served_demo(summary_within_s=150) as demo:
+        env = demo.env
+        out = demo.output
+        assert demo.proc.poll() is None, out
         assert "outcome: OK" in out, out[-4000:]
         page = re.search(r"status page: (http://127\.0\.0\.1:\d+/)", out)
         metrics = re.search(r"metrics: (http://127\.0\.0\.1:\d+/metrics)", out)
@@ -67,8 +54,5 @@ def test_demo_serve_prints_the_urls_and_keeps_serving_until_sigterm() -> None:
         status = json.loads(_read(page.group(1) + "api/status"))
         # serving and looping (the operator's ToE above may have found a change worth making)
         assert status["fabric"] == "demo-8" and status["phase"] in ("idle", "planning", "reconfiguring")
-    finally:
-        code = stop_process(proc, signal.SIGTERM, timeout=30)
-        reader.join(timeout=5)
-    assert code == 0, "".join(lines)[-3000:]
-    assert "stopping" in "".join(lines)
+    assert demo.exit_code == 0, demo.output[-3000:]
+    assert "stopping" in demo.output
