@@ -57,6 +57,9 @@ class Lockstep:
         self.after_move: list[Callable[[], None]] = []
         self.cycles = 0
         self.unsynced = 0  # moves after which some counters never reached the fabric's time
+        #: a backstop in real (monotonic) time for ``run_until``: a machine so loaded that the
+        #: controller's time hardly moves must not keep the demo going for ever
+        self.give_up_at = float("inf")
         self._due: float | None = None
 
     def attach(self, daemon: Daemon) -> None:
@@ -128,12 +131,14 @@ class Lockstep:
             self.move(self._due - now)
 
     def run_until(self, condition: Callable[[], bool], stop_at: float) -> bool:
-        """Cycle until ``condition()`` (checked between cycles) or ``stop_at`` (monotonic,
-        real) or ``stop``; True when the condition held."""
+        """Cycle until ``condition()`` (checked between cycles), or the controller's time
+        reaches ``stop_at`` (``now()``: a slow machine stretches the real time the demo takes,
+        not what happens in it), or ``give_up_at`` (real), or ``stop``; True when the
+        condition held."""
         while not self.stop.is_set():
             if condition():
                 return True
-            if time.monotonic() >= stop_at:
+            if self.now() >= stop_at or time.monotonic() >= self.give_up_at:
                 break
             self.cycle()
         return bool(condition())

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from controller.commands.demo.lockstep import Lockstep
+from controller.commands.demo.lockstep import SYNC_TIMEOUT_S, Lockstep
 from controller.commands.emulator import EmulatedFabric
 from controller.config import load_controller_config
 from controller.daemon import Daemon
@@ -33,6 +33,8 @@ from optimizer.traffic import hotspot_matrix, uniform_matrix
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_CONFIG = ROOT / "configs" / "controller-demo.yaml"
+#: how much longer than ``--timeout`` in real time the scripted demo may take before giving up
+REAL_BACKSTOP = 5
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,7 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--speed", type=float, default=20.0, help="emulated seconds per real second")
     p.add_argument("--load", type=float, default=0.6, help="busiest block's load after the shift")
     p.add_argument("--seed", type=int, default=1, help="hotspot pattern seed")
-    p.add_argument("--timeout", type=float, default=100.0, help="give up after this many seconds")
+    p.add_argument("--timeout", type=float, default=100.0,
+                   help="give up after this many seconds of the controller's time (the fabric's "
+                   "clock scaled back; real time may be longer on a loaded machine, up to "
+                   f"{REAL_BACKSTOP}x) (default: %(default)s)")
     p.add_argument(
         "--serve",
         action="store_true",
@@ -167,7 +172,6 @@ def _demo(args: argparse.Namespace) -> int:
     if args.verbose == 0:  # the progress lines say what the warnings would
         logging.getLogger().setLevel(logging.ERROR)
     started = time.monotonic()
-    stop_at = started + args.timeout
     base = load_controller_config(args.config)
     run_dir = Path(tempfile.mkdtemp(prefix="heliostat-demo-"))
     config = dataclasses.replace(base, devices=run_dir / "devices.yaml", store=run_dir / "heliostat.db")
@@ -178,6 +182,8 @@ def _demo(args: argparse.Namespace) -> int:
     uniform = uniform_matrix(model, load=0.5)
     hotspot = hotspot_matrix(model, seed=args.seed, load=args.load)
     lockstep = Lockstep(fabric, args.speed, pace=args.serve)
+    stop_at = lockstep.now() + args.timeout
+    lockstep.give_up_at = started + REAL_BACKSTOP * args.timeout
     with fabric:
         progress.say(
             f"emulated fabric {model.name}: {model.n_blocks} blocks, {len(model.ocs)} OCSes, "
@@ -273,6 +279,7 @@ class _Signals:
         self.scripted = False
         progress.say("serving until SIGTERM or Ctrl-C")
         if lockstep is not None:
+            lockstep.give_up_at = float("inf")  # the script's backstop: serving has no end
             lockstep.run_until(self.stop.is_set, float("inf"))
         else:
             while not self.stop.wait(0.5):
@@ -325,7 +332,8 @@ def _script(
 
     lockstep.after_move.append(watch_peak)
     if not lockstep.run_until(lambda: progress.outcome is not None, stop_at):
-        progress.say("no reconfiguration completed in time")
+        progress.say(f"no reconfiguration completed within --timeout ({args.timeout:g} s of the "
+                     f"controller's time, {time.monotonic() - started:.0f} s real)")
         return 1
     during = fabric.stats()
     runs = progress.te_runs
@@ -363,6 +371,9 @@ def _script(
         f"{daemon.config.thresholds.stage_mlu:g})"
     )
     print(f"  time taken: reconfiguration {reconfig_s:.1f} s, demo {time.monotonic() - started:.1f} s")
+    if lockstep.unsynced:
+        print(f"  the switches' counters lagged the fabric's clock {lockstep.unsynced} times (over "
+              f"{SYNC_TIMEOUT_S:g} s each): the machine is loaded, the matrices may differ from run to run")
     print(f"  outcome: {'OK' if ok else 'FAILED'}")
     sys.stdout.flush()
     return 0 if ok else 1

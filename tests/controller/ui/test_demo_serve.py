@@ -22,7 +22,7 @@ def _read(url: str) -> bytes:
 
 @pytest.mark.slow
 def test_demo_serve_prints_the_urls_and_keeps_serving_until_sigterm() -> None:
-    with served_demo(summary_within_s=150) as demo:
+    with served_demo(summary_within_s=400) as demo:
         env = demo.env
         out = demo.output
         assert demo.proc.poll() is None, out
