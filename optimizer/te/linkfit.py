@@ -31,7 +31,8 @@ from highspy._core import _Highs
 from scipy import sparse
 
 from optimizer.errors import ConfigError
-from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph, path_loads
+from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
+from optimizer.te.slackmove import link_utilisation, move_to_slack, refill_fine
 from optimizer.te.wcmp import reduce_weights
 
 DEFAULT_SWITCH_BUDGET = 49_152
@@ -140,7 +141,15 @@ def repair_link_loads(
             return best
         if timed_out and not improved:
             break  # the next MILPs are as large or larger (a 64-block ring: 3 s each, no gain)
-    moved = _move_units(graph, paths, demand_gbps, best.weights, target_mlu, frozen)
+    start = best.weights
+    # The fine groups at their finest weights, then bulk moves onto paths with slack.
+    fixed = frozen | _coarse(graph, paths, demand_gbps, start, tables, frozen)
+    refilled = refill_fine(graph, paths, demand_gbps, best.fractions, start, tables, sources, switch_budget,
+                           target_mlu, fixed)
+    bulk = move_to_slack(graph, paths, demand_gbps, refilled, target_mlu, frozen)
+    if _peak(graph, paths, demand_gbps, bulk) < peak:
+        start = bulk
+    moved = _move_units(graph, paths, demand_gbps, start, target_mlu, frozen)
     if _peak(graph, paths, demand_gbps, moved) < peak:
         changed = (moved != best.weights).any(axis=1)
         new_fractions = best.fractions.copy()
@@ -213,10 +222,7 @@ def _peak(graph: LinkGraph, paths: CandidatePaths, demand_gbps: np.ndarray, weig
 def _util(
     graph: LinkGraph, paths: CandidatePaths, demand_gbps: np.ndarray, weights: np.ndarray
 ) -> np.ndarray:
-    totals = np.maximum(weights.sum(axis=1), 1)
-    flow = demand_gbps[:, None] * weights / totals[:, None]
-    util: np.ndarray = path_loads(graph, paths, flow) / graph.capacity_gbps
-    return util
+    return link_utilisation(graph, paths, demand_gbps, weights)
 
 
 def _coarse(
