@@ -32,7 +32,7 @@ from scipy import sparse
 
 from optimizer.errors import ConfigError
 from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
-from optimizer.te.slackmove import link_utilisation, move_to_slack, refill_fine
+from optimizer.te.slackmove import link_utilisation, move_to_slack, refill_fine, requantise_coarse
 from optimizer.te.wcmp import reduce_weights
 
 DEFAULT_SWITCH_BUDGET = 49_152
@@ -141,20 +141,26 @@ def repair_link_loads(
             return best
         if timed_out and not improved:
             break  # the next MILPs are as large or larger (a 64-block ring: 3 s each, no gain)
-    start = best.weights
-    # The fine groups at their finest weights, then bulk moves onto paths with slack.
-    fixed = frozen | _coarse(graph, paths, demand_gbps, start, tables, frozen)
-    refilled = refill_fine(graph, paths, demand_gbps, best.fractions, start, tables, sources, switch_budget,
-                           target_mlu, fixed)
-    bulk = move_to_slack(graph, paths, demand_gbps, refilled, target_mlu, frozen)
-    if _peak(graph, paths, demand_gbps, bulk) < peak:
-        start = bulk
-    moved = _move_units(graph, paths, demand_gbps, start, target_mlu, frozen)
-    if _peak(graph, paths, demand_gbps, moved) < peak:
-        changed = (moved != best.weights).any(axis=1)
-        new_fractions = best.fractions.copy()
-        new_fractions[changed] = moved[changed] / moved[changed].sum(axis=1, keepdims=True)
-        best = Repaired(moved, new_fractions)
+    # The fine groups at their finest weights, the coarse ones re-quantised each against the
+    # rest, then bulk moves onto paths with slack (optimizer.te.slackmove).
+    fixed = frozen | _coarse(graph, paths, demand_gbps, best.weights, tables, frozen)
+    staged = refill_fine(graph, paths, demand_gbps, best.fractions, best.weights, tables, sources,
+                         switch_budget, target_mlu, fixed)
+    staged = requantise_coarse(graph, paths, demand_gbps, staged, tables, sources, switch_budget,
+                               target_mlu, fixed & ~frozen)
+    staged = move_to_slack(graph, paths, demand_gbps, staged, target_mlu, frozen)
+    starts = [staged] if _peak(graph, paths, demand_gbps, staged) < peak else []
+    starts.append(best.weights)
+    for start in starts:
+        moved = _move_units(graph, paths, demand_gbps, start, target_mlu, frozen)
+        moved_peak = _peak(graph, paths, demand_gbps, moved)
+        if moved_peak < peak:
+            changed = (moved != best.weights).any(axis=1)
+            new_fractions = best.fractions.copy()
+            new_fractions[changed] = moved[changed] / moved[changed].sum(axis=1, keepdims=True)
+            best, peak = Repaired(moved, new_fractions), moved_peak
+        if peak <= target_mlu * (1 + _EPS):
+            break
     return best
 
 

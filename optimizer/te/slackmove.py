@@ -10,11 +10,13 @@ is at the LP's MLU, so a hot unit fits nowhere, and the small pairs sharing its 
 
 This stage first gives the fine groups crossing links near the target their finest
 weights (the whole table: a unit is then under half a percent of a link; the switch
-budget permitting), then repeatedly takes the link furthest above the target and moves
-as many units as fit, of one group, from a path through it onto another candidate path
-of the same group (any of its paths, members or not) whose links stay within the target.
-Every move lowers the hottest link without lifting any other link over the target, so
-the total excess over the target falls at each step and the peak never rises.
+budget permitting) and re-quantises each coarse group crossing a link above the target
+against the rest of the load (its best total and split over all its paths). Then it
+repeatedly takes the link furthest above the target and moves as many units as fit, of
+one group, from a path through it onto another candidate path of the same group (any of
+its paths, members or not) whose links stay within the target. Every move lowers the
+hottest link without lifting any other link over the target, so the total excess over
+the target falls at each step and the peak never rises.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph, path_loads
 from optimizer.te.wcmp import reduce_weights
 
 _MAX_STEPS = 4_000  # bulk moves before the stage stops (each costs well under 1 ms at 64 blocks)
+_BISECTIONS = 60  # halvings of the peak interval: far below float resolution of a link
 _NEAR = 0.97  # fine groups crossing links above this share of the target get their finest weights
 
 
@@ -61,6 +64,101 @@ def refill_fine(
         same = taken[tables[taken] == table]
         refilled[same] = reduce_weights(fractions[same], int(table), fill=True).weights
     return refilled
+
+
+def requantise_coarse(
+    graph: LinkGraph,
+    paths: CandidatePaths,
+    demand_gbps: np.ndarray,
+    weights: np.ndarray,
+    tables: np.ndarray,
+    sources: np.ndarray,
+    switch_budget: int,
+    target_mlu: float,
+    coarse: np.ndarray,
+) -> np.ndarray:
+    """``weights`` with each ``coarse`` row crossing a link above the target re-quantised
+    alone, every other row's load fixed (largest demands first): over all its candidate
+    paths and every total from half its current one up to its table (as the switch has
+    entries to spare), the weights whose hottest link is the least loaded (see
+    :func:`_least_peak_split`). A row takes its new weights only if they lower the excess
+    over the target on its links without raising the hottest of them."""
+    weights = weights.copy()
+    caps = graph.capacity_gbps
+    padded_caps = np.append(caps, 1.0)
+    load = np.append(link_utilisation(graph, paths, demand_gbps, weights) * caps, -np.inf)
+    hot = np.append(load[:-1] > caps * target_mlu, False)
+    totals = weights.sum(axis=1)
+    crosses = paths.valid & (weights > 0) & (hot[paths.first] | hot[paths.second])
+    rows = np.flatnonzero(crosses.any(axis=1) & coarse & (demand_gbps > 0))
+    spare = switch_budget - np.bincount(sources, weights=totals, minlength=int(sources.max()) + 1)
+    for row in rows[np.argsort(-demand_gbps[rows], kind="stable")].tolist():
+        current = int(totals[row])
+        largest = int(min(tables[row], current + max(spare[sources[row]], 0)))
+        vias = np.flatnonzero(paths.valid[row])
+        first, second = paths.first[row, vias], paths.second[row, vias]
+        old = weights[row, vias]
+        rest = load.copy()
+        old_flow = old * demand_gbps[row] / current
+        np.subtract.at(rest, first, old_flow)
+        np.subtract.at(rest, second, np.where(second != NO_LINK, old_flow, 0.0))
+        sizes = np.arange(max(1, current // 2), largest + 1)
+        counts, unit = _least_peak_split(rest[first], rest[second], padded_caps[first], padded_caps[second],
+                                         demand_gbps[row] / sizes, sizes)
+        trial = rest.copy()
+        new_flow = counts * unit
+        np.add.at(trial, first, new_flow)
+        np.add.at(trial, second, np.where(second != NO_LINK, new_flow, 0.0))
+        touched = np.unique(np.concatenate([first, second[second != NO_LINK]]))
+        before, after = load[touched] / caps[touched], trial[touched] / caps[touched]
+        excess_before = np.maximum(before - target_mlu, 0.0).sum()
+        excess_after = np.maximum(after - target_mlu, 0.0).sum()
+        if after.max() <= before.max() * (1 + 1e-12) and excess_after < excess_before * (1 - 1e-9):
+            weights[row, vias] = counts
+            load = trial
+            spare[sources[row]] -= int(counts.sum()) - current
+    return weights
+
+
+def _least_peak_split(
+    rest_first: np.ndarray,
+    rest_second: np.ndarray,
+    cap_first: np.ndarray,
+    cap_second: np.ndarray,
+    units: np.ndarray,
+    sizes: np.ndarray,
+) -> tuple[np.ndarray, float]:
+    """Units per path (and the unit) of the total in ``sizes`` whose peak is the least.
+
+    Path p holding k units of ``units[s]`` peaks at ``max((rest + k u) / cap)`` over its two
+    links, so under a peak P it holds ``floor(min((P cap - rest) / u))`` units; the least P
+    under which the paths hold ``sizes[s]`` units is found by bisection for every total
+    at once. Ties at the optimum lose their extra units from the path whose last unit
+    peaks highest.
+    """
+    def held(peak: np.ndarray, unit: np.ndarray) -> np.ndarray:
+        room = np.minimum((peak[:, None] * cap_first - rest_first) / unit[:, None],
+                          (peak[:, None] * cap_second - rest_second) / unit[:, None])
+        counts: np.ndarray = np.floor(np.maximum(room, 0.0) * (1 + 1e-12))
+        return counts
+
+    low = np.zeros(len(sizes))
+    whole = float(units[0] * sizes[0])  # the demand: every total's units add up to it
+    high = np.full(len(sizes), max(float(((rest_first + whole) / cap_first).max()),
+                                   float(((rest_second + whole) / cap_second).max())))
+    for _ in range(_BISECTIONS):
+        middle = (low + high) / 2
+        enough = held(middle, units).sum(axis=1) >= sizes
+        high = np.where(enough, middle, high)
+        low = np.where(enough, low, middle)
+    choice = int(np.argmin(high))
+    unit = float(units[choice])
+    counts = held(high[choice : choice + 1], units[choice : choice + 1])[0].astype(np.int64)
+    while counts.sum() > sizes[choice]:
+        last = np.maximum((rest_first + counts * unit) / cap_first,
+                          (rest_second + counts * unit) / cap_second)
+        counts[int(np.argmax(np.where(counts > 0, last, -np.inf)))] -= 1
+    return counts, unit
 
 
 def move_to_slack(
