@@ -32,7 +32,8 @@ from scipy import sparse
 
 from optimizer.errors import ConfigError
 from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
-from optimizer.te.slackmove import link_utilisation, move_to_slack, refill_fine, requantise_coarse
+from optimizer.te.slackmove import link_utilisation, refill_fine, settle
+from optimizer.te.totalsearch import search_totals
 from optimizer.te.wcmp import reduce_weights
 
 DEFAULT_SWITCH_BUDGET = 49_152
@@ -142,13 +143,16 @@ def repair_link_loads(
         if timed_out and not improved:
             break  # the next MILPs are as large or larger (a 64-block ring: 3 s each, no gain)
     # The fine groups at their finest weights, the coarse ones re-quantised each against the
-    # rest, then bulk moves onto paths with slack (optimizer.te.slackmove).
+    # rest, then bulk moves onto paths with slack (optimizer.te.slackmove); if still above the
+    # target, a search over the coarse groups' totals (optimizer.te.totalsearch).
     fixed = frozen | _coarse(graph, paths, demand_gbps, best.weights, tables, frozen)
     staged = refill_fine(graph, paths, demand_gbps, best.fractions, best.weights, tables, sources,
                          switch_budget, target_mlu, fixed)
-    staged = requantise_coarse(graph, paths, demand_gbps, staged, tables, sources, switch_budget,
-                               target_mlu, fixed & ~frozen)
-    staged = move_to_slack(graph, paths, demand_gbps, staged, target_mlu, frozen)
+    staged = settle(graph, paths, demand_gbps, staged, tables, sources, switch_budget, target_mlu,
+                    fixed & ~frozen, frozen)
+    if _peak(graph, paths, demand_gbps, staged) > target_mlu * (1 + _EPS):
+        staged = search_totals(graph, paths, demand_gbps, staged, tables, sources, switch_budget, target_mlu,
+                               fixed & ~frozen, frozen)
     starts = [staged] if _peak(graph, paths, demand_gbps, staged) < peak else []
     starts.append(best.weights)
     for start in starts:

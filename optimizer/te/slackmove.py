@@ -27,7 +27,8 @@ from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph, path_loads
 from optimizer.te.wcmp import reduce_weights
 
 _MAX_STEPS = 4_000  # bulk moves before the stage stops (each costs well under 1 ms at 64 blocks)
-_BISECTIONS = 60  # halvings of the peak interval: far below float resolution of a link
+_BISECTIONS = 44  # halvings of the peak interval: below 1e-12 of a link
+_SIZE_SPAN = 8  # a coarse group's totals tried on either side of its current one (and its table)
 _NEAR = 0.97  # fine groups crossing links above this share of the target get their finest weights
 
 
@@ -76,13 +77,17 @@ def requantise_coarse(
     switch_budget: int,
     target_mlu: float,
     coarse: np.ndarray,
+    total: int | None = None,
 ) -> np.ndarray:
     """``weights`` with each ``coarse`` row crossing a link above the target re-quantised
     alone, every other row's load fixed (largest demands first): over all its candidate
-    paths and every total from half its current one up to its table (as the switch has
-    entries to spare), the weights whose hottest link is the least loaded (see
+    paths and every total within ``_SIZE_SPAN`` of its current one and its whole table (as
+    the switch has entries to spare), the weights whose hottest link is the least loaded (see
     :func:`_least_peak_split`). A row takes its new weights only if they lower the excess
-    over the target on its links without raising the hottest of them."""
+    over the target on its links without raising the hottest of them.
+
+    With ``total``, every ``coarse`` row is re-quantised at that total (if its table and
+    switch allow it) and takes the result whatever it does: a step of :func:`search_totals`."""
     weights = weights.copy()
     caps = graph.capacity_gbps
     padded_caps = np.append(caps, 1.0)
@@ -90,7 +95,7 @@ def requantise_coarse(
     hot = np.append(load[:-1] > caps * target_mlu, False)
     totals = weights.sum(axis=1)
     crosses = paths.valid & (weights > 0) & (hot[paths.first] | hot[paths.second])
-    rows = np.flatnonzero(crosses.any(axis=1) & coarse & (demand_gbps > 0))
+    rows = np.flatnonzero((crosses.any(axis=1) | (total is not None)) & coarse & (demand_gbps > 0))
     spare = switch_budget - np.bincount(sources, weights=totals, minlength=int(sources.max()) + 1)
     for row in rows[np.argsort(-demand_gbps[rows], kind="stable")].tolist():
         current = int(totals[row])
@@ -102,7 +107,13 @@ def requantise_coarse(
         old_flow = old * demand_gbps[row] / current
         np.subtract.at(rest, first, old_flow)
         np.subtract.at(rest, second, np.where(second != NO_LINK, old_flow, 0.0))
-        sizes = np.arange(max(1, current // 2), largest + 1)
+        if total is None:
+            near = np.arange(max(1, current - _SIZE_SPAN), min(largest, current + _SIZE_SPAN) + 1)
+            sizes = np.union1d(near, [largest])
+        elif total <= largest:
+            sizes = np.array([total])
+        else:
+            continue
         counts, unit = _least_peak_split(rest[first], rest[second], padded_caps[first], padded_caps[second],
                                          demand_gbps[row] / sizes, sizes)
         trial = rest.copy()
@@ -113,7 +124,8 @@ def requantise_coarse(
         before, after = load[touched] / caps[touched], trial[touched] / caps[touched]
         excess_before = np.maximum(before - target_mlu, 0.0).sum()
         excess_after = np.maximum(after - target_mlu, 0.0).sum()
-        if after.max() <= before.max() * (1 + 1e-12) and excess_after < excess_before * (1 - 1e-9):
+        improves = after.max() <= before.max() * (1 + 1e-12) and excess_after < excess_before * (1 - 1e-9)
+        if total is not None or improves:
             weights[row, vias] = counts
             load = trial
             spare[sources[row]] -= int(counts.sum()) - current
@@ -223,3 +235,21 @@ def link_utilisation(
     flow = demand_gbps[:, None] * weights / totals[:, None]
     util: np.ndarray = path_loads(graph, paths, flow) / graph.capacity_gbps
     return util
+
+
+def settle(
+    graph: LinkGraph,
+    paths: CandidatePaths,
+    demand_gbps: np.ndarray,
+    weights: np.ndarray,
+    tables: np.ndarray,
+    sources: np.ndarray,
+    switch_budget: int,
+    target_mlu: float,
+    coarse: np.ndarray,
+    frozen: np.ndarray,
+) -> np.ndarray:
+    """The coarse rows re-quantised against the rest, then the bulk moves."""
+    weights = requantise_coarse(graph, paths, demand_gbps, weights, tables, sources, switch_budget,
+                                target_mlu, coarse)
+    return move_to_slack(graph, paths, demand_gbps, weights, target_mlu, frozen)
