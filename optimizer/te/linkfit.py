@@ -31,8 +31,9 @@ from highspy._core import _Highs
 from scipy import sparse
 
 from optimizer.errors import ConfigError
+from optimizer.te.bulkmoves import link_utilisation
 from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
-from optimizer.te.slackmove import link_utilisation, refill_fine, settle
+from optimizer.te.slackmove import refill_fine, settle
 from optimizer.te.totalsearch import search_totals
 from optimizer.te.wcmp import reduce_weights
 

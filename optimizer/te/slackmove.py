@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph, path_loads
+from optimizer.te.bulkmoves import link_utilisation, move_to_slack
+from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
 from optimizer.te.wcmp import reduce_weights
 
-_MAX_STEPS = 4_000  # bulk moves before the stage stops (each costs well under 1 ms at 64 blocks)
 _BISECTIONS = 44  # halvings of the peak interval: below 1e-12 of a link
 _SIZE_SPAN = 8  # a coarse group's totals tried on either side of its current one (and its table)
 _NEAR = 0.97  # fine groups crossing links above this share of the target get their finest weights
@@ -171,70 +171,6 @@ def _least_peak_split(
                           (rest_second + counts * unit) / cap_second)
         counts[int(np.argmax(np.where(counts > 0, last, -np.inf)))] -= 1
     return counts, unit
-
-
-def move_to_slack(
-    graph: LinkGraph,
-    paths: CandidatePaths,
-    demand_gbps: np.ndarray,
-    weights: np.ndarray,
-    target_mlu: float,
-    frozen: np.ndarray,
-) -> np.ndarray:
-    """Bulk moves within groups off the link furthest above ``target_mlu`` onto paths whose
-    links stay within it, until no link is above the target or none can be relieved.
-    Group totals are kept, so tables and the switch budget still hold."""
-    weights = weights.copy()
-    caps = graph.capacity_gbps
-    movable = paths.valid & ~frozen[:, None] & (demand_gbps > 0)[:, None]
-    rows, vias = np.nonzero(movable)
-    entry_links = np.concatenate([paths.first[rows, vias], paths.second[rows, vias]])
-    entry_ids = np.concatenate([np.arange(len(rows)), np.arange(len(rows))])
-    keep = entry_links != NO_LINK
-    order = np.argsort(entry_links[keep], kind="stable")
-    by_link = entry_ids[keep][order]
-    starts = np.searchsorted(entry_links[keep][order], np.arange(graph.n_links + 1))
-    unit = demand_gbps / np.maximum(weights.sum(axis=1), 1)
-    limit = np.append(caps * target_mlu, np.inf)  # NO_LINK: never the binding hop
-    load = np.append(link_utilisation(graph, paths, demand_gbps, weights) * caps, 0.0)
-    for _ in range(_MAX_STEPS):
-        over = (load[:-1] - limit[:-1]) / caps
-        link = int(np.argmax(over))
-        if over[link] <= 1e-9:
-            break
-        excess = load[link] - limit[link]
-        entries = by_link[starts[link] : starts[link + 1]]
-        entries = entries[weights[rows[entries], vias[entries]] > 0]
-        k = rows[entries]
-        avoids = movable[k] & (paths.first[k] != link) & (paths.second[k] != link)
-        room = np.minimum(limit[paths.first[k]] - load[paths.first[k]],
-                          limit[paths.second[k]] - load[paths.second[k]])
-        room = np.where(avoids, np.maximum(room, 0.0), 0.0)
-        step = unit[k]
-        count = np.minimum(np.floor(room / step[:, None] * (1 + 1e-9)), weights[k, vias[entries]][:, None])
-        count = np.minimum(count, np.ceil(excess / step - 1e-9)[:, None])
-        gain = count * step[:, None]
-        if not gain.size or gain.max() <= 0:
-            break
-        best, dest = divmod(int(np.argmax(gain)), gain.shape[1])
-        row, source_via, units = int(k[best]), int(vias[entries[best]]), int(count[best, dest])
-        weights[row, source_via] -= units
-        weights[row, dest] += units
-        for via, sign in ((source_via, -1.0), (dest, 1.0)):
-            for hop in (paths.first[row, via], paths.second[row, via]):
-                if hop != NO_LINK:
-                    load[hop] += sign * units * unit[row]
-    return weights
-
-
-def link_utilisation(
-    graph: LinkGraph, paths: CandidatePaths, demand_gbps: np.ndarray, weights: np.ndarray
-) -> np.ndarray:
-    """Each link's load over its capacity when every group splits by ``weights``."""
-    totals = np.maximum(weights.sum(axis=1), 1)
-    flow = demand_gbps[:, None] * weights / totals[:, None]
-    util: np.ndarray = path_loads(graph, paths, flow) / graph.capacity_gbps
-    return util
 
 
 def settle(

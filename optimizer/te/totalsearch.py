@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from optimizer.te.bulkmoves import link_utilisation
 from optimizer.te.paths import CandidatePaths, LinkGraph
-from optimizer.te.slackmove import link_utilisation, requantise_coarse, settle
+from optimizer.te.slackmove import requantise_coarse, settle
 
 _SPAN = 4  # totals tried on either side of a group's current one
 _TRIALS = 40  # settled trials per search

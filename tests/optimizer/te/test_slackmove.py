@@ -12,9 +12,10 @@ import pytest
 from optimizer.config import load_fabric
 from optimizer.fabric import Block, Ocs, OcsSides, build_fabric
 from optimizer.te import linkfit, solve_te
+from optimizer.te.bulkmoves import link_utilisation, move_to_slack
 from optimizer.te.linkfit import repair_link_loads
 from optimizer.te.paths import CandidatePaths, LinkGraph, all_pairs, build_link_graph, candidate_paths
-from optimizer.te.slackmove import link_utilisation, move_to_slack, refill_fine
+from optimizer.te.slackmove import refill_fine
 from optimizer.topology import Topology
 from optimizer.traffic import hotspot_matrix
 
