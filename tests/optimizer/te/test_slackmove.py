@@ -153,3 +153,30 @@ def test_fabric_64_hotspot_keeps_the_lp_mlu_on_every_link() -> None:
     result = solve_te(fabric, None, hotspot_matrix(fabric, 1, 0.9))
     assert result.mlu_quantized <= result.mlu * 1.02 * (1 + 1e-9)
     assert all(group.entries <= 128 for group in result.groups)
+
+
+def test_bulk_moves_make_room_with_fine_units_when_no_coarse_unit_fits() -> None:
+    # a->d (90G, 3 units of 30G) has all 3 direct: a->d at 90 over a limit of 81.6. Its
+    # other paths run into b->d and c->d, each holding 60G of a fine pair: 21.6 of room,
+    # less than a unit. b->d's fine traffic can go b->c->d (c->d has room for 8.4 more),
+    # which makes room for one unit of a->d via b.
+    graph, paths = mesh_of_four()
+    a, b, c, d = 0, 1, 2, 3
+    demand = np.zeros(paths.count)
+    weights = np.zeros(paths.valid.shape, dtype=np.int64)
+    hot, fine_b, fine_c = row(paths, a, d), row(paths, b, d), row(paths, c, d)
+    demand[[hot, fine_b, fine_c]] = 90.0, 60.0, 60.0
+    weights[hot, d] = 3
+    weights[fine_b, d] = weights[fine_c, d] = 128
+    case = Case(graph, paths, demand, weights, np.zeros(paths.valid.shape), np.full(paths.count, 128))
+    limit = TARGET * 100.0
+    load = link_utilisation(graph, paths, demand, weights) * graph.capacity_gbps
+    for via in (b, c):  # no room for a 30G unit on a->d's other paths as things are
+        hops = [paths.first[hot, via], paths.second[hot, via]]
+        assert min(limit - load[h] for h in hops) < 30.0
+    frozen = np.zeros(paths.count, dtype=bool)
+    assert case.peak(linkfit._move_units(graph, paths, demand, weights, TARGET, frozen)) > TARGET
+    moved = move_to_slack(graph, paths, demand, weights, TARGET, frozen)
+    assert case.peak(moved) <= TARGET * (1 + 1e-9)
+    np.testing.assert_array_equal(moved.sum(axis=1), weights.sum(axis=1))
+    assert moved[hot, d] == 2 and moved[fine_b, c] > 0  # b->d made room by going through c
