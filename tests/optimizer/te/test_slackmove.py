@@ -15,7 +15,7 @@ from optimizer.te import linkfit, solve_te
 from optimizer.te.bulkmoves import link_utilisation, move_to_slack
 from optimizer.te.linkfit import repair_link_loads
 from optimizer.te.paths import CandidatePaths, LinkGraph, all_pairs, build_link_graph, candidate_paths
-from optimizer.te.slackmove import refill_fine
+from optimizer.te.slackmove import refill_fine, requantise_coarse
 from optimizer.topology import Topology
 from optimizer.traffic import hotspot_matrix
 
@@ -180,3 +180,28 @@ def test_bulk_moves_make_room_with_fine_units_when_no_coarse_unit_fits() -> None
     assert case.peak(moved) <= TARGET * (1 + 1e-9)
     np.testing.assert_array_equal(moved.sum(axis=1), weights.sum(axis=1))
     assert moved[hot, d] == 2 and moved[fine_b, c] > 0  # b->d made room by going through c
+
+
+def test_requantise_coarse_finds_the_total_whose_units_fit() -> None:
+    # a->d (180G) over its three 100G paths: the LP puts 60G on each (0.6). At a total of 4
+    # (45G units) the best is 2/1/1, 0.9 on the direct link; a total of 3 gives 0.6.
+    graph, paths = mesh_of_four()
+    a, b, c, d = 0, 1, 2, 3
+    demand = np.zeros(paths.count)
+    weights = np.zeros(paths.valid.shape, dtype=np.int64)
+    hot = row(paths, a, d)
+    demand[hot] = 180.0
+    weights[hot, [d, b, c]] = 2, 1, 1
+    tables = np.full(paths.count, 128)
+    case = Case(graph, paths, demand, weights, np.zeros(paths.valid.shape), tables)
+    target = 0.6 * 1.02
+    assert case.peak(weights) == pytest.approx(0.9)
+    coarse = np.zeros(paths.count, dtype=bool)
+    coarse[hot] = True
+    requantised = requantise_coarse(graph, paths, demand, weights, tables, paths.src, 49_152, target, coarse)
+    assert case.peak(requantised) == pytest.approx(0.6)
+    assert requantised[hot].sum() % 3 == 0 and requantised[hot].sum() <= 128
+    # A switch budget of 3 entries still allows a total of 3, not of 6.
+    tight = requantise_coarse(graph, paths, demand, weights, tables, paths.src, 4, target, coarse)
+    assert tight[hot].sum() <= 4 and case.peak(tight) == pytest.approx(0.6)
+
