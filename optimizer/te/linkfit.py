@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import math
 
 import highspy
@@ -37,6 +38,8 @@ from optimizer.te.slackmove import refill_fine, settle
 from optimizer.te.totalsearch import search_totals
 from optimizer.te.wcmp import reduce_weights
 
+log = logging.getLogger(__name__)
+
 DEFAULT_SWITCH_BUDGET = 49_152
 """Weight entries a switch holds over all its groups (PINS's fabric switch)."""
 
@@ -47,6 +50,7 @@ _MILP_MAX_COLUMNS = 5_000  # a larger rounding MILP is not tried: at 64 blocks o
 _MILP_SECONDS = 1.5  # a safety net: the plan stays within seconds
 _MILP_NODES = 50  # branch-and-bound nodes (deterministic); the MILP keeps its best rounding
 _COARSE = 0.005  # a group is coarse when one entry of a full table is this much of a link
+_SETTLE_ROUNDS = 3  # re-quantise-and-move rounds of the staging (a 64-block ring needs two)
 _MAX_MOVES = 500  # single-unit moves before the repair stops (each costs ~1 ms at 64 blocks)
 _EPS = 1e-12
 
@@ -129,6 +133,10 @@ def repair_link_loads(
     if peak <= target_mlu * (1 + _EPS):
         return Repaired(weights, fractions)
     best = Repaired(weights, fractions)
+    # The cheap stages first (optimizer.te.slackmove); the rounding MILP only if they fall short.
+    staged = [_stage(graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu, frozen)]
+    if _peak(graph, paths, demand_gbps, staged[0]) <= target_mlu * (1 + _EPS):
+        return _with_split(best, staged[0])
     coarse = _coarse(graph, paths, demand_gbps, weights, tables, frozen)
     for include, fill in itertools.product(_INCLUDE, (False, True)):
         rounded, timed_out = _round_jointly(
@@ -143,30 +151,80 @@ def repair_link_loads(
             return best
         if timed_out and not improved:
             break  # the next MILPs are as large or larger (a 64-block ring: 3 s each, no gain)
-    # The fine groups at their finest weights, the coarse ones re-quantised each against the
-    # rest, then bulk moves onto paths with slack (optimizer.te.slackmove); if still above the
-    # target, a search over the coarse groups' totals (optimizer.te.totalsearch).
-    fixed = frozen | _coarse(graph, paths, demand_gbps, best.weights, tables, frozen)
-    staged = refill_fine(graph, paths, demand_gbps, best.fractions, best.weights, tables, sources,
-                         switch_budget, target_mlu, fixed)
-    staged = settle(graph, paths, demand_gbps, staged, tables, sources, switch_budget, target_mlu,
-                    fixed & ~frozen, frozen)
-    if _peak(graph, paths, demand_gbps, staged) > target_mlu * (1 + _EPS):
-        staged = search_totals(graph, paths, demand_gbps, staged, tables, sources, switch_budget, target_mlu,
-                               fixed & ~frozen, frozen)
-    starts = [staged] if _peak(graph, paths, demand_gbps, staged) < peak else []
-    starts.append(best.weights)
-    for start in starts:
-        moved = _move_units(graph, paths, demand_gbps, start, target_mlu, frozen)
+    if best.weights is not weights:
+        staged.append(_stage(graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu,
+                             frozen))
+    start = best
+    for candidate in [*staged, start.weights]:
+        if _peak(graph, paths, demand_gbps, candidate) >= peak and candidate is not start.weights:
+            continue
+        moved = _move_units(graph, paths, demand_gbps, candidate, target_mlu, frozen)
         moved_peak = _peak(graph, paths, demand_gbps, moved)
         if moved_peak < peak:
-            changed = (moved != best.weights).any(axis=1)
-            new_fractions = best.fractions.copy()
-            new_fractions[changed] = moved[changed] / moved[changed].sum(axis=1, keepdims=True)
-            best, peak = Repaired(moved, new_fractions), moved_peak
+            best, peak = _with_split(start, moved), moved_peak
         if peak <= target_mlu * (1 + _EPS):
             break
     return best
+
+
+def _stage(
+    graph: LinkGraph,
+    paths: CandidatePaths,
+    demand_gbps: np.ndarray,
+    plan: Repaired,
+    tables: np.ndarray,
+    sources: np.ndarray,
+    switch_budget: int,
+    target_mlu: float,
+    frozen: np.ndarray,
+) -> np.ndarray:
+    """The fine groups at their finest weights, the coarse ones re-quantised each against
+    the rest with bulk moves after (settled again while that lowers the peak), then if still
+    above the target a search over the coarse groups' totals (optimizer.te.totalsearch)."""
+    fixed = frozen | _coarse(graph, paths, demand_gbps, plan.weights, tables, frozen)
+    staged = refill_fine(graph, paths, demand_gbps, plan.fractions, plan.weights, tables, sources,
+                         switch_budget, target_mlu, fixed)
+    peak = math.inf
+    for _ in range(_SETTLE_ROUNDS):
+        settled = settle(graph, paths, demand_gbps, staged, tables, sources, switch_budget, target_mlu,
+                         fixed & ~frozen, frozen)
+        settled_peak = _peak(graph, paths, demand_gbps, settled)
+        if settled_peak >= peak * (1 - _EPS):
+            break
+        staged, peak = settled, settled_peak
+        if peak <= target_mlu * (1 + _EPS):
+            break
+    if peak > target_mlu * (1 + _EPS):
+        staged = search_totals(graph, paths, demand_gbps, staged, tables, sources, switch_budget, target_mlu,
+                               fixed & ~frozen, frozen)
+    if _fits(plan.weights, demand_gbps, tables, sources, switch_budget) and not _fits(
+        staged, demand_gbps, tables, sources, switch_budget
+    ):
+        log.warning("staged weights dropped: they break a table or the switch budget")
+        return plan.weights
+    return staged
+
+
+def _fits(
+    weights: np.ndarray, demand_gbps: np.ndarray, tables: np.ndarray, sources: np.ndarray, switch_budget: int
+) -> bool:
+    """Weights non-negative, each group with demand at least one entry and within its table,
+    each switch within the budget."""
+    totals = weights.sum(axis=1)
+    return bool(
+        (weights >= 0).all()
+        and (totals <= tables).all()
+        and (totals[demand_gbps > 0] >= 1).all()
+        and (np.bincount(sources, weights=totals) <= switch_budget).all()
+    )
+
+
+def _with_split(plan: Repaired, weights: np.ndarray) -> Repaired:
+    """``weights`` with the split of ``plan``, except rows whose weights changed: theirs."""
+    changed = (weights != plan.weights).any(axis=1)
+    fractions = plan.fractions.copy()
+    fractions[changed] = weights[changed] / weights[changed].sum(axis=1, keepdims=True)
+    return Repaired(weights, fractions)
 
 
 def _move_units(

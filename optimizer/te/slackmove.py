@@ -99,6 +99,8 @@ def requantise_coarse(
     spare = switch_budget - np.bincount(sources, weights=totals, minlength=int(sources.max()) + 1)
     for row in rows[np.argsort(-demand_gbps[rows], kind="stable")].tolist():
         current = int(totals[row])
+        if current < 1:
+            continue
         largest = int(min(tables[row], current + max(spare[sources[row]], 0)))
         vias = np.flatnonzero(paths.valid[row])
         first, second = paths.first[row, vias], paths.second[row, vias]
@@ -114,8 +116,11 @@ def requantise_coarse(
             sizes = np.array([total])
         else:
             continue
-        counts, unit = _least_peak_split(rest[first], rest[second], padded_caps[first], padded_caps[second],
-                                         demand_gbps[row] / sizes, sizes)
+        split = _least_peak_split(rest[first], rest[second], padded_caps[first], padded_caps[second],
+                                  demand_gbps[row] / sizes, sizes)
+        if split is None:
+            continue
+        counts, unit = split
         trial = rest.copy()
         new_flow = counts * unit
         np.add.at(trial, first, new_flow)
@@ -139,8 +144,9 @@ def _least_peak_split(
     cap_second: np.ndarray,
     units: np.ndarray,
     sizes: np.ndarray,
-) -> tuple[np.ndarray, float]:
-    """Units per path (and the unit) of the total in ``sizes`` whose peak is the least.
+) -> tuple[np.ndarray, float] | None:
+    """Units per path (and the unit) of the total in ``sizes`` whose peak is the least
+    (None if the loads are not finite).
 
     Path p holding k units of ``units[s]`` peaks at ``max((rest + k u) / cap)`` over its two
     links, so under a peak P it holds ``floor(min((P cap - rest) / u))`` units; the least P
@@ -165,7 +171,10 @@ def _least_peak_split(
         low = np.where(enough, low, middle)
     choice = int(np.argmin(high))
     unit = float(units[choice])
-    counts = held(high[choice : choice + 1], units[choice : choice + 1])[0].astype(np.int64)
+    fitted = held(high[choice : choice + 1], units[choice : choice + 1])[0]
+    if not np.isfinite(high[choice]) or not np.isfinite(fitted).all() or fitted.sum() < sizes[choice]:
+        return None
+    counts = np.minimum(fitted, sizes[choice]).astype(np.int64)
     while counts.sum() > sizes[choice]:
         last = np.maximum((rest_first + counts * unit) / cap_first,
                           (rest_second + counts * unit) / cap_second)

@@ -469,11 +469,15 @@ class TeSolver:
             ecmp_fractions = fractions
         target = mlu * self.max_oversubscription
         repaired = self._repair(inst, demand_of_pair, ecmp_fractions, weights, tables, mlu, equal_split)
-        if equal_split.any() and _mlu_of(inst, repaired.weights) > target * (1 + 1e-9):
-            # Repairing the unequal splits may beat ECMP in the groups that missed the bound.
-            unequal = self._repair(inst, demand_of_pair, fractions, reduced, tables, mlu, None)
-            if _mlu_of(inst, unequal.weights) < _mlu_of(inst, repaired.weights):
-                repaired, equal_split = unequal, np.zeros_like(equal_split)
+        if equal_split.any():
+            # Those groups' weights free to change (from ECMP, then from the unequal splits) may
+            # beat ECMP in the groups that missed the bound.
+            for split, start in ((ecmp_fractions, weights), (fractions, reduced)):
+                if _mlu_of(inst, repaired.weights) <= target * (1 + 1e-9):
+                    break
+                unfrozen = self._repair(inst, demand_of_pair, split, start, tables, mlu, None)
+                if _mlu_of(inst, unfrozen.weights) < _mlu_of(inst, repaired.weights):
+                    repaired, equal_split = unfrozen, np.zeros_like(equal_split)
         weights, fractions = repaired.weights, repaired.fractions
         group_oversubscription = oversubscription(weights, fractions)
         quantised_flow = _weighted_flow(comm.demand_gbps, weights[inst.comm_rows])
