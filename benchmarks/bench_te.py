@@ -158,6 +158,7 @@ WCMP_CONFIGS = (
     "fabric-4", "fabric-8", "fabric-hybrid-4", "fabric-hybrid-8", "fabric-pod-a", "fabric-pod-b", "fabric-64"
 )
 BOUND = 1.02
+EARLIER = "## Earlier runs"  # RESULTS_wcmp.md keeps this section (and what follows) across runs
 
 
 def hot_fabric(n: int, spine: bool, seed: int) -> Fabric:
@@ -244,7 +245,11 @@ def wcmp_main(sizes: tuple[int, ...]) -> int:
             *rows,
         ]
     )
-    (HERE / "RESULTS_wcmp.md").write_text(text + "\n", encoding="utf-8")
+    out = HERE / "RESULTS_wcmp.md"
+    earlier = out.read_text(encoding="utf-8").partition(EARLIER)[2] if out.exists() else ""
+    if earlier:
+        text += "\n\n" + EARLIER + earlier.rstrip("\n")
+    out.write_text(text + "\n", encoding="utf-8")
     log.info("wrote %s", HERE / "RESULTS_wcmp.md")
     return 0
 
