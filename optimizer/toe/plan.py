@@ -132,8 +132,8 @@ class NothingToGain:
             if today_stretch > best_hops + 1e-3:
                 text += (
                     f". A change would only shorten paths: today's routing takes {today_stretch:.3f} "
-                    f"block hops on average; at best {self.transit_best:.1%} of the traffic crosses a transit block "
-                    f"({best_hops:.3f} block hops)"
+                    f"block hops on average; at best {self.transit_best:.1%} of the traffic crosses a "
+                    f"transit block ({best_hops:.3f} block hops)"
                 )
             else:
                 text += f"; paths are as short as they get ({today_stretch:.3f} block hops on average)"
