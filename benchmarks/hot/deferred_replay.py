@@ -7,7 +7,8 @@ prediction window of 4, minimum gain 10%, stage limit 0.8. The daemon (unchanged
 time) defers the target while hot; the table says when it applied, how long it waited and the
 MLU in force before and after (the replay's own report).
 
-    python -m benchmarks.hot.deferred_replay [--matrix shift] [--hot 20] [--quiet 20] [--hot-load 0.9] [--quiet-load 0.45]
+    python -m benchmarks.hot.deferred_replay [--matrix shift] [--hot 20] [--quiet 20]
+        [--hot-load 0.9] [--quiet-load 0.45]
 """
 
 from __future__ import annotations
