@@ -110,7 +110,9 @@ class NothingToGain:
         """The most any topology lowers the MLU, as a fraction of today's."""
         return max(0.0, 1.0 - self.bound_mlu / self.current_mlu) if self.current_mlu > 0 else 0.0
 
-    def message(self) -> str:
+    def message(self, today_stretch: float | None = None) -> str:
+        """The verdict with its figures; ``today_stretch`` (mean block hops of today's routing)
+        stands in for today's transit share where the LP could not price today's topology."""
         text = (
             f"nothing to gain: today's topology gives MLU {self.current_mlu:.4f} and no topology does "
             f"better than {self.bound_mlu:.4f} (the LP relaxation's bound: {self.gain:.2%} lower, under the "
@@ -125,6 +127,16 @@ class NothingToGain:
             else:
                 share = f"{self.transit_today:.1%}"
                 text += f"; paths are as short as they get ({share} of the traffic in transit)"
+        elif self.transit_best is not None and today_stretch is not None:
+            best_hops = 1.0 + self.transit_best
+            if today_stretch > best_hops + 1e-3:
+                text += (
+                    f". A change would only shorten paths: today's routing takes {today_stretch:.3f} "
+                    f"block hops on average; at best {self.transit_best:.1%} of the traffic crosses a "
+                    f"transit block ({best_hops:.3f} block hops)"
+                )
+            else:
+                text += f"; paths are as short as they get ({today_stretch:.3f} block hops on average)"
         return text
 
     def to_json(self) -> dict[str, object]:

@@ -35,6 +35,7 @@ from optimizer.staging import (
 )
 from optimizer.te import DEFAULT_TABLE_SIZE, TeResult, TeSolver
 from optimizer.toe.hose import HoseBlocked, gain_left, hose_proof
+from optimizer.toe.merge import merge_stages
 from optimizer.toe.plan import ToeKnobs, ToePlan, plan_topology
 from optimizer.toe.sequence import onward_steps, sequence_steps
 from optimizer.topology import Circuit, Topology, check_circuits, uniform_mesh
@@ -53,6 +54,9 @@ LP_SHARE = 0.6
 #: MLU before it gives up and leaves the rest to a smaller change or single safe swaps (a hot
 #: 64-block fabric's target can take a minute of one-circuit stages that only hold the MLU).
 STAGING_PATIENCE = 0.5
+#: The share of the plan's time limit the sequence search may take: the rest is for merging its
+#: stages (:mod:`optimizer.toe.merge`, one TE check per merge) and the final TE.
+SEARCH_SHARE = 0.9
 
 #: fabric, target topology, today's circuits -> the circuits realising the target.
 Mapper = Callable[[Fabric, Topology, Sequence[Circuit]], MappingResult]
@@ -192,6 +196,7 @@ def plan_target(
     if threshold is None:
         toe, mapping = _plan_and_map(fabric, matrices, circuits, knobs, evaluate, mapper, budget)
         return TargetPlan(toe, mapping, max_change=knobs.max_change)
+    search = budget.share(SEARCH_SHARE)
     steps = [knobs.max_change] + [f for f in (change_steps or MAX_CHANGE_STEPS) if f < knobs.max_change]
     first_failure: InfeasibleError | None = None
     planned: tuple[ToePlan, MappingResult, float] | None = None
@@ -223,7 +228,7 @@ def plan_target(
             )
             if not staging.complete:
                 # a step towards the target: a sequence of safe stages may reach further, on from it
-                swaps = onward_steps(fabric, circuits, staging, matrices, evaluate, threshold, margin, budget)
+                swaps = onward_steps(fabric, circuits, staging, matrices, evaluate, threshold, margin, search)
                 if swaps is not None and swaps.final_mlu < staging.final_mlu * (1 - 1e-6):
                     found = f"{len(swaps.stages)} safe stages found one by one"
                     why = f"{staging.blocked}; {found} reach a lower MLU"
@@ -231,7 +236,7 @@ def plan_target(
                     staging = replace(swaps, blocked=why, remaining=remaining, blocked_by=staging.blocked_by)
             elif _target_no_better(toe, staging, knobs.min_gain):
                 # the rounded target is no better than today's topology: look for safe stages anyway
-                swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+                swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, search)
                 if swaps is not None:
                     why = (
                         "the rounded target is no better than today's topology; "
@@ -239,6 +244,7 @@ def plan_target(
                     )
                     remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
                     staging = replace(swaps, blocked=why, remaining=remaining)
+            staging = merge_stages(fabric, circuits, staging, matrices, evaluate, budget)
             return TargetPlan(toe, mapping, staging, max_change)
         except InfeasibleError as exc:
             # StagingBlocked, StagingTimedOut, or a smaller change limit the mapping cannot meet
@@ -250,7 +256,7 @@ def plan_target(
     if planned is not None and isinstance(first_failure, StagingBlocked | StagingTimedOut):
         swaps = None
         if not proven:
-            swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+            swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, search)
         if swaps is not None:
             toe, mapping, max_change = planned
             why = (
@@ -261,6 +267,7 @@ def plan_target(
             remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
             blocker = first_failure if isinstance(first_failure, StagingBlocked) else None
             staged = replace(swaps, blocked=why, remaining=remaining, blocked_by=blocker)
+            staged = merge_stages(fabric, circuits, staged, matrices, evaluate, budget)
             return TargetPlan(toe, mapping, staged, max_change)
         if proven:
             why = "so no plan can lower the MLU at this load"

@@ -31,8 +31,8 @@ from optimizer import progress
 from optimizer.budget import TimeBudget
 from optimizer.fabric import Fabric, OcsSides, Side, WiredPort
 from optimizer.staging import MluFunction, Stage, StagingPlan, cut_at_lowest
-from optimizer.toe.hose import block_demand, hose_floors, speed_matrix
-from optimizer.toe.swaps import Swap, distinct_swaps
+from optimizer.toe.hose import block_demand, speed_matrix, spine_capacity
+from optimizer.toe.swap_rank import Swap, SwapRanker
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 
@@ -47,8 +47,6 @@ ENOUGH_CHECKS = 12
 #: Swaps in a row that only keep the MLU (and lower the transit need) before the search stops.
 PATIENCE = 8
 MAX_STAGES = 64
-
-PairKey = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
 
 
 def sequence_steps(
@@ -74,6 +72,7 @@ def sequence_steps(
     speeds = speed_matrix(fabric)
     pair_demand = np.max([np.maximum(tm.gbps, tm.gbps.T) for tm in matrices], axis=0)
     demand = block_demand(matrices)
+    spine = spine_capacity(fabric)
     cache: dict[bytes, float] = {}
 
     def counts_of(circuits: Iterable[Circuit]) -> np.ndarray:
@@ -86,13 +85,9 @@ def sequence_steps(
             cache[key] = max(evaluate(fabric, topo, tm) for tm in matrices)
         return cache[key]
 
-    def need(counts: np.ndarray) -> float:
-        return float(np.maximum(pair_demand - counts * speeds, 0.0).sum() / 2)
-
     state = set(current)
     counts = counts_of(state)
     mlu_now = start = mlu_of(counts)
-    need_now = need(counts)
     stages: list[Stage] = []
     states: list[frozenset[Circuit]] = []
     flat = 0
@@ -109,10 +104,8 @@ def sequence_steps(
             removed: tuple[Circuit, ...] = ()
             drained = mlu_now
         else:
-            step = _best_swap(
-                fabric, state, counts, index, demand, limit, mlu_now, need_now, need, mlu_of, budget,
-                max_checks,
-            )
+            ranker = SwapRanker(fabric, counts, pair_demand, speeds, demand, spine)
+            step = _best_swap(ranker, state, limit, mlu_now, mlu_of, budget, max_checks)
             if step is None:
                 break
             (removed, added), drained, after, after_counts = step
@@ -123,50 +116,31 @@ def sequence_steps(
         log.info("sequence stage %d: -%d +%d, MLU %.4f -> drained %.4f -> %.4f",
                  len(stages), len(removed), len(adds), mlu_now, drained, after)
         flat = 0 if after < mlu_now * (1 - _GAIN) else flat + 1
-        state, counts, mlu_now, need_now = after_state, after_counts, after, need(after_counts)
+        state, counts, mlu_now = after_state, after_counts, after
         states.append(frozenset(state))
     return cut_at_lowest(fabric, stages, states, start, threshold, margin)
 
 
 def _best_swap(
-    fabric: Fabric,
+    ranker: SwapRanker,
     state: set[Circuit],
-    counts: np.ndarray,
-    index: dict[str, int],
-    demand: np.ndarray,
     limit: float,
     mlu_now: float,
-    need_now: float,
-    need: Callable[[np.ndarray], float],
     mlu_of: Callable[[np.ndarray], float],
     budget: TimeBudget | None,
     max_checks: int,
 ) -> tuple[Swap, float, float, np.ndarray] | None:
     """The safe swap that lowers the MLU most or, failing that, keeps it and lowers the transit
     need most: (swap, drained MLU, MLU after, pair counts after)."""
-    ranked: list[tuple[float, PairKey, np.ndarray, np.ndarray, Swap]] = []
-    for key, instances in distinct_swaps(fabric, state).items():
-        gone, new = key
-        drained = counts.copy()
-        for a, b in gone:
-            drained[index[a], index[b]] -= 1
-            drained[index[b], index[a]] -= 1
-        if hose_floors(fabric, drained, demand).max() > limit * (1 + _TOL):
-            continue  # the drain is unsafe whatever the routing
-        after = drained.copy()
-        for a, b in new:
-            after[index[a], index[b]] += 1
-            after[index[b], index[a]] += 1
-        gain = need_now - need(after)
-        ranked.append((gain, key, drained, after, instances[0]))
-    ranked.sort(key=lambda r: (-r[0], r[1]))
+    ranked = ranker.ranked(state, limit)
     best: tuple[tuple[float, float], Swap, float, float, np.ndarray] | None = None
     found_at = 0
-    for checked, (gain, _, drained, after, swap) in enumerate(ranked[:max_checks]):
+    for checked, (gain, key, swap) in enumerate(ranked[:max_checks]):
         if budget is not None and budget.expired():
             break
         if best is not None and checked >= found_at + ENOUGH_CHECKS:
             break
+        drained, after = ranker.counts_after(key)
         mlu_drained = mlu_of(drained)
         if mlu_drained > limit + _TOL:
             continue

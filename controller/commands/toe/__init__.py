@@ -238,7 +238,7 @@ def format_table(plan: ReconfigurationPlan, seconds: float) -> str:
     if not staging.stages:
         lines.append("  none: the circuits do not change")
     if toe.nothing_to_gain is not None:
-        lines += ["", toe.nothing_to_gain.message()]
+        lines += ["", toe.nothing_to_gain.message(plan.routing.stretch)]
     for i, s in enumerate(staging.stages, start=1):
         lines.append(
             f"  {i:>3}. domain {s.domain}: -{len(s.remove)} +{len(s.add)} circuits, "

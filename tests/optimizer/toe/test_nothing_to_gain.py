@@ -131,3 +131,16 @@ def test_a_blocked_plan_says_what_the_operator_could_change() -> None:
     assert "free uplink ports on a00 and a09" in words
     over = StagingBlocked(1, ("a03", "a13"), 1.2689, 1.2, threshold=0.8, margin=1.02, start=1.2)
     assert "no stage limit up to 1 lets that drain through (it needs 1.2943)" in _advice(over, None)
+
+
+def test_where_today_s_transit_share_is_unknown_the_routing_s_stretch_gives_the_figures() -> None:
+    """At 64 blocks the LP cannot always price today's topology: the message then compares the
+    stretch of today's routing with the least transit share any topology at the bound has."""
+    from optimizer.toe import NothingToGain
+
+    longer = NothingToGain(0.5, 0.5, DEFAULT_MIN_GAIN, None, 0.02).message(today_stretch=1.083)
+    assert "today's routing takes 1.083 block hops" in longer and "2.0% of the traffic" in longer
+    assert "(1.020 block hops)" in longer
+    short = NothingToGain(0.5, 0.5, DEFAULT_MIN_GAIN, None, 0.02).message(today_stretch=1.0205)
+    assert "paths are as short as they get (1.020 block hops" in short and "only shorten" not in short
+    assert "block hops" not in NothingToGain(0.5, 0.5, DEFAULT_MIN_GAIN, None, 0.02).message()
