@@ -9,9 +9,12 @@ against the uniform mesh; it reaches each arriving job's topology at least one T
 before the reactive ToE; no stage blackholes any job's traffic; the plan for a job arrival
 at 64 blocks is ready in <= 20 s.
 
-    python -m benchmarks.jobs.schedule [--with-64] [--out benchmarks/RESULTS_jobs.md]
+    python -m benchmarks.jobs.schedule [--with-64] [--only NAME ...] [--out benchmarks/RESULTS_jobs.md]
 
-The results go into ``--out`` between the markers below (the rest of the file is kept).
+The results go into ``--out`` between the markers below (the rest of the file is kept); with
+``--only`` the cases not run keep their subsections (each says when and where it was measured).
+The ``hot`` cases (configs/jobs/hot-16, hot-64) are jobs whose collectives concentrate on few
+block pairs, with every block busy: the mix where the uniform mesh is poor.
 """
 
 from __future__ import annotations
@@ -56,6 +59,14 @@ class Case:
 CASES = (
     Case("fabric-8, the two shipped jobs", ROOT / "configs/fabric-8.yaml", SCHEDULES / "shipped-8.yaml"),
     Case("fabric-16, four jobs", ROOT / "configs/fabric-16.yaml", SCHEDULES / "mix-16.yaml"),
+    Case(
+        "fabric-16, five jobs on hot block pairs", ROOT / "configs/fabric-16.yaml", SCHEDULES / "hot-16.yaml"
+    ),
+)
+#: Jobs whose collectives concentrate on few block pairs (configs/jobs/hot-64/) at 64 blocks, a
+#: short schedule (four arrivals 300 s apart, all four running for 600 s): minutes a replay.
+CASE_HOT_64 = Case(
+    "fabric-64, four jobs on hot block pairs", ROOT / "configs/fabric-64.yaml", SCHEDULES / "hot-64.yaml"
 )
 #: At 64 blocks one replay takes minutes a policy on 2 cores: the job-aware one only, for the
 #: time its planning takes on a job arrival (these jobs are small for 64 blocks of 512 uplinks).
@@ -128,7 +139,7 @@ def verdicts(outcomes: dict[Policy, PolicyOutcome], fabric: Fabric, schedule: Sc
     return lines + plan
 
 
-def run_case(case: Case) -> list[str]:
+def run_case(case: Case, command: str) -> list[str]:
     fabric = load_fabric(case.fabric)
     schedule = load_schedule(case.schedule, fabric)
     config = config_for(case.fabric)
@@ -143,6 +154,7 @@ def run_case(case: Case) -> list[str]:
     return [
         f"### {case.name}",
         "",
+        f"`{command}` on {machine_summary()}:",
         f"`heliostat replay --jobs {rel} --fabric {case.fabric.relative_to(ROOT)} "
         f"--config {CONFIG.relative_to(ROOT)} --policies {','.join(p.value for p in case.policies)}` "
         f"(ToE every {TOE_INTERVAL:.0f} s, lead time {LEAD:.0f} s); jobs: {arrivals}; "
@@ -158,27 +170,53 @@ def run_case(case: Case) -> list[str]:
     ]
 
 
+def kept_cases(out: Path) -> dict[str, list[str]]:
+    """The cases' subsections (from ``### name`` to the next) in ``out``'s section, by name."""
+    text = out.read_text() if out.exists() else ""
+    if BEGIN not in text or END not in text:
+        return {}
+    chunks: dict[str, list[str]] = {}
+    name, measured = None, ""
+    for line in text[text.index(BEGIN) : text.index(END)].splitlines():
+        if line.startswith("### "):
+            name = line[4:].strip()
+            chunks[name] = [line, ""]
+            continue
+        if name is None and line.startswith("`python -m benchmarks.jobs.schedule"):
+            measured = line.rstrip(".") + ":"  # a section from before the per-case lines
+        elif name is not None and (line or len(chunks[name]) > 2):
+            if len(chunks[name]) == 2 and not line.startswith("`python -m") and measured:
+                chunks[name].append(measured)
+            chunks[name].append(line)
+    return chunks
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "RESULTS_jobs.md"))
-    parser.add_argument("--with-64", action="store_true", help="also the 64-block case (long)")
+    parser.add_argument("--with-64", action="store_true", help="also the 64-block cases (long)")
+    parser.add_argument(
+        "--only", action="append", default=[], metavar="NAME",
+        help="run only the cases whose name contains NAME (repeatable); the other cases' sections "
+        "already in --out are kept",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("controller").setLevel(logging.ERROR)
     logging.getLogger("optimizer").setLevel(logging.ERROR)
-    lines = [
-        BEGIN,
-        "## Jobs arriving and leaving: mesh, reactive ToE, job-aware ToE",
-        "",
-        f"`python -m benchmarks.jobs.schedule{' --with-64' if args.with_64 else ''}` on {machine_summary()}.",
-        "",
-    ]
-    for case in (*CASES, CASE_64) if args.with_64 else CASES:
-        lines += run_case(case)
+    out = Path(args.out)
+    kept = kept_cases(out)
+    lines = [BEGIN, "## Jobs arriving and leaving: mesh, reactive ToE, job-aware ToE", ""]
+    for case in (*CASES, CASE_64, CASE_HOT_64) if args.with_64 or args.only else CASES:
+        if args.only and not any(part in case.name for part in args.only):
+            lines += kept.get(case.name, [])
+            continue
+        flags = "".join(f" --only '{part}'" for part in args.only) or (" --with-64" if args.with_64 else "")
+        lines += run_case(case, f"python -m benchmarks.jobs.schedule{flags}")
     lines.append(END)
-    write_section(Path(args.out), BEGIN, END, lines)
+    write_section(out, BEGIN, END, lines)
     print("\n".join(lines))
     return 0
 
