@@ -9,9 +9,12 @@ against the uniform mesh; it reaches each arriving job's topology at least one T
 before the reactive ToE; no stage blackholes any job's traffic; the plan for a job arrival
 at 64 blocks is ready in <= 20 s.
 
-    python -m benchmarks.jobs.schedule [--with-64] [--out benchmarks/RESULTS_jobs.md]
+    python -m benchmarks.jobs.schedule [--with-64] [--only NAME ...] [--out benchmarks/RESULTS_jobs.md]
 
-The results go into ``--out`` between the markers below (the rest of the file is kept).
+The results go into ``--out`` between the markers below (the rest of the file is kept); with
+``--only`` the cases not run keep their subsections (each says when and where it was measured).
+The ``hot`` cases (configs/jobs/hot-16, hot-64) are jobs whose collectives concentrate on few
+block pairs, with every block busy: the mix where the uniform mesh is poor.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchmarks.jobs.results_file import write_section
-from benchmarks.jobs.static_bound import bound_lines
+from benchmarks.jobs.static_bound import bound_lines, bound_rows
 from benchmarks.machine import machine_summary
 from controller.config import ControllerConfig, load_controller_config
 from controller.replay.job_policies import Policy, run_policy
@@ -51,11 +54,25 @@ class Case:
     fabric: Path
     schedule: Path
     policies: tuple[Policy, ...] = (Policy.MESH, Policy.REACTIVE, Policy.JOB_AWARE)
+    #: False: no replay, only the offline bound at the busiest moment (:func:`run_bound_case`)
+    replay: bool = True
 
 
 CASES = (
     Case("fabric-8, the two shipped jobs", ROOT / "configs/fabric-8.yaml", SCHEDULES / "shipped-8.yaml"),
     Case("fabric-16, four jobs", ROOT / "configs/fabric-16.yaml", SCHEDULES / "mix-16.yaml"),
+    Case(
+        "fabric-16, five jobs on hot block pairs", ROOT / "configs/fabric-16.yaml", SCHEDULES / "hot-16.yaml"
+    ),
+)
+#: Jobs whose collectives concentrate on few block pairs (configs/jobs/hot-64/) at 64 blocks:
+#: the offline bound only (the topologies played at the busiest moment); three replays of the
+#: schedule, each with ToE plans of a minute or more at 64 blocks, do not fit a session on 2 cores.
+CASE_HOT_64 = Case(
+    "fabric-64, four jobs on hot block pairs",
+    ROOT / "configs/fabric-64.yaml",
+    SCHEDULES / "hot-64.yaml",
+    replay=False,
 )
 #: At 64 blocks one replay takes minutes a policy on 2 cores: the job-aware one only, for the
 #: time its planning takes on a job arrival (these jobs are small for 64 blocks of 512 uplinks).
@@ -128,7 +145,45 @@ def verdicts(outcomes: dict[Policy, PolicyOutcome], fabric: Fabric, schedule: Sc
     return lines + plan
 
 
-def run_case(case: Case) -> list[str]:
+def run_bound_case(case: Case, command: str) -> list[str]:
+    """No replay: the topologies an offline planner would give at the busiest moment, played
+    (:mod:`benchmarks.jobs.static_bound`), and the line-rate floor against the mesh's row."""
+    fabric = load_fabric(case.fabric)
+    schedule = load_schedule(case.schedule, fabric)
+    started = time.perf_counter()
+    at, rows = bound_rows(fabric, schedule)
+    elapsed = time.perf_counter() - started
+    running = schedule.running(at)
+    means = {label: sum(got.values()) / len(got) for label, got in rows}
+    mesh, toe = means["uniform mesh, TE on the averages"], means["ToE and TE on the averages"]
+    floors = {j.name: line_rate_comm_seconds(j.traffic, fabric) for j in running}
+    floor = sum(floors.values()) / len(floors)
+    ratio = toe / mesh if mesh else float("nan")
+    met = "met" if ratio <= TARGET_RATIO else "NOT met"
+    arrivals = ", ".join(f"{j.name} {j.start:.0f}-{j.end:.0f} s" for j in schedule.jobs)
+    return [
+        f"### {case.name}",
+        "",
+        f"`{command}` on {machine_summary()}:",
+        f"no replay (the schedule {case.schedule.relative_to(ROOT)} on {case.fabric.relative_to(ROOT)}: "
+        f"jobs {arrivals}; background {schedule.background_gbps:g} Gbit/s per pair); the topologies "
+        f"played at the busiest moment, in {elapsed:.0f} s.",
+        "",
+        *bound_lines(fabric, schedule, (at, rows)),
+        "",
+        f"- mean communication time, ToE on the averages / mesh (both TE on the averages, the "
+        f"replay's routing): {ratio:.2f} (target <= {TARGET_RATIO}: {met}; offline: no staging, "
+        "no lead time)",
+        "- line-rate floor (each job alone, every phase at its busiest block's uplink rate): "
+        + ", ".join(f"{name} {seconds * 1000:.1f}" for name, seconds in floors.items())
+        + f" ms; mean {floor * 1000:.1f} ms = {floor / mesh:.2f} of the mesh's",
+        "",
+    ]
+
+
+def run_case(case: Case, command: str) -> list[str]:
+    if not case.replay:
+        return run_bound_case(case, command)
     fabric = load_fabric(case.fabric)
     schedule = load_schedule(case.schedule, fabric)
     config = config_for(case.fabric)
@@ -143,6 +198,7 @@ def run_case(case: Case) -> list[str]:
     return [
         f"### {case.name}",
         "",
+        f"`{command}` on {machine_summary()}:",
         f"`heliostat replay --jobs {rel} --fabric {case.fabric.relative_to(ROOT)} "
         f"--config {CONFIG.relative_to(ROOT)} --policies {','.join(p.value for p in case.policies)}` "
         f"(ToE every {TOE_INTERVAL:.0f} s, lead time {LEAD:.0f} s); jobs: {arrivals}; "
@@ -158,27 +214,53 @@ def run_case(case: Case) -> list[str]:
     ]
 
 
+def kept_cases(out: Path) -> dict[str, list[str]]:
+    """The cases' subsections (from ``### name`` to the next) in ``out``'s section, by name."""
+    text = out.read_text() if out.exists() else ""
+    if BEGIN not in text or END not in text:
+        return {}
+    chunks: dict[str, list[str]] = {}
+    name, measured = None, ""
+    for line in text[text.index(BEGIN) : text.index(END)].splitlines():
+        if line.startswith("### "):
+            name = line[4:].strip()
+            chunks[name] = [line, ""]
+            continue
+        if name is None and line.startswith("`python -m benchmarks.jobs.schedule"):
+            measured = line.rstrip(".") + ":"  # a section from before the per-case lines
+        elif name is not None and (line or len(chunks[name]) > 2):
+            if len(chunks[name]) == 2 and not line.startswith("`python -m") and measured:
+                chunks[name].append(measured)
+            chunks[name].append(line)
+    return chunks
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "RESULTS_jobs.md"))
-    parser.add_argument("--with-64", action="store_true", help="also the 64-block case (long)")
+    parser.add_argument("--with-64", action="store_true", help="also the 64-block cases (long)")
+    parser.add_argument(
+        "--only", action="append", default=[], metavar="NAME",
+        help="run only the cases whose name contains NAME (repeatable); the other cases' sections "
+        "already in --out are kept",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("controller").setLevel(logging.ERROR)
     logging.getLogger("optimizer").setLevel(logging.ERROR)
-    lines = [
-        BEGIN,
-        "## Jobs arriving and leaving: mesh, reactive ToE, job-aware ToE",
-        "",
-        f"`python -m benchmarks.jobs.schedule{' --with-64' if args.with_64 else ''}` on {machine_summary()}.",
-        "",
-    ]
-    for case in (*CASES, CASE_64) if args.with_64 else CASES:
-        lines += run_case(case)
+    out = Path(args.out)
+    kept = kept_cases(out)
+    lines = [BEGIN, "## Jobs arriving and leaving: mesh, reactive ToE, job-aware ToE", ""]
+    for case in (*CASES, CASE_64, CASE_HOT_64) if args.with_64 or args.only else CASES:
+        if args.only and not any(part in case.name for part in args.only):
+            lines += kept.get(case.name, [])
+            continue
+        flags = "".join(f" --only '{part}'" for part in args.only) or (" --with-64" if args.with_64 else "")
+        lines += run_case(case, f"python -m benchmarks.jobs.schedule{flags}")
     lines.append(END)
-    write_section(Path(args.out), BEGIN, END, lines)
+    write_section(out, BEGIN, END, lines)
     print("\n".join(lines))
     return 0
 

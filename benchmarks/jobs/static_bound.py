@@ -42,7 +42,9 @@ def comm_times(
     return {j.name: got[j.name].mean_comm_seconds or 0.0 for j in running}
 
 
-def bound_lines(fabric: Fabric, schedule: Schedule) -> list[str]:
+def bound_rows(fabric: Fabric, schedule: Schedule) -> tuple[float, list[tuple[str, dict[str, float]]]]:
+    """The busiest moment and, per topology and routing, each running job's communication time
+    per iteration (seconds)."""
     at = busiest(schedule)
     running = schedule.running(at)
     background = schedule.background(fabric.block_names).gbps
@@ -50,18 +52,28 @@ def bound_lines(fabric: Fabric, schedule: Schedule) -> list[str]:
     peak = TrafficMatrix(fabric.block_names, background + sum(j.traffic.peak().gbps for j in running))
     mesh = mesh_topology(fabric)
     rows = []
-    base: float | None = None
     for label, topology, routed in (
         ("uniform mesh, TE on the averages", mesh, mean),
         ("uniform mesh, TE on the bursts", mesh, peak),
         ("ToE and TE on the averages", plan_topology(fabric, mean).topology, mean),
         ("ToE and TE on the bursts", plan_topology(fabric, peak).topology, peak),
     ):
-        got = comm_times(fabric, schedule, at, topology, routed)
+        rows.append((label, comm_times(fabric, schedule, at, topology, routed)))
+    return at, rows
+
+
+def bound_lines(
+    fabric: Fabric, schedule: Schedule, rows: tuple[float, list[tuple[str, dict[str, float]]]] | None = None
+) -> list[str]:
+    at, table = rows or bound_rows(fabric, schedule)
+    running = schedule.running(at)
+    lines = []
+    base: float | None = None
+    for label, got in table:
         average = float(np.mean(list(got.values())))
         base = average if base is None else base
         cells = " | ".join(f"{got[j.name] * 1000:.1f}" for j in running)
-        rows.append(f"| {label} | {cells} | {average * 1000:.1f} | {average / base:.2f} |")
+        lines.append(f"| {label} | {cells} | {average * 1000:.1f} | {average / base:.2f} |")
     names = " | ".join(j.name for j in running)
     return [
         f"Offline bound at t = {at:.0f} s ({len(running)} jobs running; communication time per "
@@ -69,5 +81,5 @@ def bound_lines(fabric: Fabric, schedule: Schedule) -> list[str]:
         "",
         f"| topology and routing | {names} | mean | / first |",
         "|---|" + "---:|" * (len(running) + 2),
-        *rows,
+        *lines,
     ]

@@ -35,6 +35,7 @@ from optimizer.fabric import Fabric
 from optimizer.staging import MluFunction
 from optimizer.te import TeSolver
 from optimizer.toe.lp import Relaxation, ToeLp, ToeProblem, max_scale
+from optimizer.toe.reach import reach_two_hops
 from optimizer.toe.repair import repair_starved_blocks
 from optimizer.toe.rounding import port_budget, removed_count, round_topology
 from optimizer.topology import Circuit, Topology, mesh_topology
@@ -284,6 +285,8 @@ def plan_topology(
         budget_ports, today, limit = problem.budget, problem.current, problem.max_removed
         counts = round_topology(relaxed.counts, budget_ports, today, combined, limit)
         names = fabric.block_names
+        if not fabric.has_spine:
+            counts, _ = reach_two_hops(counts, combined, today, limit, names)
         repair = repair_starved_blocks(counts, budget_ports, today, combined, scale_of, limit, names)
         counts, repair_trades = repair.counts, len(repair.trades)
         scale = scale_of(counts) if repair.scale is None else repair.scale
