@@ -222,14 +222,22 @@ def cvar(
         weights = np.zeros_like(ratios)
         weights[order] = taken / mass
         return float(weights @ ratios), weights
+    # the best t solves sum_k shares_k sigmoid((r_k - t) / mu) = mass (decreasing in t):
+    # Newton from the exact quantile, kept inside a bracket by bisection
     lo, hi = float(ratios.min()) - 40.0 * mu, float(ratios.max()) + 40.0 * mu
-    for _ in range(60):  # sum_k shares_k sigmoid((r_k - t) / mu) = mass: decreasing in t
-        t = 0.5 * (lo + hi)
-        if float(shares @ _sigmoid((ratios - t) / mu)) > mass:
-            lo = t
-        else:
-            hi = t
-    t = 0.5 * (lo + hi)
+    order = np.argsort(-ratios, kind="stable")
+    at = min(int(np.searchsorted(np.cumsum(shares[order]), mass)), len(ratios) - 1)
+    t = float(ratios[order[at]])
+    for _ in range(50):
+        s = _sigmoid((ratios - t) / mu)
+        excess = float(shares @ s) - mass
+        if abs(excess) < 1e-13:
+            break
+        lo, hi = (t, hi) if excess > 0 else (lo, t)
+        slope = float(shares @ (s * (1.0 - s))) / mu
+        t = t + excess / slope if slope > 0 else 0.5 * (lo + hi)
+        if not lo < t < hi:
+            t = 0.5 * (lo + hi)
     value = t + float(shares @ (mu * np.logaddexp(0.0, (ratios - t) / mu))) / mass
     weights = shares * _sigmoid((ratios - t) / mu) / mass
     return value, weights
