@@ -26,6 +26,7 @@ import logging
 import resource
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -85,26 +86,34 @@ def replay(pod: str, series: Series, policy: TePolicy, toe: bool) -> ReplayResul
 # -- 1. TE ------------------------------------------------------------------------------------
 
 
-def te_section(limit: int | None) -> tuple[list[str], dict[str, Any]]:
+def _te_run(pod: str, number: int, name: str, limit: int | None) -> tuple[np.ndarray, float]:
+    """One policy on one series: the ratios and the replay's seconds (a worker's job)."""
+    series = series_of(pod, number)
+    if limit:
+        series = series.window(0, limit)
+    started = time.perf_counter()
+    ratios = replay(pod, series, POLICIES[name], toe=False).ratios()
+    return ratios, time.perf_counter() - started
+
+
+def te_section(limit: int | None, jobs: int = 1) -> tuple[list[str], dict[str, Any]]:
+    """Every policy on every series, ``jobs`` replays at a time (each in its own process when
+    more than one: the replays share nothing, and their figures do not depend on the order)."""
     rows: list[str] = []
     pooled: dict[tuple[str, str], list[np.ndarray]] = {}
     figures: dict[str, Any] = {}
-    for pod in UNIT_GBPS:
-        for number in FILES:
-            series = series_of(pod, number)
-            if limit:
-                series = series.window(0, limit)
-            for name, policy in POLICIES.items():
-                started = time.perf_counter()
-                result = replay(pod, series, policy, toe=False)
-                seconds = time.perf_counter() - started
-                ratios = result.ratios()
-                pooled.setdefault((pod, name), []).append(ratios)
-                s = ratio_summary(ratios)
-                log.info(
-                    "%s/%d %-28s mean %.3f p99 %.3f (%.0f s)", pod, number, name, s["mean"], s["p99"], seconds
-                )
-                rows.append(_row(pod, str(number), name, s, len(ratios), seconds))
+    runs = [(pod, number, name) for pod in UNIT_GBPS for number in FILES for name in POLICIES]
+    if jobs > 1:
+        with ProcessPoolExecutor(jobs) as pool:
+            futures = [pool.submit(_te_run, pod, number, name, limit) for pod, number, name in runs]
+            results = [f.result() for f in futures]
+    else:
+        results = [_te_run(pod, number, name, limit) for pod, number, name in runs]
+    for (pod, number, name), (ratios, seconds) in zip(runs, results, strict=True):
+        pooled.setdefault((pod, name), []).append(ratios)
+        s = ratio_summary(ratios)
+        log.info("%s/%d %-28s mean %.3f p99 %.3f (%.0f s)", pod, number, name, s["mean"], s["p99"], seconds)
+        rows.append(_row(pod, str(number), name, s, len(ratios), seconds))
     for (pod, name), parts in pooled.items():
         ratios = np.concatenate(parts)
         s = ratio_summary(ratios)
@@ -278,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--limit", type=int, default=None, help="snapshots per series (default: all)")
     parser.add_argument("--only", choices=("te", "toe", "scale"), nargs="*", default=None)
+    parser.add_argument("--jobs", type=int, default=1, help="TE replays at a time (default: 1)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child-blocks", type=int, default=64, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -298,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     if "te" in sections:
-        lines, _ = te_section(args.limit)
+        lines, _ = te_section(args.limit, max(1, args.jobs))
         parts["te"] = [TITLES["te"], "", f"Run on {machine_summary()}.", "", *lines, "", *NOTES["te"]]
     if "toe" in sections:
         parts["toe"] = [
