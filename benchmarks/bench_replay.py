@@ -219,6 +219,7 @@ TITLES = {
     "te": "### 1. TE: MLU of the weights in force / the snapshot's optimum (ToE off)",
     "toe": "### 2. ToE over a trace (default TE policy)",
     "scale": "### 3. One TE decision at 8 and 64 blocks (fabric-8 / fabric-64, fresh process)",
+    "tail": "### 4. Tail sweep: TE policies for pod_a's p99 (`python -m benchmarks.tail_sweep`)",
 }
 
 #: What the tables mean; kept with the code that writes them.
@@ -266,7 +267,7 @@ NOTES = {
 }
 
 
-def _read_sections() -> dict[str, list[str]]:
+def read_sections() -> dict[str, list[str]]:
     """The sections already in RESULTS_replay.md, so that ``--only`` rewrites just its own."""
     path = HERE / "RESULTS_replay.md"
     parts: dict[str, list[str]] = {}
@@ -298,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(decision(args.child, args.child_blocks)))
         return 0
     sections = args.only or ["te", "toe", "scale"]
-    parts = _read_sections()
+    parts = read_sections()
     parts["head"] = [
         "## Replay: the controller on Meta's pod traces",
         "",
@@ -333,10 +334,15 @@ def main(argv: list[str] | None = None) -> int:
                     f"{data['peak_rss_mb']:.0f} | {data['mlu']:.4f} |"
                 )
         parts["scale"] = [TITLES["scale"], "", f"Run on {machine_summary()}.", "", *rows, "", *NOTES["scale"]]
-    text = "\n".join(line for key in ("head", "te", "toe", "scale") for line in parts.get(key, []))
+    write_sections(parts)
+    return 0
+
+
+def write_sections(parts: dict[str, list[str]]) -> None:
+    """RESULTS_replay.md from its sections (``tail`` is written by ``benchmarks.tail_sweep``)."""
+    text = "\n".join(line for key in ("head", "te", "toe", "scale", "tail") for line in parts.get(key, []))
     (HERE / "RESULTS_replay.md").write_text(text.rstrip() + "\n", encoding="utf-8")
     log.info("wrote %s", HERE / "RESULTS_replay.md")
-    return 0
 
 
 if __name__ == "__main__":

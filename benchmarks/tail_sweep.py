@@ -22,7 +22,15 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_replay import UNIT_GBPS, replay, series_of
+from benchmarks.bench_replay import (
+    FILES,
+    TITLES,
+    UNIT_GBPS,
+    read_sections,
+    replay,
+    series_of,
+    write_sections,
+)
 from benchmarks.machine import machine_summary
 from controller.replay.report import ratio_summary
 from optimizer.te import TePolicy, scenarios
@@ -60,6 +68,15 @@ CANDIDATES: dict[str, Candidate] = {
 }
 
 
+#: What the table says (section 4 of RESULTS_replay.md).
+NOTES = [
+    "Each candidate replayed on one series at a time, ToE off, as in section 1 (tuned on pod_a",
+    "series 1, checked on series 3 and 4 and on pod_b). `tail T, mass M`: the scenario default",
+    "(96 matrices, bursts 0.1) with T of the objective on the CVaR of the scenarios' ratios,",
+    "the mean of their worst M by weight (window and burst scenarios together).",
+]
+
+
 def run(pod: str, number: int, name: str, out: Path) -> dict[str, float | None]:
     candidate = CANDIDATES[name]
     scenarios.TAIL_MASS = candidate.tail_mass
@@ -95,17 +112,52 @@ def pool(pod: str, numbers: list[int], names: list[str], out: Path) -> None:
         print(_row(pod, "+".join(map(str, numbers)), name, ratio_summary(ratios), len(ratios), None))
 
 
+def table(out: Path, names: list[str]) -> list[str]:
+    """Every run under ``out`` of ``names``: per series, then pooled over the series run."""
+    rows = [
+        "| fabric | series | policy | snapshots | mean | p50 | p90 | p99 | max |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    pooled = []
+    for pod in UNIT_GBPS:
+        for name in names:
+            done = [n for n in FILES if _file(out, pod, n, name).exists()]
+            parts = [np.load(_file(out, pod, n, name)) for n in done]
+            for number, ratios in zip(done, parts, strict=True):
+                rows.append(_row(pod, str(number), name, ratio_summary(ratios), len(ratios), None)[:-3])
+            if len(parts) > 1:
+                ratios = np.concatenate(parts)
+                series = "**" + "+".join(map(str, done)) + "**"
+                pooled.append(_row(pod, series, name, ratio_summary(ratios), len(ratios), None)[:-3])
+    return [*rows, *pooled]
+
+
+def write(out: Path, names: list[str]) -> None:
+    """Section 4 of ``RESULTS_replay.md``: the table of the runs made, and what they say."""
+    parts = read_sections()
+    parts["tail"] = [TITLES["tail"], "", f"Run on {machine_summary()}.", "", *table(out, names), "", *NOTES]
+    write_sections(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--pod", choices=tuple(UNIT_GBPS), required=True)
+    parser.add_argument("--pod", choices=tuple(UNIT_GBPS))
     parser.add_argument("--series", type=int, nargs="+", default=[1])
     parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES), choices=tuple(CANDIDATES))
     parser.add_argument("--out", type=Path, default=Path("/tmp/tail_sweep"), help="where the ratios go")
     parser.add_argument("--pool", action="store_true", help="print the pooled rows of runs already made")
+    parser.add_argument(
+        "--write", action="store_true", help="write the runs made of --candidates to RESULTS_replay.md"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    if args.write:
+        write(args.out, args.candidates)
+        return 0
+    if args.pod is None:
+        parser.error("--pod is required to run or pool")
     print(f"Run on {machine_summary()}.")
     print("| fabric | series | policy | snapshots | mean | p50 | p90 | p99 | max | replay (s) |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
