@@ -26,6 +26,7 @@ import logging
 import resource
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -85,26 +86,34 @@ def replay(pod: str, series: Series, policy: TePolicy, toe: bool) -> ReplayResul
 # -- 1. TE ------------------------------------------------------------------------------------
 
 
-def te_section(limit: int | None) -> tuple[list[str], dict[str, Any]]:
+def _te_run(pod: str, number: int, name: str, limit: int | None) -> tuple[np.ndarray, float]:
+    """One policy on one series: the ratios and the replay's seconds (a worker's job)."""
+    series = series_of(pod, number)
+    if limit:
+        series = series.window(0, limit)
+    started = time.perf_counter()
+    ratios = replay(pod, series, POLICIES[name], toe=False).ratios()
+    return ratios, time.perf_counter() - started
+
+
+def te_section(limit: int | None, jobs: int = 1) -> tuple[list[str], dict[str, Any]]:
+    """Every policy on every series, ``jobs`` replays at a time (each in its own process when
+    more than one: the replays share nothing, and their figures do not depend on the order)."""
     rows: list[str] = []
     pooled: dict[tuple[str, str], list[np.ndarray]] = {}
     figures: dict[str, Any] = {}
-    for pod in UNIT_GBPS:
-        for number in FILES:
-            series = series_of(pod, number)
-            if limit:
-                series = series.window(0, limit)
-            for name, policy in POLICIES.items():
-                started = time.perf_counter()
-                result = replay(pod, series, policy, toe=False)
-                seconds = time.perf_counter() - started
-                ratios = result.ratios()
-                pooled.setdefault((pod, name), []).append(ratios)
-                s = ratio_summary(ratios)
-                log.info(
-                    "%s/%d %-28s mean %.3f p99 %.3f (%.0f s)", pod, number, name, s["mean"], s["p99"], seconds
-                )
-                rows.append(_row(pod, str(number), name, s, len(ratios), seconds))
+    runs = [(pod, number, name) for pod in UNIT_GBPS for number in FILES for name in POLICIES]
+    if jobs > 1:
+        with ProcessPoolExecutor(jobs) as pool:
+            futures = [pool.submit(_te_run, pod, number, name, limit) for pod, number, name in runs]
+            results = [f.result() for f in futures]
+    else:
+        results = [_te_run(pod, number, name, limit) for pod, number, name in runs]
+    for (pod, number, name), (ratios, seconds) in zip(runs, results, strict=True):
+        pooled.setdefault((pod, name), []).append(ratios)
+        s = ratio_summary(ratios)
+        log.info("%s/%d %-28s mean %.3f p99 %.3f (%.0f s)", pod, number, name, s["mean"], s["p99"], seconds)
+        rows.append(_row(pod, str(number), name, s, len(ratios), seconds))
     for (pod, name), parts in pooled.items():
         ratios = np.concatenate(parts)
         s = ratio_summary(ratios)
@@ -210,6 +219,7 @@ TITLES = {
     "te": "### 1. TE: MLU of the weights in force / the snapshot's optimum (ToE off)",
     "toe": "### 2. ToE over a trace (default TE policy)",
     "scale": "### 3. One TE decision at 8 and 64 blocks (fabric-8 / fabric-64, fresh process)",
+    "tail": "### 4. Tail sweep: TE policies for pod_a's p99 (`python -m benchmarks.tail_sweep`)",
 }
 
 #: What the tables mean; kept with the code that writes them.
@@ -257,7 +267,7 @@ NOTES = {
 }
 
 
-def _read_sections() -> dict[str, list[str]]:
+def read_sections() -> dict[str, list[str]]:
     """The sections already in RESULTS_replay.md, so that ``--only`` rewrites just its own."""
     path = HERE / "RESULTS_replay.md"
     parts: dict[str, list[str]] = {}
@@ -278,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--limit", type=int, default=None, help="snapshots per series (default: all)")
     parser.add_argument("--only", choices=("te", "toe", "scale"), nargs="*", default=None)
+    parser.add_argument("--jobs", type=int, default=1, help="TE replays at a time (default: 1)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child-blocks", type=int, default=64, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -288,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(decision(args.child, args.child_blocks)))
         return 0
     sections = args.only or ["te", "toe", "scale"]
-    parts = _read_sections()
+    parts = read_sections()
     parts["head"] = [
         "## Replay: the controller on Meta's pod traces",
         "",
@@ -298,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     if "te" in sections:
-        lines, _ = te_section(args.limit)
+        lines, _ = te_section(args.limit, max(1, args.jobs))
         parts["te"] = [TITLES["te"], "", f"Run on {machine_summary()}.", "", *lines, "", *NOTES["te"]]
     if "toe" in sections:
         parts["toe"] = [
@@ -323,10 +334,15 @@ def main(argv: list[str] | None = None) -> int:
                     f"{data['peak_rss_mb']:.0f} | {data['mlu']:.4f} |"
                 )
         parts["scale"] = [TITLES["scale"], "", f"Run on {machine_summary()}.", "", *rows, "", *NOTES["scale"]]
-    text = "\n".join(line for key in ("head", "te", "toe", "scale") for line in parts.get(key, []))
+    write_sections(parts)
+    return 0
+
+
+def write_sections(parts: dict[str, list[str]]) -> None:
+    """RESULTS_replay.md from its sections (``tail`` is written by ``benchmarks.tail_sweep``)."""
+    text = "\n".join(line for key in ("head", "te", "toe", "scale", "tail") for line in parts.get(key, []))
     (HERE / "RESULTS_replay.md").write_text(text.rstrip() + "\n", encoding="utf-8")
     log.info("wrote %s", HERE / "RESULTS_replay.md")
-    return 0
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ The accepted form (every section but the three paths is optional; times in secon
       method: scenarios                # scenarios (the recent matrices together) or min_mlu
       window: 96                       # measurements of history the method reads
       burst: 0.1                       # scenarios: share of the objective on per-pair bursts
+      tail: 0.0                        # scenarios: share of the objective on the worst tenth
       hedge: null                      # S in (0, 1], or null (no cap)
       predictor: last                  # min_mlu only: last or peak (per-pair peak of the window)
       table_size: 128
@@ -331,14 +332,15 @@ def _te(section: dict[str, Any], source: str) -> TePolicy:
             "te.max_oversubscription",
             minimum=1.0,
         ),
-        burst=_burst(section.get("burst", d.burst), source),
+        burst=_share(section.get("burst", d.burst), source, "te.burst"),
+        tail=_share(section.get("tail", d.tail), source, "te.tail"),
     )
 
 
-def _burst(value: object, source: str) -> float:
-    number = schema.number(value, source, "te.burst", minimum=0.0)
+def _share(value: object, source: str, key: str) -> float:
+    number = schema.number(value, source, key, minimum=0.0)
     if number >= 1.0:
-        raise ConfigError(source, "te.burst", f"must be in [0, 1) (a share of the objective), got {number:g}")
+        raise ConfigError(source, key, f"must be in [0, 1) (a share of the objective), got {number:g}")
     return number
 
 

@@ -72,6 +72,7 @@ class TePolicy:
     table_size: int = DEFAULT_TABLE_SIZE
     max_oversubscription: float = DEFAULT_MAX_OVERSUBSCRIPTION
     burst: float = 0.1  # scenarios only: share in [0, 1) of the objective on per-pair bursts
+    tail: float = 0.0  # scenarios only: share in [0, 1) of the objective on the scenarios' CVaR
 
     def __post_init__(self) -> None:
         source = "<te policy>"
@@ -81,6 +82,8 @@ class TePolicy:
             raise ConfigError(source, "hedge", f"must be in (0, 1], got {self.hedge}")
         if not 0.0 <= self.burst < 1.0:
             raise ConfigError(source, "burst", f"must be in [0, 1), got {self.burst}")
+        if not 0.0 <= self.tail < 1.0:
+            raise ConfigError(source, "tail", f"must be in [0, 1), got {self.tail}")
 
     def describe(self) -> dict[str, object]:
         return {
@@ -91,6 +94,7 @@ class TePolicy:
             "table_size": self.table_size,
             "max_oversubscription": self.max_oversubscription,
             "burst": self.burst,
+            "tail": self.tail,
         }
 
 
@@ -157,5 +161,6 @@ def route(
             demand.last(policy.window),
             spine,
             burst=policy.burst,
+            tail=policy.tail,
         )
     return solver.solve(topology, predicted_matrix(demand, policy), spine)

@@ -72,6 +72,8 @@ HELD_RATIO = 1.10
 #: the newest matrix a ratio to its bound above HELD_FIT: they are dropped then.
 HEDGE_SHARE = 0.25
 HELD_FIT = 1.05
+#: The worst share of the scenarios (window and bursts, by weight) a ``tail`` term averages.
+TAIL_MASS = 0.1
 WARM_STEPS = 10  # per decision, from the routing in force: more does not route the next matrix better
 
 
@@ -195,11 +197,66 @@ def mean_ratio(
     demands: np.ndarray,
     scale: np.ndarray,
     shares: np.ndarray | None = None,
+    tail: float = 0.0,
 ) -> float:
     """The objective: mean over the matrices (weighted by ``shares``, summing to 1, when given)
-    of max utilisation over the matrix's bound."""
+    of max utilisation over the matrix's bound, with ``tail`` of it on their CVaR
+    (:func:`tail_risk`)."""
     ratios = operator.utilisation(fractions, demands).max(axis=1) / scale
-    return float(ratios.mean() if shares is None else ratios @ shares)
+    if shares is None:
+        shares = np.full(len(ratios), 1.0 / len(ratios))
+    return tail_risk(ratios, shares, tail)[0]
+
+
+def cvar(
+    ratios: np.ndarray, shares: np.ndarray, mass: float = TAIL_MASS, mu: float = 0.0
+) -> tuple[float, np.ndarray]:
+    """CVaR of ``ratios`` (K,) under the distribution ``shares`` (K,, summing to 1): the mean
+    of the worst ``mass`` of it, and its gradient in the ratios (weights summing to 1, on the
+    worst ones). With ``mu > 0`` the smooth version: ``min_t t + E[softplus_mu(r - t)] / mass``,
+    within ``mu log 2 / mass`` of it, whose gradient moves continuously with the ratios."""
+    if mu <= 0.0:
+        order = np.argsort(-ratios, kind="stable")
+        before = np.concatenate([[0.0], np.cumsum(shares[order])[:-1]])
+        taken = np.clip(mass - before, 0.0, shares[order])
+        weights = np.zeros_like(ratios)
+        weights[order] = taken / mass
+        return float(weights @ ratios), weights
+    # the best t solves sum_k shares_k sigmoid((r_k - t) / mu) = mass (decreasing in t):
+    # Newton from the exact quantile, kept inside a bracket by bisection
+    lo, hi = float(ratios.min()) - 40.0 * mu, float(ratios.max()) + 40.0 * mu
+    order = np.argsort(-ratios, kind="stable")
+    at = min(int(np.searchsorted(np.cumsum(shares[order]), mass)), len(ratios) - 1)
+    t = float(ratios[order[at]])
+    for _ in range(50):
+        s = _sigmoid((ratios - t) / mu)
+        excess = float(shares @ s) - mass
+        if abs(excess) < 1e-13:
+            break
+        lo, hi = (t, hi) if excess > 0 else (lo, t)
+        slope = float(shares @ (s * (1.0 - s))) / mu
+        t = t + excess / slope if slope > 0 else 0.5 * (lo + hi)
+        if not lo < t < hi:
+            t = 0.5 * (lo + hi)
+    value = t + float(shares @ (mu * np.logaddexp(0.0, (ratios - t) / mu))) / mass
+    weights = shares * _sigmoid((ratios - t) / mu) / mass
+    return value, weights
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    out: np.ndarray = 0.5 * (1.0 + np.tanh(0.5 * x))
+    return out
+
+
+def tail_risk(
+    ratios: np.ndarray, shares: np.ndarray, tail: float, mu: float = 0.0
+) -> tuple[float, np.ndarray]:
+    """``(1 - tail) * mean + tail * CVaR`` of the ratios under ``shares``, and its gradient."""
+    mean = float(ratios @ shares)
+    if tail <= 0.0:
+        return mean, shares
+    value, weights = cvar(ratios, shares, TAIL_MASS, mu)
+    return (1.0 - tail) * mean + tail * value, (1.0 - tail) * shares + tail * weights
 
 
 def _smax(u: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -221,21 +278,25 @@ def solve_scenarios(
     steps_per_beta: int = COLD_STEPS,
     step: float = 1.0,
     shares: np.ndarray | None = None,
+    tail: float = 0.0,
 ) -> ScenarioResult:
     """Minimise mean_k max_e U_k,e(F) / scale_k over capped-simplex routings (see the module
     docstring). ``demands`` (K, P) Gbit/s, ``scale`` (K,) > 0, ``cap`` (P, N), ``start`` a
-    routing to begin from (the one in force), else each pair split by path capacity."""
+    routing to begin from (the one in force), else each pair split by path capacity. With
+    ``tail`` in [0, 1), that share of the objective is on the CVaR of the ratios (the mean of
+    the worst :data:`TAIL_MASS` of them, :func:`cvar`) instead of their mean."""
     paths = operator.paths
     valid = paths.valid
     if shares is None:
         shares = np.full(len(demands), 1.0 / len(demands))
-    weight = shares / scale  # mean over k, each ratio to its own bound
     x = project_capped_simplex(capacity_split(paths) if start is None else start, cap, valid)
 
     def evaluate(f: np.ndarray, beta: float) -> tuple[float, np.ndarray, float]:
         u = operator.utilisation(f, demands) * (1.0 / scale)[:, None]
         smooth, soft = _smax(u, beta)
-        return float(smooth @ shares), soft * weight[:, None], float(u.max(axis=1) @ shares)
+        value, weights = tail_risk(smooth, shares, tail, 1.0 / beta)
+        true = tail_risk(u.max(axis=1), shares, tail)[0]
+        return value, soft * (weights / scale)[:, None], true
 
     best_value, best, iterations = np.inf, x, 0
     for beta in betas:
@@ -345,6 +406,7 @@ class ScenarioPlanner:
         lp_start: Callable[[], np.ndarray],
         warm_steps: int = WARM_STEPS,
         burst: float = 0.0,
+        tail: float = 0.0,
     ) -> tuple[ScenarioResult, int]:
         """The routing for ``demands`` (K, P), oldest first; also how many matrices it used."""
         graph = operator.graph
@@ -376,7 +438,7 @@ class ScenarioPlanner:
                 self.suspect = None
         shares = self._shares(digests)
         result = self._solve(
-            operator, demands, scale, caps, start, moved, lp_start, warm_steps, shares, burst
+            operator, demands, scale, caps, start, moved, lp_start, warm_steps, shares, burst, tail
         )
         if shares is not None:
             newest = operator.utilisation(result.fractions, demands[-1:]).max() / scale[-1]
@@ -385,7 +447,7 @@ class ScenarioPlanner:
                 self.shift_at, self.held_at = self.held_at, None
                 demands, scale = demands[cut:], scale[cut:]
                 result = self._solve(
-                    operator, demands, scale, caps, start, True, lp_start, warm_steps, None, burst
+                    operator, demands, scale, caps, start, True, lp_start, warm_steps, None, burst, tail
                 )
         self.start, self.graph_key, self.step = result.fractions, key, result.step
         return result, len(demands)
@@ -415,6 +477,7 @@ class ScenarioPlanner:
         warm_steps: int,
         shares: np.ndarray | None,
         burst: float,
+        tail: float,
     ) -> ScenarioResult:
         paths = operator.paths
         room = MAX_SCENARIO_ENTRIES // paths.valid.size - len(demands)
@@ -422,7 +485,7 @@ class ScenarioPlanner:
             demands, scale, shares = with_bursts(operator, demands, scale, shares, burst, room)
         if moved:  # a new graph or a traffic shift: start from the better of the two on the window
             candidates = [project_capped_simplex(capacity_split(paths), caps, paths.valid), lp_start()]
-            start = min(candidates, key=lambda f: mean_ratio(operator, f, demands, scale, shares))
+            start = min(candidates, key=lambda f: mean_ratio(operator, f, demands, scale, shares, tail))
         cold = self.start is None or moved
         betas: tuple[float, ...]
         if not cold:
@@ -441,4 +504,5 @@ class ScenarioPlanner:
             steps_per_beta=steps,
             step=1.0 if cold else self.step,
             shares=shares,
+            tail=tail,
         )

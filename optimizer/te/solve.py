@@ -357,12 +357,14 @@ class TeSolver:
         spine: Sequence[SpineSwitch] | None = None,
         warm_steps: int = WARM_STEPS,
         burst: float = 0.0,
+        tail: float = 0.0,
     ) -> TeResult:
         """One routing for the recent ``matrices`` together (oldest first): the sample-average
         TE of :mod:`optimizer.te.scenarios`, capped by this solver's hedge, warm-started from
         the previous scenario solve on the same paths. Figures (MLU, links, stretch) are of the
         newest matrix, which the result is judged on as any other TE result. ``burst`` is the
-        share of the objective on per-pair burst scenarios (:func:`~optimizer.te.scenarios.with_bursts`).
+        share of the objective on per-pair burst scenarios (:func:`~optimizer.te.scenarios.with_bursts`),
+        ``tail`` the share on the CVaR of all the scenarios (:func:`~optimizer.te.scenarios.cvar`).
 
         At most :data:`~optimizer.te.scenarios.MAX_SCENARIO_ENTRIES` matrices x paths are
         used, the newest matrices first: a long window on a small fabric, about a dozen
@@ -387,7 +389,9 @@ class TeSolver:
                 return self._lp_fractions(inst, self._solve_lp(inst))
 
             caps = path_caps(pairs, self.hedge)
-            solved, used = self._scenarios.plan(operator, demands, caps, lp_start, warm_steps, burst)
+            solved, used = self._scenarios.plan(
+                operator, demands, caps, lp_start, warm_steps, burst, tail
+            )
             fractions, iterations, objective = solved.fractions, solved.iterations, solved.objective
         flow = fractions[inst.comm_rows] * inst.comm.demand_gbps[:, None]
         mlu, _ = _mlu(inst.graph, inst.comm_paths, flow)

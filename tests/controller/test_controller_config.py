@@ -137,6 +137,7 @@ def test_the_te_section_sets_the_policy_the_daemon_routes_with() -> None:
     assert config.te == TePolicy(TeMethod.MIN_MLU, Predictor.PEAK, 12, 0.5, 64)
     assert controller_config_from_dict(with_section("te", hedge=None), "c", Path("/")).te.hedge is None
     assert controller_config_from_dict(with_section("te", burst=0.25), "c", Path("/")).te.burst == 0.25
+    assert controller_config_from_dict(with_section("te", tail=0.2), "c", Path("/")).te.tail == 0.2
 
 
 def test_the_toe_solver_budget_is_configured_under_timeouts() -> None:
@@ -182,6 +183,8 @@ def test_the_toe_solver_budget_is_configured_under_timeouts() -> None:
         (with_section("te", hedging=0.5), "te.hedging", "unknown key"),
         (with_section("te", burst=1.0), "te.burst", "must be in [0, 1)"),
         (with_section("te", burst=-0.1), "te.burst", ">= 0"),
+        (with_section("te", tail=1.0), "te.tail", "must be in [0, 1)"),
+        (with_section("te", tail=-0.1), "te.tail", ">= 0"),
         (with_section("listen", northbound="localhost"), "listen.northbound", "host:port"),
         (with_section("listen", metrics="0.0.0.0:99999"), "listen.metrics", "0 to 65535"),
         (with_section("listen", metrics=":9100"), "listen.metrics", "host is empty"),

@@ -1,0 +1,174 @@
+"""Tail sweep (``python -m benchmarks.tail_sweep``): TE policies for the tail on Meta's pod traces.
+
+Issue 29 item 1: the default's p99 on pod_a. Replays each candidate below on one pod and
+series at a time (``bench_replay``'s :func:`~benchmarks.bench_replay.replay`, ToE off) and
+prints its row: mean and percentiles of the MLU of the weights in force over the snapshot's
+optimum. Each run's ratios are kept under ``--out`` (one ``.npy`` a pod, series and
+candidate), so that ``--pool`` can print the pooled rows of the series already run: tune on
+series 1 (and 2), check on 3 and 4, without running everything again.
+
+    python -m benchmarks.tail_sweep --pod pod_a --series 1 --candidates default "tail 0.3"
+    python -m benchmarks.tail_sweep --pool --pod pod_a --series 3 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.bench_replay import (
+    FILES,
+    TITLES,
+    UNIT_GBPS,
+    read_sections,
+    replay,
+    series_of,
+    write_sections,
+)
+from benchmarks.machine import machine_summary
+from controller.replay.report import ratio_summary
+from optimizer.te import TePolicy, scenarios
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    policy: TePolicy
+    tail_mass: float = scenarios.TAIL_MASS  # the worst share of the scenarios a tail term averages
+
+
+CANDIDATES: dict[str, Candidate] = {
+    "default": Candidate(TePolicy()),
+    "S=0.5": Candidate(TePolicy(hedge=0.5)),
+    "bursts 0.2": Candidate(TePolicy(burst=0.2)),
+    "bursts 0.3": Candidate(TePolicy(burst=0.3)),
+    "tail 0.05": Candidate(TePolicy(tail=0.05)),
+    "tail 0.1": Candidate(TePolicy(tail=0.1)),
+    "tail 0.03, mass 0.05": Candidate(TePolicy(tail=0.03), 0.05),
+    "tail 0.05, mass 0.05": Candidate(TePolicy(tail=0.05), 0.05),
+    "tail 0.05, mass 0.02": Candidate(TePolicy(tail=0.05), 0.02),
+    "tail 0.1, mass 0.05": Candidate(TePolicy(tail=0.1), 0.05),
+    "tail 0.1, mass 0.02": Candidate(TePolicy(tail=0.1), 0.02),
+    "tail 0.1, mass 0.2": Candidate(TePolicy(tail=0.1), 0.2),
+    "tail 0.1, no bursts": Candidate(TePolicy(tail=0.1, burst=0.0)),
+    "tail 0.2": Candidate(TePolicy(tail=0.2)),
+    "tail 0.3": Candidate(TePolicy(tail=0.3)),
+    "tail 0.5": Candidate(TePolicy(tail=0.5)),
+    "tail 0.3, mass 0.05": Candidate(TePolicy(tail=0.3), 0.05),
+    "tail 0.3, mass 0.2": Candidate(TePolicy(tail=0.3), 0.2),
+    "tail 0.3, bursts 0.2": Candidate(TePolicy(tail=0.3, burst=0.2)),
+    "tail 0.3, no bursts": Candidate(TePolicy(tail=0.3, burst=0.0)),
+}
+
+
+#: What the table says (section 4 of RESULTS_replay.md).
+NOTES = [
+    "Each candidate replayed on one series at a time, ToE off, as in section 1 (tuned on pod_a",
+    "series 1, checked on series 3 and 4 and on pod_b). `tail T, mass M`: the scenario default",
+    "(96 matrices, bursts 0.1) with T of the objective on the CVaR of the scenarios' ratios,",
+    "the mean of their worst M by weight (window and burst scenarios together).",
+]
+
+
+def run(pod: str, number: int, name: str, out: Path) -> dict[str, float | None]:
+    candidate = CANDIDATES[name]
+    scenarios.TAIL_MASS = candidate.tail_mass
+    started = time.perf_counter()
+    ratios = replay(pod, series_of(pod, number), candidate.policy, toe=False).ratios()
+    seconds = time.perf_counter() - started
+    out.mkdir(parents=True, exist_ok=True)
+    np.save(_file(out, pod, number, name), ratios)
+    summary = ratio_summary(ratios)
+    print(_row(pod, str(number), name, summary, len(ratios), seconds), flush=True)
+    return summary
+
+
+def _file(out: Path, pod: str, number: int, name: str) -> Path:
+    return out / f"{pod}-{number}-{name.replace(' ', '_').replace(',', '').replace('=', '')}.npy"
+
+
+def _row(pod: str, series: str, name: str, s: dict[str, float | None], n: int, seconds: float | None) -> str:
+    cells = [f"{s[k]:.3f}" if s[k] is not None else "-" for k in ("mean", "p50", "p90", "p99", "max")]
+    took = f"{seconds:.0f}" if seconds is not None else ""
+    return f"| {pod} | {series} | {name} | {n} | " + " | ".join(cells) + f" | {took} |"
+
+
+def pool(pod: str, numbers: list[int], names: list[str], out: Path) -> None:
+    """The pooled row of each candidate over the series whose ratios are all under ``out``."""
+    for name in names:
+        files = [_file(out, pod, n, name) for n in numbers]
+        missing = [f.name for f in files if not f.exists()]
+        if missing:
+            print(f"| {pod} | {'+'.join(map(str, numbers))} | {name} | not run: {', '.join(missing)} |")
+            continue
+        ratios = np.concatenate([np.load(f) for f in files])
+        print(_row(pod, "+".join(map(str, numbers)), name, ratio_summary(ratios), len(ratios), None))
+
+
+def table(out: Path, names: list[str]) -> list[str]:
+    """Every run under ``out`` of ``names``: per series, then pooled over the series run."""
+    rows = [
+        "| fabric | series | policy | snapshots | mean | p50 | p90 | p99 | max |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    pooled = []
+    for pod in UNIT_GBPS:
+        for name in names:
+            done = [n for n in FILES if _file(out, pod, n, name).exists()]
+            parts = [np.load(_file(out, pod, n, name)) for n in done]
+            for number, ratios in zip(done, parts, strict=True):
+                rows.append(_row(pod, str(number), name, ratio_summary(ratios), len(ratios), None)[:-3])
+            if len(parts) > 1:
+                ratios = np.concatenate(parts)
+                series = "**" + "+".join(map(str, done)) + "**"
+                pooled.append(_row(pod, series, name, ratio_summary(ratios), len(ratios), None)[:-3])
+    return [*rows, *pooled]
+
+
+def write(out: Path, names: list[str]) -> None:
+    """Section 4 of ``RESULTS_replay.md``: the table of the runs made, and what they say."""
+    parts = read_sections()
+    parts["tail"] = [TITLES["tail"], "", f"Run on {machine_summary()}.", "", *table(out, names), "", *NOTES]
+    write_sections(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pod", choices=tuple(UNIT_GBPS))
+    parser.add_argument("--series", type=int, nargs="+", default=[1])
+    parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES), choices=tuple(CANDIDATES))
+    parser.add_argument("--out", type=Path, default=Path("/tmp/tail_sweep"), help="where the ratios go")
+    parser.add_argument("--pool", action="store_true", help="print the pooled rows of runs already made")
+    parser.add_argument(
+        "--write", action="store_true", help="write the runs made of --candidates to RESULTS_replay.md"
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    if args.write:
+        write(args.out, args.candidates)
+        return 0
+    if args.pod is None:
+        parser.error("--pod is required to run or pool")
+    print(f"Run on {machine_summary()}.")
+    print("| fabric | series | policy | snapshots | mean | p50 | p90 | p99 | max | replay (s) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    if args.pool:
+        pool(args.pod, args.series, args.candidates, args.out)
+        return 0
+    for number in args.series:
+        for name in args.candidates:
+            run(args.pod, number, name, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
