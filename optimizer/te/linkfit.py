@@ -34,7 +34,7 @@ from scipy import sparse
 from optimizer.errors import ConfigError
 from optimizer.te.bulkmoves import link_utilisation
 from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
-from optimizer.te.slackmove import refill_fine, settle
+from optimizer.te.slackmove import refill_fine, round_against_plan, settle
 from optimizer.te.totalsearch import search_totals
 from optimizer.te.wcmp import reduce_weights
 
@@ -184,25 +184,53 @@ def _stage(
     fixed = frozen | _coarse(graph, paths, demand_gbps, plan.weights, tables, frozen)
     staged = refill_fine(graph, paths, demand_gbps, plan.fractions, plan.weights, tables, sources,
                          switch_budget, target_mlu, fixed)
-    peak = math.inf
-    for _ in range(_SETTLE_ROUNDS):
-        settled = settle(graph, paths, demand_gbps, staged, tables, sources, switch_budget, target_mlu,
-                         fixed & ~frozen, frozen)
-        settled_peak = _peak(graph, paths, demand_gbps, settled)
-        if settled_peak >= peak * (1 - _EPS):
-            break
-        staged, peak = settled, settled_peak
-        if peak <= target_mlu * (1 + _EPS):
-            break
+    coarse = fixed & ~frozen
+    staged, peak = _settled(graph, paths, demand_gbps, staged, tables, sources, switch_budget, target_mlu,
+                            coarse, frozen)
+    if peak > target_mlu * (1 + _EPS):
+        # Each coarse group's best answer to the others' rounded weights can stay far from the
+        # plan where they are most of the load: round them all against the plan instead.
+        rounded = round_against_plan(graph, paths, demand_gbps, plan.fractions, staged, tables, sources,
+                                     switch_budget, coarse)
+        rounded, rounded_peak = _settled(graph, paths, demand_gbps, rounded, tables, sources, switch_budget,
+                                         target_mlu, coarse, frozen)
+        if rounded_peak < peak:
+            staged, peak = rounded, rounded_peak
     if peak > target_mlu * (1 + _EPS):
         staged = search_totals(graph, paths, demand_gbps, staged, tables, sources, switch_budget, target_mlu,
-                               fixed & ~frozen, frozen)
+                               coarse, frozen)
     if _fits(plan.weights, demand_gbps, tables, sources, switch_budget) and not _fits(
         staged, demand_gbps, tables, sources, switch_budget
     ):
         log.warning("staged weights dropped: they break a table or the switch budget")
         return plan.weights
     return staged
+
+
+def _settled(
+    graph: LinkGraph,
+    paths: CandidatePaths,
+    demand_gbps: np.ndarray,
+    weights: np.ndarray,
+    tables: np.ndarray,
+    sources: np.ndarray,
+    switch_budget: int,
+    target_mlu: float,
+    coarse: np.ndarray,
+    frozen: np.ndarray,
+) -> tuple[np.ndarray, float]:
+    """``weights`` settled (optimizer.te.slackmove.settle) again while the peak falls, and the peak."""
+    peak = math.inf
+    for _ in range(_SETTLE_ROUNDS):
+        settled = settle(graph, paths, demand_gbps, weights, tables, sources, switch_budget, target_mlu,
+                         coarse, frozen)
+        settled_peak = _peak(graph, paths, demand_gbps, settled)
+        if settled_peak >= peak * (1 - _EPS):
+            break
+        weights, peak = settled, settled_peak
+        if peak <= target_mlu * (1 + _EPS):
+            break
+    return weights, peak
 
 
 def _fits(

@@ -15,7 +15,7 @@ from optimizer.te import linkfit, solve_te
 from optimizer.te.bulkmoves import link_utilisation, move_to_slack
 from optimizer.te.linkfit import repair_link_loads
 from optimizer.te.paths import CandidatePaths, LinkGraph, all_pairs, build_link_graph, candidate_paths
-from optimizer.te.slackmove import refill_fine, requantise_coarse
+from optimizer.te.slackmove import refill_fine, requantise_coarse, round_against_plan
 from optimizer.topology import Topology
 from optimizer.traffic import hotspot_matrix
 
@@ -205,3 +205,27 @@ def test_requantise_coarse_finds_the_total_whose_units_fit() -> None:
     tight = requantise_coarse(graph, paths, demand, weights, tables, paths.src, 4, target, coarse)
     assert tight[hot].sum() <= 4 and case.peak(tight) == pytest.approx(0.6)
 
+
+
+def test_round_against_plan_rounds_each_coarse_group_against_the_others_plan() -> None:
+    # a->d and b->d (120G each) planned half direct and a quarter through each transit; their
+    # current weights send everything direct (a->d and b->d at 1.2). Rounded against each
+    # other's plan, the links carry no more than the plan's peak (0.9 into d).
+    graph, paths = mesh_of_four()
+    a, b, c, d = 0, 1, 2, 3
+    demand = np.zeros(paths.count)
+    weights = np.zeros(paths.valid.shape, dtype=np.int64)
+    fractions = np.zeros(paths.valid.shape)
+    first, second = row(paths, a, d), row(paths, b, d)
+    demand[[first, second]] = 120.0
+    weights[first, d] = weights[second, d] = 4
+    fractions[first, [d, b, c]] = 0.5, 0.25, 0.25
+    fractions[second, [d, a, c]] = 0.5, 0.25, 0.25
+    tables = np.full(paths.count, 4)
+    case = Case(graph, paths, demand, weights, fractions, tables)
+    assert case.peak(weights) == pytest.approx(1.2)
+    coarse = demand > 0
+    rounded = round_against_plan(graph, paths, demand, fractions, weights, tables, paths.src, 49_152, coarse)
+    planned = link_utilisation(graph, paths, demand, np.round(fractions * 4).astype(np.int64))
+    assert case.peak(rounded) == pytest.approx(planned.max()) == pytest.approx(0.9)
+    assert (rounded.sum(axis=1) <= tables).all() and (rounded[coarse].sum(axis=1) >= 1).all()
