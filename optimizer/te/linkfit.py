@@ -9,11 +9,18 @@ per-group reduction:
    of its groups' weights (a fabric switch has one shared WCMP table: PINS's allows
    49,152 entries), lowering the per-group table size of a switch over budget until its
    groups fit;
-2. :func:`repair_link_loads` re-quantises the groups that cross a link above the target
-   at their finest weights (the best weights filling the whole table), then moves single
-   weight units, one at a time, off a path through the hottest link onto a member of the
-   same group whose links have slack, as long as the move lowers the hottest of the links
-   it touches. Moves keep each group's total, so tables and the budget still hold.
+2. :func:`repair_link_loads` brings the link MLU toward the target (the LP's MLU times the
+   bound). First the staging (:mod:`optimizer.te.slackmove`, :mod:`optimizer.te.bulkmoves`,
+   :mod:`optimizer.te.totalsearch`): the fine groups crossing hot links at their finest
+   weights, each coarse group re-quantised against the rest of the load (and, if that stays
+   above the target, all of them against the LP's plan), bulk moves of units onto paths
+   with slack (fine units making room for a coarse one), settled again while the peak
+   falls, then a bounded search over the coarse groups' totals. If the target is still
+   missed, a small MILP re-plans the groups crossing the hot links together, the staging
+   runs again from its result, and single weight units move off the hottest link as long
+   as each move lowers the hottest of the links it touches. Every step keeps each group
+   within its table and each switch within the budget; the result is never worse than the
+   per-group reduction.
 
 A unit move changes loads by ``demand / total weight`` on at most four links, so each step
 costs one look at the groups crossing the hottest link (a few hundred at 64 blocks).
