@@ -11,7 +11,7 @@ import pytest
 
 from optimizer.config import load_fabric
 from optimizer.fabric import Block, Ocs, OcsSides, build_fabric
-from optimizer.te import linkfit, solve_te
+from optimizer.te import linkfit, linkmilp, solve_te
 from optimizer.te.bulkmoves import link_utilisation, move_to_slack
 from optimizer.te.linkfit import repair_link_loads
 from optimizer.te.paths import CandidatePaths, LinkGraph, all_pairs, build_link_graph, candidate_paths
@@ -115,7 +115,7 @@ def test_repair_reaches_the_target_where_the_rounding_milp_does_not_run(
 ) -> None:
     # At 64 blocks the rounding MILP is over its column cap and does not run; here it is
     # made to skip so that only the moves are left to repair the case.
-    monkeypatch.setattr(linkfit, "_MILP_MAX_COLUMNS", 0)
+    monkeypatch.setattr(linkmilp, "MILP_MAX_COLUMNS", 0)
     case = hot_destination()
     graph, paths = case.graph, case.paths
     repaired = repair_link_loads(
