@@ -173,7 +173,7 @@ def round_against_plan(
         near = np.arange(max(1, current - _SIZE_SPAN), min(largest, current + _SIZE_SPAN) + 1)
         sizes = np.union1d(near, [largest])
         split = _least_peak_split(rest[first], rest[second], padded_caps[first], padded_caps[second],
-                                  demand_gbps[row] / sizes, sizes, planned[row, vias])
+                                  demand_gbps[row] / sizes, sizes, planned[row, vias], finest=True)
         if split is None:
             continue
         weights[row] = 0
@@ -190,6 +190,7 @@ def _least_peak_split(
     units: np.ndarray,
     sizes: np.ndarray,
     preferred: np.ndarray,
+    finest: bool = False,
 ) -> tuple[np.ndarray, float] | None:
     """Units per path (and the unit) of the total in ``sizes`` whose peak is the least
     (None if the loads are not finite).
@@ -197,7 +198,8 @@ def _least_peak_split(
     Path p holding k units of ``units[s]`` peaks at ``max((rest + k u) / cap)`` over its two
     links, so under a peak P it holds ``floor(min((P cap - rest) / u))`` units; the least P
     under which the paths hold ``sizes[s]`` units is found by bisection for every total
-    at once; of totals tied for the least, the largest. Ties at the optimum lose their
+    at once; of totals tied for the least, the smallest (with ``finest``, the largest: the
+    finest units, which follow a plan most closely). Ties at the optimum lose their
     extra units from the path whose last unit peaks highest, then from the one furthest
     above its ``preferred`` flow (Gbit/s).
     """
@@ -216,8 +218,8 @@ def _least_peak_split(
         enough = held(middle, units).sum(axis=1) >= sizes
         high = np.where(enough, middle, high)
         low = np.where(enough, low, middle)
-    # Ties go to the largest total: the finest units leave the most room to the moves after.
-    choice = int(np.flatnonzero(high <= high.min() * (1 + 1e-9))[-1])
+    tied = np.flatnonzero(high <= high.min() * (1 + 1e-9))
+    choice = int(tied[-1] if finest else tied[0])
     unit = float(units[choice])
     # Just above the least peak, so that every path tied at it holds its unit (then trimmed).
     fitted = held(high[choice : choice + 1] * (1 + 1e-9), units[choice : choice + 1])[0]
