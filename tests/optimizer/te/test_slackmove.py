@@ -16,6 +16,7 @@ from optimizer.te.bulkmoves import link_utilisation, move_to_slack
 from optimizer.te.linkfit import repair_link_loads
 from optimizer.te.paths import CandidatePaths, LinkGraph, all_pairs, build_link_graph, candidate_paths
 from optimizer.te.slackmove import refill_fine, requantise_coarse, round_against_plan
+from optimizer.te.totalsearch import search_totals
 from optimizer.topology import Topology
 from optimizer.traffic import hotspot_matrix
 
@@ -229,3 +230,22 @@ def test_round_against_plan_rounds_each_coarse_group_against_the_others_plan() -
     planned = link_utilisation(graph, paths, demand, np.round(fractions * 4).astype(np.int64))
     assert case.peak(rounded) == pytest.approx(planned.max()) == pytest.approx(0.9)
     assert (rounded.sum(axis=1) <= tables).all() and (rounded[coarse].sum(axis=1) >= 1).all()
+
+
+def test_search_over_totals_reaches_the_target_within_the_tables() -> None:
+    graph, paths = mesh_of_four()
+    rng = np.random.default_rng(3)
+    demand = rng.uniform(40.0, 90.0, paths.count)
+    weights = np.where(paths.valid, rng.integers(0, 4, paths.valid.shape), 0)
+    weights[np.arange(paths.count), np.argmax(paths.valid, axis=1)] += 1
+    tables = np.full(paths.count, 16)
+    util = link_utilisation(graph, paths, demand, weights)
+    target = float(np.quantile(util, 0.6))
+    coarse = np.ones(paths.count, dtype=bool)
+    searched = search_totals(graph, paths, demand, weights, tables, paths.src, 49_152, target, coarse,
+                             np.zeros(paths.count, dtype=bool))
+    after = link_utilisation(graph, paths, demand, searched)
+    assert util.max() > target  # 40% of the links above it to begin with
+    assert after.max() <= target * (1 + 1e-9)  # other totals and re-quantisation bring all within
+    totals = searched.sum(axis=1)
+    assert (searched >= 0).all() and (totals <= tables).all() and (totals >= 1).all()
