@@ -9,11 +9,18 @@ per-group reduction:
    of its groups' weights (a fabric switch has one shared WCMP table: PINS's allows
    49,152 entries), lowering the per-group table size of a switch over budget until its
    groups fit;
-2. :func:`repair_link_loads` re-quantises the groups that cross a link above the target
-   at their finest weights (the best weights filling the whole table), then moves single
-   weight units, one at a time, off a path through the hottest link onto a member of the
-   same group whose links have slack, as long as the move lowers the hottest of the links
-   it touches. Moves keep each group's total, so tables and the budget still hold.
+2. :func:`repair_link_loads` brings the link MLU toward the target (the LP's MLU times the
+   bound). First the staging (:mod:`optimizer.te.slackmove`, :mod:`optimizer.te.bulkmoves`,
+   :mod:`optimizer.te.totalsearch`): the fine groups crossing hot links at their finest
+   weights, each coarse group re-quantised against the rest of the load (and, if that stays
+   above the target, all of them against the LP's plan), bulk moves of units onto paths
+   with slack (fine units making room for a coarse one), settled again while the peak
+   falls, then a bounded search over the coarse groups' totals. If the target is still
+   missed, a small MILP re-plans the groups crossing the hot links together, the staging
+   runs again from its result, and single weight units move off the hottest link as long
+   as each move lowers the hottest of the links it touches. Every step keeps each group
+   within its table and each switch within the budget; the result is never worse than the
+   per-group reduction.
 
 A unit move changes loads by ``demand / total weight`` on at most four links, so each step
 costs one look at the groups crossing the hottest link (a few hundred at 64 blocks).
@@ -21,36 +28,25 @@ costs one look at the groups crossing the hottest link (a few hundred at 64 bloc
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import logging
 import math
 
-import highspy
 import numpy as np
-from highspy._core import _Highs
-from scipy import sparse
 
 from optimizer.errors import ConfigError
 from optimizer.te.bulkmoves import link_utilisation
+from optimizer.te.linkmilp import Repaired, round_jointly
+from optimizer.te.linkstage import coarse_rows, stage
 from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
-from optimizer.te.slackmove import refill_fine, settle
-from optimizer.te.totalsearch import search_totals
 from optimizer.te.wcmp import reduce_weights
 
-log = logging.getLogger(__name__)
+__all__ = ["DEFAULT_SWITCH_BUDGET", "Repaired", "fit_switch_budget", "repair_link_loads"]
 
 DEFAULT_SWITCH_BUDGET = 49_152
 """Weight entries a switch holds over all its groups (PINS's fabric switch)."""
 
 _INCLUDE = (1.0, 0.97)  # rows crossing a link above this share of the target are re-rounded: the
 # links over the target alone first (a small MILP), then with those close to it
-_MILP_MAX_COLUMNS = 5_000  # a larger rounding MILP is not tried: at 64 blocks one of 12-50k
-# columns ran into the time limit and gained nothing (hotspot) or less than the smaller one
-_MILP_SECONDS = 1.5  # a safety net: the plan stays within seconds
-_MILP_NODES = 50  # branch-and-bound nodes (deterministic); the MILP keeps its best rounding
-_COARSE = 0.005  # a group is coarse when one entry of a full table is this much of a link
-_SETTLE_ROUNDS = 3  # re-quantise-and-move rounds of the staging (a 64-block ring needs two)
 _MAX_MOVES = 500  # single-unit moves before the repair stops (each costs ~1 ms at 64 blocks)
 _EPS = 1e-12
 
@@ -96,14 +92,6 @@ def fit_switch_budget(
     return reduced, tables
 
 
-@dataclasses.dataclass(frozen=True)
-class Repaired:
-    """Weights and the split they now stand for (rows the repair re-planned differ)."""
-
-    weights: np.ndarray
-    fractions: np.ndarray
-
-
 def repair_link_loads(
     graph: LinkGraph,
     paths: CandidatePaths,
@@ -134,12 +122,12 @@ def repair_link_loads(
         return Repaired(weights, fractions)
     best = Repaired(weights, fractions)
     # The cheap stages first (optimizer.te.slackmove); the rounding MILP only if they fall short.
-    staged = [_stage(graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu, frozen)]
+    staged = [stage(graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu, frozen)]
     if _peak(graph, paths, demand_gbps, staged[0]) <= target_mlu * (1 + _EPS):
         return _with_split(best, staged[0])
-    coarse = _coarse(graph, paths, demand_gbps, weights, tables, frozen)
+    coarse = coarse_rows(graph, paths, demand_gbps, weights, tables, frozen)
     for include, fill in itertools.product(_INCLUDE, (False, True)):
-        rounded, timed_out = _round_jointly(
+        rounded, timed_out = round_jointly(
             graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu,
             max_oversubscription, coarse, frozen, fill, include,
         )
@@ -152,7 +140,7 @@ def repair_link_loads(
         if timed_out and not improved:
             break  # the next MILPs are as large or larger (a 64-block ring: 3 s each, no gain)
     if best.weights is not weights:
-        staged.append(_stage(graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu,
+        staged.append(stage(graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu,
                              frozen))
     start = best
     for candidate in [*staged, start.weights]:
@@ -165,58 +153,6 @@ def repair_link_loads(
         if peak <= target_mlu * (1 + _EPS):
             break
     return best
-
-
-def _stage(
-    graph: LinkGraph,
-    paths: CandidatePaths,
-    demand_gbps: np.ndarray,
-    plan: Repaired,
-    tables: np.ndarray,
-    sources: np.ndarray,
-    switch_budget: int,
-    target_mlu: float,
-    frozen: np.ndarray,
-) -> np.ndarray:
-    """The fine groups at their finest weights, the coarse ones re-quantised each against
-    the rest with bulk moves after (settled again while that lowers the peak), then if still
-    above the target a search over the coarse groups' totals (optimizer.te.totalsearch)."""
-    fixed = frozen | _coarse(graph, paths, demand_gbps, plan.weights, tables, frozen)
-    staged = refill_fine(graph, paths, demand_gbps, plan.fractions, plan.weights, tables, sources,
-                         switch_budget, target_mlu, fixed)
-    peak = math.inf
-    for _ in range(_SETTLE_ROUNDS):
-        settled = settle(graph, paths, demand_gbps, staged, tables, sources, switch_budget, target_mlu,
-                         fixed & ~frozen, frozen)
-        settled_peak = _peak(graph, paths, demand_gbps, settled)
-        if settled_peak >= peak * (1 - _EPS):
-            break
-        staged, peak = settled, settled_peak
-        if peak <= target_mlu * (1 + _EPS):
-            break
-    if peak > target_mlu * (1 + _EPS):
-        staged = search_totals(graph, paths, demand_gbps, staged, tables, sources, switch_budget, target_mlu,
-                               fixed & ~frozen, frozen)
-    if _fits(plan.weights, demand_gbps, tables, sources, switch_budget) and not _fits(
-        staged, demand_gbps, tables, sources, switch_budget
-    ):
-        log.warning("staged weights dropped: they break a table or the switch budget")
-        return plan.weights
-    return staged
-
-
-def _fits(
-    weights: np.ndarray, demand_gbps: np.ndarray, tables: np.ndarray, sources: np.ndarray, switch_budget: int
-) -> bool:
-    """Weights non-negative, each group with demand at least one entry and within its table,
-    each switch within the budget."""
-    totals = weights.sum(axis=1)
-    return bool(
-        (weights >= 0).all()
-        and (totals <= tables).all()
-        and (totals[demand_gbps > 0] >= 1).all()
-        and (np.bincount(sources, weights=totals) <= switch_budget).all()
-    )
 
 
 def _with_split(plan: Repaired, weights: np.ndarray) -> Repaired:
@@ -294,165 +230,3 @@ def _util(
     return link_utilisation(graph, paths, demand_gbps, weights)
 
 
-def _coarse(
-    graph: LinkGraph,
-    paths: CandidatePaths,
-    demand_gbps: np.ndarray,
-    weights: np.ndarray,
-    tables: np.ndarray,
-    frozen: np.ndarray,
-) -> np.ndarray:
-    """Rows with demand whose unit of a full table is over ``_COARSE`` of a link they use
-    (and the frozen rows, whose weights are fixed anyway)."""
-    padded_caps = np.append(graph.capacity_gbps, np.inf)
-    narrowest = np.minimum(padded_caps[paths.first], padded_caps[paths.second])
-    narrowest = np.where(paths.valid & (weights > 0), narrowest, np.inf).min(axis=1)
-    active = demand_gbps > 0
-    coarse: np.ndarray = active & (frozen | (demand_gbps / np.maximum(tables, 1) > _COARSE * narrowest))
-    return coarse
-
-
-def _round_jointly(
-    graph: LinkGraph,
-    paths: CandidatePaths,
-    demand_gbps: np.ndarray,
-    plan: Repaired,
-    tables: np.ndarray,
-    sources: np.ndarray,
-    switch_budget: int,
-    target_mlu: float,
-    max_oversubscription: float,
-    coarse: np.ndarray,
-    frozen: np.ndarray,
-    fill: bool,
-    include: float,
-) -> tuple[Repaired | None, bool]:
-    """Re-plan the rows that cross a link near or above the target, every other row's load
-    fixed, by one MILP minimising the link MLU: a coarse row's weights are integers over
-    all its paths (keeping its total, or with ``fill`` filling its table where the switch
-    has entries to spare: finer units); a fine row's split is continuous, then reduced to
-    weights within a quarter of the over-subscription bound. None if it found nothing; and
-    whether the MILP ran into its time limit."""
-    weights = plan.weights
-    util = _util(graph, paths, demand_gbps, weights)
-    hot_links = np.append(util > target_mlu * include, False)
-    crosses = paths.valid & (weights > 0) & (hot_links[paths.first] | hot_links[paths.second])
-    rows = np.flatnonzero(crosses.any(axis=1) & ~frozen & (demand_gbps > 0))
-    if not len(rows) or int(paths.valid[rows].sum()) > _MILP_MAX_COLUMNS:
-        return None, False
-    integer = coarse[rows]
-    totals = weights.sum(axis=1)
-    spare = switch_budget - np.bincount(sources, weights=totals, minlength=int(sources.max()) + 1)
-    for row in rows[np.argsort(-demand_gbps[rows], kind="stable")].tolist() if fill else []:
-        if not coarse[row]:
-            continue
-        extra = int(tables[row] - totals[row])
-        if 0 < extra <= spare[sources[row]]:
-            spare[sources[row]] -= extra
-            totals[row] = tables[row]
-    rest = weights.copy()
-    rest[rows] = 0
-    base_load = _util(graph, paths, demand_gbps, rest) * graph.capacity_gbps
-    g_local, via = np.nonzero(paths.valid[rows])
-    n = len(g_local)
-    unit = (demand_gbps[rows] / totals[rows])[g_local]
-    first = paths.first[rows[g_local], via]
-    second = paths.second[rows[g_local], via]
-    two = second != NO_LINK
-    link_of = np.concatenate([first, second[two]])
-    used, link_pos = np.unique(link_of, return_inverse=True)
-    var_of = np.concatenate([np.arange(n), np.arange(n)[two]])
-    coef = np.concatenate([unit, unit[two]])
-    m = len(used)
-    caps = graph.capacity_gbps[used]
-    load_rows = sparse.csr_matrix(
-        (np.concatenate([coef, -caps]), (np.concatenate([link_pos, np.arange(m)]),
-                                          np.concatenate([var_of, np.full(m, n)]))),
-        shape=(m, n + 1),
-    )
-    sum_rows = sparse.coo_matrix((np.ones(n), (g_local, np.arange(n))), shape=(len(rows), n + 1))
-    matrix = sparse.vstack([load_rows, sum_rows])
-    lower = np.concatenate([np.full(m, -np.inf), totals[rows]])
-    upper = np.concatenate([-base_load[used], totals[rows]])
-    upper_bounds = np.concatenate([totals[rows][g_local], [highspy.kHighsInf]]).astype(np.float64)
-    # z is bounded below by the target less the fine rows' rounding: the search stops as soon
-    # as it gets there.
-    fine_bound = 1.0 + (max_oversubscription - 1.0) / 4
-    lower_bounds = np.concatenate([np.zeros(n), [target_mlu / fine_bound]])
-    start = None
-    if not fill:  # the current weights are a feasible start: the MILP can only improve them
-        current = weights[rows[g_local], via].astype(np.float64)
-        start_load = np.asarray(load_rows[:, :n] @ current).ravel() + base_load[used]
-        start = np.concatenate([current, [max(float((start_load / caps).max()), lower_bounds[-1])]])
-    integrality = np.concatenate([integer[g_local], [False]])
-    solution, timed_out = _solve_milp(matrix.tocsc(), lower, upper, lower_bounds, upper_bounds, integrality,
-                                      start)
-    if solution is None:
-        return None, timed_out
-    split = np.zeros((len(rows), weights.shape[1]))
-    split[g_local, via] = np.maximum(solution[:n], 0.0)
-    new = weights.copy()
-    new[rows[integer]] = np.round(split[integer]).astype(np.int64)
-    for table in np.unique(tables[rows[~integer]]).tolist():
-        same = ~integer & (tables[rows] == table)
-        new[rows[same]] = reduce_weights(split[same], int(table), fine_bound).weights
-    if (np.bincount(sources, weights=new.sum(axis=1)) > switch_budget).any():
-        return None, timed_out
-    fractions = plan.fractions.copy()
-    fractions[rows] = split / split.sum(axis=1, keepdims=True)
-    return Repaired(new, fractions), timed_out
-
-
-def _solve_milp(
-    matrix: sparse.csc_matrix,
-    row_lower: np.ndarray,
-    row_upper: np.ndarray,
-    col_lower: np.ndarray,
-    col_upper: np.ndarray,
-    integrality: np.ndarray,
-    start: np.ndarray | None,
-) -> tuple[np.ndarray | None, bool]:
-    """min z (the last column) with the ``integrality`` columns integer; the best solution
-    found within ``_MILP_SECONDS`` (or None), and whether the time limit stopped it."""
-    cols = matrix.shape[1]
-    highs = _Highs()  # the thin binding: the wrapper prints a banner to stdout
-    for option, value in (
-        ("output_flag", False),
-        ("threads", 1),
-        ("time_limit", _MILP_SECONDS),
-        ("mip_max_nodes", _MILP_NODES),
-        ("mip_rel_gap", 1e-4),
-    ):
-        highs.setOptionValue(option, value)
-    objective = np.zeros(cols)
-    objective[-1] = 1.0
-    inf = highspy.kHighsInf
-    status = highs.passModel(
-        cols,
-        matrix.shape[0],
-        matrix.nnz,
-        int(highspy.MatrixFormat.kColwise),
-        int(highspy.ObjSense.kMinimize),
-        0.0,
-        objective,
-        col_lower,
-        col_upper,
-        np.where(np.isfinite(row_lower), row_lower, -inf),
-        np.where(np.isfinite(row_upper), row_upper, inf),
-        matrix.indptr.astype(np.int32),
-        matrix.indices.astype(np.int32),
-        matrix.data.astype(np.float64),
-        integrality.astype(np.int32),
-    )
-    if status == highspy.HighsStatus.kError:
-        return None, False
-    if start is not None:
-        given = highspy.HighsSolution()
-        given.col_value = start.tolist()
-        given.value_valid = True
-        highs.setSolution(given)
-    highs.run()
-    timed_out = highs.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
-    if highs.getInfo().primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible:
-        return None, timed_out
-    return np.asarray(highs.getSolution().col_value), timed_out

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from optimizer.te.bulkmoves import link_utilisation, move_to_slack
-from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
+from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph, path_loads
 from optimizer.te.wcmp import reduce_weights
 
 _BISECTIONS = 44  # halvings of the peak interval: below 1e-12 of a link
@@ -117,7 +117,7 @@ def requantise_coarse(
         else:
             continue
         split = _least_peak_split(rest[first], rest[second], padded_caps[first], padded_caps[second],
-                                  demand_gbps[row] / sizes, sizes)
+                                  demand_gbps[row] / sizes, sizes, old_flow)
         if split is None:
             continue
         counts, unit = split
@@ -137,6 +137,51 @@ def requantise_coarse(
     return weights
 
 
+def round_against_plan(
+    graph: LinkGraph,
+    paths: CandidatePaths,
+    demand_gbps: np.ndarray,
+    fractions: np.ndarray,
+    weights: np.ndarray,
+    tables: np.ndarray,
+    sources: np.ndarray,
+    switch_budget: int,
+    coarse: np.ndarray,
+) -> np.ndarray:
+    """``weights`` with each ``coarse`` row replaced by its least-peak weights (totals within
+    ``_SIZE_SPAN`` of its current one and its table) against the *planned* load of every
+    other row (the continuous split ``fractions``): a rounding consistent across the coarse
+    groups, for where they are most of the load (paired blocks, rings) and each one's best
+    answer to the others' rounded weights stays far from the plan."""
+    weights = weights.copy()
+    caps = graph.capacity_gbps
+    padded_caps = np.append(caps, 1.0)
+    sums = fractions.sum(axis=1, keepdims=True)
+    planned = demand_gbps[:, None] * np.divide(fractions, sums, out=np.zeros_like(fractions), where=sums > 0)
+    load = np.append(path_loads(graph, paths, planned), -np.inf)
+    totals = weights.sum(axis=1)
+    spare = switch_budget - np.bincount(sources, weights=totals, minlength=int(sources.max()) + 1)
+    rows = np.flatnonzero(coarse & (demand_gbps > 0) & (totals > 0))
+    for row in rows[np.argsort(-demand_gbps[rows], kind="stable")].tolist():
+        current = int(totals[row])
+        largest = int(min(tables[row], current + max(spare[sources[row]], 0)))
+        vias = np.flatnonzero(paths.valid[row])
+        first, second = paths.first[row, vias], paths.second[row, vias]
+        rest = load.copy()
+        np.subtract.at(rest, first, planned[row, vias])
+        np.subtract.at(rest, second, np.where(second != NO_LINK, planned[row, vias], 0.0))
+        near = np.arange(max(1, current - _SIZE_SPAN), min(largest, current + _SIZE_SPAN) + 1)
+        sizes = np.union1d(near, [largest])
+        split = _least_peak_split(rest[first], rest[second], padded_caps[first], padded_caps[second],
+                                  demand_gbps[row] / sizes, sizes, planned[row, vias], finest=True)
+        if split is None:
+            continue
+        weights[row] = 0
+        weights[row, vias] = split[0]
+        spare[sources[row]] -= int(split[0].sum()) - current
+    return weights
+
+
 def _least_peak_split(
     rest_first: np.ndarray,
     rest_second: np.ndarray,
@@ -144,6 +189,8 @@ def _least_peak_split(
     cap_second: np.ndarray,
     units: np.ndarray,
     sizes: np.ndarray,
+    preferred: np.ndarray,
+    finest: bool = False,
 ) -> tuple[np.ndarray, float] | None:
     """Units per path (and the unit) of the total in ``sizes`` whose peak is the least
     (None if the loads are not finite).
@@ -151,8 +198,10 @@ def _least_peak_split(
     Path p holding k units of ``units[s]`` peaks at ``max((rest + k u) / cap)`` over its two
     links, so under a peak P it holds ``floor(min((P cap - rest) / u))`` units; the least P
     under which the paths hold ``sizes[s]`` units is found by bisection for every total
-    at once. Ties at the optimum lose their extra units from the path whose last unit
-    peaks highest.
+    at once; of totals tied for the least, the smallest (with ``finest``, the largest: the
+    finest units, which follow a plan most closely). Ties at the optimum lose their
+    extra units from the path whose last unit peaks highest, then from the one furthest
+    above its ``preferred`` flow (Gbit/s).
     """
     def held(peak: np.ndarray, unit: np.ndarray) -> np.ndarray:
         room = np.minimum((peak[:, None] * cap_first - rest_first) / unit[:, None],
@@ -169,16 +218,20 @@ def _least_peak_split(
         enough = held(middle, units).sum(axis=1) >= sizes
         high = np.where(enough, middle, high)
         low = np.where(enough, low, middle)
-    choice = int(np.argmin(high))
+    tied = np.flatnonzero(high <= high.min() * (1 + 1e-9))
+    choice = int(tied[-1] if finest else tied[0])
     unit = float(units[choice])
-    fitted = held(high[choice : choice + 1], units[choice : choice + 1])[0]
+    # Just above the least peak, so that every path tied at it holds its unit (then trimmed).
+    fitted = held(high[choice : choice + 1] * (1 + 1e-9), units[choice : choice + 1])[0]
     if not np.isfinite(high[choice]) or not np.isfinite(fitted).all() or fitted.sum() < sizes[choice]:
         return None
     counts = np.minimum(fitted, sizes[choice]).astype(np.int64)
     while counts.sum() > sizes[choice]:
         last = np.maximum((rest_first + counts * unit) / cap_first,
                           (rest_second + counts * unit) / cap_second)
-        counts[int(np.argmax(np.where(counts > 0, last, -np.inf)))] -= 1
+        last = np.where(counts > 0, last, -np.inf)
+        tied = np.flatnonzero(last >= last.max() * (1 - 1e-9))
+        counts[int(tied[np.argmax(counts[tied] * unit - preferred[tied])])] -= 1
     return counts, unit
 
 

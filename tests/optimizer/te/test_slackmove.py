@@ -11,11 +11,12 @@ import pytest
 
 from optimizer.config import load_fabric
 from optimizer.fabric import Block, Ocs, OcsSides, build_fabric
-from optimizer.te import linkfit, solve_te
+from optimizer.te import linkfit, linkmilp, solve_te
 from optimizer.te.bulkmoves import link_utilisation, move_to_slack
 from optimizer.te.linkfit import repair_link_loads
 from optimizer.te.paths import CandidatePaths, LinkGraph, all_pairs, build_link_graph, candidate_paths
-from optimizer.te.slackmove import refill_fine, requantise_coarse
+from optimizer.te.slackmove import refill_fine, requantise_coarse, round_against_plan
+from optimizer.te.totalsearch import search_totals
 from optimizer.topology import Topology
 from optimizer.traffic import hotspot_matrix
 
@@ -115,7 +116,7 @@ def test_repair_reaches_the_target_where_the_rounding_milp_does_not_run(
 ) -> None:
     # At 64 blocks the rounding MILP is over its column cap and does not run; here it is
     # made to skip so that only the moves are left to repair the case.
-    monkeypatch.setattr(linkfit, "_MILP_MAX_COLUMNS", 0)
+    monkeypatch.setattr(linkmilp, "MILP_MAX_COLUMNS", 0)
     case = hot_destination()
     graph, paths = case.graph, case.paths
     repaired = repair_link_loads(
@@ -205,3 +206,46 @@ def test_requantise_coarse_finds_the_total_whose_units_fit() -> None:
     tight = requantise_coarse(graph, paths, demand, weights, tables, paths.src, 4, target, coarse)
     assert tight[hot].sum() <= 4 and case.peak(tight) == pytest.approx(0.6)
 
+
+
+def test_round_against_plan_rounds_each_coarse_group_against_the_others_plan() -> None:
+    # a->d and b->d (120G each) planned half direct and a quarter through each transit; their
+    # current weights send everything direct (a->d and b->d at 1.2). Rounded against each
+    # other's plan, the links carry no more than the plan's peak (0.9 into d).
+    graph, paths = mesh_of_four()
+    a, b, c, d = 0, 1, 2, 3
+    demand = np.zeros(paths.count)
+    weights = np.zeros(paths.valid.shape, dtype=np.int64)
+    fractions = np.zeros(paths.valid.shape)
+    first, second = row(paths, a, d), row(paths, b, d)
+    demand[[first, second]] = 120.0
+    weights[first, d] = weights[second, d] = 4
+    fractions[first, [d, b, c]] = 0.5, 0.25, 0.25
+    fractions[second, [d, a, c]] = 0.5, 0.25, 0.25
+    tables = np.full(paths.count, 4)
+    case = Case(graph, paths, demand, weights, fractions, tables)
+    assert case.peak(weights) == pytest.approx(1.2)
+    coarse = demand > 0
+    rounded = round_against_plan(graph, paths, demand, fractions, weights, tables, paths.src, 49_152, coarse)
+    planned = link_utilisation(graph, paths, demand, np.round(fractions * 4).astype(np.int64))
+    assert case.peak(rounded) == pytest.approx(planned.max()) == pytest.approx(0.9)
+    assert (rounded.sum(axis=1) <= tables).all() and (rounded[coarse].sum(axis=1) >= 1).all()
+
+
+def test_search_over_totals_reaches_the_target_within_the_tables() -> None:
+    graph, paths = mesh_of_four()
+    rng = np.random.default_rng(3)
+    demand = rng.uniform(40.0, 90.0, paths.count)
+    weights = np.where(paths.valid, rng.integers(0, 4, paths.valid.shape), 0)
+    weights[np.arange(paths.count), np.argmax(paths.valid, axis=1)] += 1
+    tables = np.full(paths.count, 16)
+    util = link_utilisation(graph, paths, demand, weights)
+    target = float(np.quantile(util, 0.6))
+    coarse = np.ones(paths.count, dtype=bool)
+    searched = search_totals(graph, paths, demand, weights, tables, paths.src, 49_152, target, coarse,
+                             np.zeros(paths.count, dtype=bool))
+    after = link_utilisation(graph, paths, demand, searched)
+    assert util.max() > target  # 40% of the links above it to begin with
+    assert after.max() <= target * (1 + 1e-9)  # other totals and re-quantisation bring all within
+    totals = searched.sum(axis=1)
+    assert (searched >= 0).all() and (totals <= tables).all() and (totals >= 1).all()

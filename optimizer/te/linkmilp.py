@@ -1,0 +1,174 @@
+"""The rounding MILP of the link repair (:mod:`optimizer.te.linkfit`): the groups crossing
+links near or above the target re-planned together, every other group's load fixed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import highspy
+import numpy as np
+from highspy._core import _Highs
+from scipy import sparse
+
+from optimizer.te.bulkmoves import link_utilisation
+from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
+from optimizer.te.wcmp import reduce_weights
+
+MILP_MAX_COLUMNS = 5_000  # a larger rounding MILP is not tried: at 64 blocks one of 12-50k
+# columns ran into the time limit and gained nothing (hotspot) or less than the smaller one
+_MILP_SECONDS = 1.5  # a safety net: the plan stays within seconds
+_MILP_NODES = 50  # branch-and-bound nodes (deterministic); the MILP keeps its best rounding
+
+
+@dataclasses.dataclass(frozen=True)
+class Repaired:
+    """Weights and the split they now stand for (rows the repair re-planned differ)."""
+
+    weights: np.ndarray
+    fractions: np.ndarray
+
+
+def round_jointly(
+    graph: LinkGraph,
+    paths: CandidatePaths,
+    demand_gbps: np.ndarray,
+    plan: Repaired,
+    tables: np.ndarray,
+    sources: np.ndarray,
+    switch_budget: int,
+    target_mlu: float,
+    max_oversubscription: float,
+    coarse: np.ndarray,
+    frozen: np.ndarray,
+    fill: bool,
+    include: float,
+) -> tuple[Repaired | None, bool]:
+    """Re-plan the rows that cross a link near or above the target, every other row's load
+    fixed, by one MILP minimising the link MLU: a coarse row's weights are integers over
+    all its paths (keeping its total, or with ``fill`` filling its table where the switch
+    has entries to spare: finer units); a fine row's split is continuous, then reduced to
+    weights within a quarter of the over-subscription bound. None if it found nothing; and
+    whether the MILP ran into its time limit."""
+    weights = plan.weights
+    util = link_utilisation(graph, paths, demand_gbps, weights)
+    hot_links = np.append(util > target_mlu * include, False)
+    crosses = paths.valid & (weights > 0) & (hot_links[paths.first] | hot_links[paths.second])
+    rows = np.flatnonzero(crosses.any(axis=1) & ~frozen & (demand_gbps > 0))
+    if not len(rows) or int(paths.valid[rows].sum()) > MILP_MAX_COLUMNS:
+        return None, False
+    integer = coarse[rows]
+    totals = weights.sum(axis=1)
+    spare = switch_budget - np.bincount(sources, weights=totals, minlength=int(sources.max()) + 1)
+    for row in rows[np.argsort(-demand_gbps[rows], kind="stable")].tolist() if fill else []:
+        if not coarse[row]:
+            continue
+        extra = int(tables[row] - totals[row])
+        if 0 < extra <= spare[sources[row]]:
+            spare[sources[row]] -= extra
+            totals[row] = tables[row]
+    rest = weights.copy()
+    rest[rows] = 0
+    base_load = link_utilisation(graph, paths, demand_gbps, rest) * graph.capacity_gbps
+    g_local, via = np.nonzero(paths.valid[rows])
+    n = len(g_local)
+    unit = (demand_gbps[rows] / totals[rows])[g_local]
+    first = paths.first[rows[g_local], via]
+    second = paths.second[rows[g_local], via]
+    two = second != NO_LINK
+    link_of = np.concatenate([first, second[two]])
+    used, link_pos = np.unique(link_of, return_inverse=True)
+    var_of = np.concatenate([np.arange(n), np.arange(n)[two]])
+    coef = np.concatenate([unit, unit[two]])
+    m = len(used)
+    caps = graph.capacity_gbps[used]
+    load_rows = sparse.csr_matrix(
+        (np.concatenate([coef, -caps]), (np.concatenate([link_pos, np.arange(m)]),
+                                          np.concatenate([var_of, np.full(m, n)]))),
+        shape=(m, n + 1),
+    )
+    sum_rows = sparse.coo_matrix((np.ones(n), (g_local, np.arange(n))), shape=(len(rows), n + 1))
+    matrix = sparse.vstack([load_rows, sum_rows])
+    lower = np.concatenate([np.full(m, -np.inf), totals[rows]])
+    upper = np.concatenate([-base_load[used], totals[rows]])
+    upper_bounds = np.concatenate([totals[rows][g_local], [highspy.kHighsInf]]).astype(np.float64)
+    # z is bounded below by the target less the fine rows' rounding: the search stops as soon
+    # as it gets there.
+    fine_bound = 1.0 + (max_oversubscription - 1.0) / 4
+    lower_bounds = np.concatenate([np.zeros(n), [target_mlu / fine_bound]])
+    start = None
+    if not fill:  # the current weights are a feasible start: the MILP can only improve them
+        current = weights[rows[g_local], via].astype(np.float64)
+        start_load = np.asarray(load_rows[:, :n] @ current).ravel() + base_load[used]
+        start = np.concatenate([current, [max(float((start_load / caps).max()), lower_bounds[-1])]])
+    integrality = np.concatenate([integer[g_local], [False]])
+    solution, timed_out = _solve_milp(matrix.tocsc(), lower, upper, lower_bounds, upper_bounds, integrality,
+                                      start)
+    if solution is None:
+        return None, timed_out
+    split = np.zeros((len(rows), weights.shape[1]))
+    split[g_local, via] = np.maximum(solution[:n], 0.0)
+    new = weights.copy()
+    new[rows[integer]] = np.round(split[integer]).astype(np.int64)
+    for table in np.unique(tables[rows[~integer]]).tolist():
+        same = ~integer & (tables[rows] == table)
+        new[rows[same]] = reduce_weights(split[same], int(table), fine_bound).weights
+    if (np.bincount(sources, weights=new.sum(axis=1)) > switch_budget).any():
+        return None, timed_out
+    fractions = plan.fractions.copy()
+    fractions[rows] = split / split.sum(axis=1, keepdims=True)
+    return Repaired(new, fractions), timed_out
+
+
+def _solve_milp(
+    matrix: sparse.csc_matrix,
+    row_lower: np.ndarray,
+    row_upper: np.ndarray,
+    col_lower: np.ndarray,
+    col_upper: np.ndarray,
+    integrality: np.ndarray,
+    start: np.ndarray | None,
+) -> tuple[np.ndarray | None, bool]:
+    """min z (the last column) with the ``integrality`` columns integer; the best solution
+    found within ``_MILP_SECONDS`` (or None), and whether the time limit stopped it."""
+    cols = matrix.shape[1]
+    highs = _Highs()  # the thin binding: the wrapper prints a banner to stdout
+    for option, value in (
+        ("output_flag", False),
+        ("threads", 1),
+        ("time_limit", _MILP_SECONDS),
+        ("mip_max_nodes", _MILP_NODES),
+        ("mip_rel_gap", 1e-4),
+    ):
+        highs.setOptionValue(option, value)
+    objective = np.zeros(cols)
+    objective[-1] = 1.0
+    inf = highspy.kHighsInf
+    status = highs.passModel(
+        cols,
+        matrix.shape[0],
+        matrix.nnz,
+        int(highspy.MatrixFormat.kColwise),
+        int(highspy.ObjSense.kMinimize),
+        0.0,
+        objective,
+        col_lower,
+        col_upper,
+        np.where(np.isfinite(row_lower), row_lower, -inf),
+        np.where(np.isfinite(row_upper), row_upper, inf),
+        matrix.indptr.astype(np.int32),
+        matrix.indices.astype(np.int32),
+        matrix.data.astype(np.float64),
+        integrality.astype(np.int32),
+    )
+    if status == highspy.HighsStatus.kError:
+        return None, False
+    if start is not None:
+        given = highspy.HighsSolution()
+        given.col_value = start.tolist()
+        given.value_valid = True
+        highs.setSolution(given)
+    highs.run()
+    timed_out = highs.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
+    if highs.getInfo().primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible:
+        return None, timed_out
+    return np.asarray(highs.getSolution().col_value), timed_out
