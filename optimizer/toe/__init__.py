@@ -13,7 +13,9 @@ Inside: :mod:`~optimizer.toe.lp` (the lexicographic LP: :mod:`~optimizer.toe.lp_
 defines its rows and columns, :mod:`~optimizer.toe.lp_columns` prices transit paths,
 :mod:`~optimizer.toe.lp_result` reads the answer back), :mod:`~optimizer.toe.rounding` and
 :mod:`~optimizer.toe.repair`; :mod:`~optimizer.toe.sequence` (safe stages found one by one when a
-target cannot be staged whole) and :mod:`~optimizer.toe.hose` (the proof that none can help).
+target cannot be staged whole, its swaps ranked by :mod:`~optimizer.toe.swap_rank`),
+:mod:`~optimizer.toe.merge` (consecutive stages of one failure domain merged where still safe)
+and :mod:`~optimizer.toe.hose` (the proof that none can help).
 Pure: no I/O; the only clock is the time budget's.
 """
 

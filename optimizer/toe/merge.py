@@ -1,15 +1,17 @@
-"""Fewer stages: consecutive stages of one failure domain merged where the merge is still safe.
+"""Fewer stages: the stages of one failure domain merged where the merge is still safe.
 
 The sequence search (:mod:`optimizer.toe.sequence`) finds stages one swap at a time, so a hot
-fabric's plan can take 20 stages, each a drain, a wait and a check on the fabric. Two
-consecutive stages of one failure domain can run as one: from the topology ``before`` the
-first to the topology ``after`` the second, the merged stage drains ``before - after`` and then
-makes ``after - before`` (their ports are free once the drain is done: ``after`` is a valid
-topology and keeps no other circuit on them). It is merged only when the stage rule still
-holds: the MLU with ``before & after`` (the merged drain) within ``max(threshold / margin, MLU
-where the merged stage starts)``, checked by TE. A run is extended greedily, stage by stage;
-the topology after every merged stage is one the unmerged plan reached, so the final MLU is
-unchanged. Pure: no I/O, the only clock the budget's.
+fabric's plan can take 20 stages, each a drain, a wait and a check on the fabric. A stage and
+the next stage of the same failure domain can run as one: from the topology ``before`` the
+first, the merged stage drains what the two remove (net) and then makes what they add (net):
+its circuits' ports are free once the drain is done, as the OCSes of that domain end exactly
+as after the second stage. It is merged only when the stage rule still holds: the MLU with
+the merged drain within ``max(threshold / margin, MLU where the merged stage starts)``,
+checked by TE. Stages of other domains in between touch other OCSes and run after the merged
+stage, each checked again from its new start (the MLU there may be lower, and the limit with
+it). Merges are made greedily, earliest stage first, as long as they pass; the topology after
+the later stage is unchanged, so the plan ends where it did. Pure: no I/O, the only clock
+the budget's.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+
+import numpy as np
 
 from optimizer.budget import TimeBudget
 from optimizer.fabric import Fabric
@@ -37,61 +41,91 @@ def merge_stages(
     evaluate: MluFunction,
     budget: TimeBudget | None = None,
 ) -> StagingPlan:
-    """``plan`` (whose stages start from ``current``) with consecutive stages of one failure
-    domain merged wherever the merged drain passes the stage rule; ``plan`` itself when none
-    can be (or the budget is spent before the first check)."""
+    """``plan`` (whose stages start from ``current``) with each stage merged into the previous
+    stage of its failure domain wherever the merge keeps the stage rule; ``plan`` itself when
+    none can be (or the budget is spent before the first check).
+
+    Stages of other domains between the two (they touch other OCSes, so they still apply) then
+    run after the merged stage, on a topology that already has the later stage's circuits:
+    each of them is checked again, from its new start. The topology after the later stage,
+    and so the plan's end, is the same."""
     if len(plan.stages) < 2:
         return plan
     matrices = [m for m in matrices if m.total() > 0]
     lp_limit = plan.threshold / plan.margin
+    cache: dict[bytes, float] = {}
 
     def mlu_of(circuits: frozenset[Circuit]) -> float:
         topo = Topology.from_circuits(fabric, circuits)
-        return max((evaluate(fabric, topo, tm) for tm in matrices), default=0.0)
+        key = np.asarray(topo.counts).tobytes()
+        if key not in cache:
+            cache[key] = max((evaluate(fabric, topo, tm) for tm in matrices), default=0.0)
+        return cache[key]
 
-    merged: list[Stage] = []
-    run_start = frozenset(current)  # the topology before the run being merged
-    state = run_start
-    run: Stage | None = None
-    for stage in plan.stages:
-        after = (state - set(stage.remove)) | set(stage.add)
-        if run is not None and stage.domain == run.domain and not _spent(budget):
-            joined = _joined(run, stage, run_start, after, lp_limit, mlu_of)
-            if joined is not None:
-                run, state = joined, after
-                continue
-        if run is not None:
-            merged.append(run)
-        run, run_start, state = stage, state, after
-    if run is not None:
-        merged.append(run)
-    if state != plan.final_circuits:  # pragma: no cover - the stages replay to the plan's end
-        raise RuntimeError("internal error: the stages do not lead to the plan's final circuits")
-    if len(merged) < len(plan.stages):
+    start = frozenset(current)
+    stages = list(plan.stages)
+    i = 0
+    while i < len(stages):
+        later = next((k for k in range(i + 1, len(stages)) if stages[k].domain == stages[i].domain), None)
+        if later is None or _spent(budget):
+            i += 1
+            continue
+        before = _replay(start, stages[:i])
+        moved = _merged(before, stages, i, later, lp_limit, mlu_of)
+        if moved is None:
+            i += 1
+        else:
+            stages = moved
+    if _replay(start, stages) != plan.final_circuits:  # pragma: no cover - the same end by construction
+        raise RuntimeError("internal error: the merged stages do not lead to the plan's final circuits")
+    if len(stages) < len(plan.stages):
         log.info("staging: %d stages merged into %d within their failure domains", len(plan.stages),
-                 len(merged))
-    return replace(plan, stages=tuple(s for s in merged if s.remove or s.add))
+                 len(stages))
+    return replace(plan, stages=tuple(s for s in stages if s.remove or s.add))
 
 
-def _joined(
-    run: Stage,
-    stage: Stage,
+def _apply(state: frozenset[Circuit], stage: Stage) -> frozenset[Circuit]:
+    return (state - set(stage.remove)) | set(stage.add)
+
+
+def _replay(state: frozenset[Circuit], stages: Iterable[Stage]) -> frozenset[Circuit]:
+    for stage in stages:
+        state = _apply(state, stage)
+    return state
+
+
+def _merged(
     before: frozenset[Circuit],
-    after: frozenset[Circuit],
+    stages: list[Stage],
+    i: int,
+    j: int,
     lp_limit: float,
     mlu_of: Callable[[frozenset[Circuit]], float],
-) -> Stage | None:
-    """``run`` and the next ``stage`` as one stage from ``before`` to ``after``, or None when
-    its drain breaks the stage rule."""
-    removed = tuple(sorted(before - after))
-    added = tuple(sorted(after - before))
-    drained = before & after
-    mlu_drained = run.mlu_start if not removed else mlu_of(drained)
-    if mlu_drained > max(lp_limit, run.mlu_start) + _TOL:
+) -> list[Stage] | None:
+    """``stages`` with stage ``j`` merged into stage ``i`` (one domain, ``before`` the topology
+    stage ``i`` starts from) and the stages between re-checked after it; None when the merged
+    stage or one of those between breaks the stage rule."""
+    first, second = stages[i], stages[j]
+    joined = _apply(_apply(before, first), second)
+    removed = tuple(sorted(before - joined))
+    added = tuple(sorted(joined - before))
+    drained = first.mlu_start if not removed else mlu_of(before & joined)
+    if drained > max(lp_limit, first.mlu_start) + _TOL:
         return None
-    return Stage(run.domain, removed, added, run.mlu_start, mlu_drained, stage.mlu_after)
+    after = second.mlu_after if j == i + 1 else mlu_of(joined)
+    out = [Stage(first.domain, removed, added, first.mlu_start, drained, after)]
+    state, mlu_now = joined, after
+    for stage in stages[i + 1 : j]:  # other domains: their circuits are still there to change
+        cut = state - set(stage.remove)
+        mlu_drained = mlu_now if not stage.remove else mlu_of(cut)
+        if mlu_drained > max(lp_limit, mlu_now) + _TOL:
+            return None
+        state = cut | set(stage.add)
+        mlu_after = mlu_of(state)
+        out.append(Stage(stage.domain, stage.remove, stage.add, mlu_now, mlu_drained, mlu_after))
+        mlu_now = mlu_after
+    return stages[:i] + out + stages[j + 1 :]
 
 
 def _spent(budget: TimeBudget | None) -> bool:
     return budget is not None and budget.expired()
-

@@ -126,3 +126,32 @@ def test_a_hot_sequence_at_stage_limit_1_takes_fewer_stages_merged() -> None:
     assert len(merged.stages) < len(plan.stages)
     assert merged.final_circuits == plan.final_circuits
     _check_rule(fabric, mesh, merged.stages, tm, 1.0)
+
+
+def test_a_stage_merges_with_the_next_of_its_domain_over_one_of_another_checked_again() -> None:
+    """Swaps on o0 (domain 0), o2 (domain 1), o0 again: the two o0 swaps run as one stage, the
+    o2 swap after it, checked from its new start by the reference LP."""
+    fabric = mixed_fabric(4, uplinks=16, ocs=4, domains=2, speeds=(100.0,))
+    tm = mesh_scaled(fabric, uniform_matrix(fabric), 0.5)
+    mesh = set(uniform_mesh(fabric))
+    swaps = [inst for insts in distinct_swaps(fabric, mesh).values() for inst in insts]
+    on_o0 = [s for s in swaps if s[0][0].ocs == "o0"]
+    first = on_o0[0]
+    third = next(s for s in on_o0 if not set(s[0]) & set(first[0]))
+    second = next(s for s in swaps if fabric.ocs_named(s[0][0].ocs).domain == 1)
+    stages, state = [], set(mesh)
+    for removed, added in (first, second, third):
+        begin = _mlu(fabric, tm, state)
+        drained = _mlu(fabric, tm, state - set(removed))
+        state = (state - set(removed)) | set(added)
+        domain = fabric.ocs_named(removed[0].ocs).domain
+        stages.append(Stage(domain, tuple(sorted(removed)), tuple(sorted(added)), begin, drained,
+                            _mlu(fabric, tm, state)))
+    assert [s.domain for s in stages] == [0, 1, 0]
+    plan = _plan(stages, state, fabric, threshold=1.0)
+    merged = merge_stages(fabric, mesh, plan, [tm], te_evaluator(TeSolver(fabric)))
+    assert [s.domain for s in merged.stages] == [0, 1]
+    assert set(merged.stages[0].remove) == set(first[0]) | set(third[0])
+    assert set(merged.stages[1].remove) == set(second[0])
+    assert merged.final_circuits == plan.final_circuits
+    assert _check_rule(fabric, mesh, merged.stages, tm, 1.0) == state
