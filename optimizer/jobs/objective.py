@@ -65,7 +65,8 @@ class JobsJudge:
 
     def seconds(self, topology: Topology, routed: TrafficMatrix) -> dict[str, float]:
         """Each job's communication time per iteration on ``topology``, routed by TE for
-        ``routed`` (inf for every job when a route has no capacity: a blackhole)."""
+        ``routed`` (inf for every job when a route has no capacity, a blackhole, or when the
+        traffic other than the jobs' alone overloads a link)."""
         blocks = self.fabric.block_names
         if tuple(routed.blocks) != tuple(blocks):
             raise ValueError("the routed matrix is over other blocks than the fabric")
@@ -89,7 +90,10 @@ class JobsJudge:
                 return {j.job.name: np.inf for j in self.jobs}
             load = usage.T @ np.array([others[p] for p in pairs])
         horizon = ITERATIONS * 2 * max(j.period for j in self.jobs)
-        got = play(played, links, horizon, load)
+        try:
+            got = play(played, links, horizon, load)
+        except NoCapacity:  # the other traffic alone overloads a link: the jobs never get through
+            return {j.job.name: np.inf for j in self.jobs}
         return {j.job.name: got[j.job.name].mean_comm_seconds or 0.0 for j in self.jobs}
 
     def mean_seconds(self, topology: Topology, routed: TrafficMatrix) -> float:

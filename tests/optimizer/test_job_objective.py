@@ -60,6 +60,17 @@ def test_a_topology_without_a_route_for_the_job_is_infinitely_slow() -> None:
     assert judge.seconds(cut, routed()) == {"j": np.inf}
 
 
+def test_other_traffic_over_a_link_s_capacity_makes_the_jobs_infinitely_slow() -> None:
+    # 450 Gbit/s besides the job's average from b1 to b2: over the 400 Gbit/s a hop through b3
+    # has, within the 800 of the direct circuits. The daemon's job-aware ToE judges a topology
+    # the measured traffic overloads: an infinite time, not a crash
+    judge = JobsJudge(FABRIC, (TRAFFIC,))
+    assert judge.seconds(THROUGH_B3, routed(450.0)) == {"j": np.inf}
+    assert judge.seconds(DIRECT, routed(450.0))["j"] == pytest.approx(1.5 * 8 / 350, rel=0.05)
+    assert judge.gain(THROUGH_B3, DIRECT, routed(450.0)).gain == pytest.approx(1.0)
+    assert np.isnan(judge.gain(THROUGH_B3, THROUGH_B3, routed(450.0)).gain)  # never "worth planning"
+
+
 def test_no_job_or_a_spine_is_not_judged() -> None:
     assert judged(FABRIC, []) is None and judged(FABRIC, [TRAFFIC]) is not None
     with pytest.raises(ValueError, match="no job"):
