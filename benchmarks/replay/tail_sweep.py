@@ -1,4 +1,4 @@
-"""Tail sweep (``python -m benchmarks.tail_sweep``): TE policies for the tail on Meta's pod traces.
+"""Tail sweep (``python -m benchmarks.replay.tail_sweep``): TE policies for the tail on Meta's pod traces.
 
 Issue 29 item 1: the default's p99 on pod_a. Replays each candidate below on one pod and
 series at a time (``bench_replay``'s :func:`~benchmarks.bench_replay.replay`, ToE off) and
@@ -7,8 +7,8 @@ optimum. Each run's ratios are kept under ``--out`` (one ``.npy`` a pod, series 
 candidate), so that ``--pool`` can print the pooled rows of the series already run: tune on
 series 1 (and 2), check on 3 and 4, without running everything again.
 
-    python -m benchmarks.tail_sweep --pod pod_a --series 1 --candidates "96, bursts 0.1" "tail 0.3"
-    python -m benchmarks.tail_sweep --pool --pod pod_a --series 3 4
+    python -m benchmarks.replay.tail_sweep --pod pod_a --series 1 --candidates "96, bursts 0.1" "tail 0.3"
+    python -m benchmarks.replay.tail_sweep --pool --pod pod_a --series 3 4
 """
 
 from __future__ import annotations
@@ -51,26 +51,19 @@ CANDIDATES: dict[str, Candidate] = {
     "96, bursts 0.1": Candidate(BASE),
     "S=0.4": Candidate(replace(BASE, hedge=0.4)),
     "S=0.5": Candidate(replace(BASE, hedge=0.5)),
-    "bursts 0.2": Candidate(replace(BASE, burst=0.2)),
     "bursts 0.3": Candidate(replace(BASE, burst=0.3)),
     "tail 0.05": Candidate(replace(BASE, tail=0.05)),
     "tail 0.1": Candidate(replace(BASE, tail=0.1)),
     "tail 0.03, mass 0.05": Candidate(replace(BASE, tail=0.03), 0.05),
     "tail 0.05, mass 0.05": Candidate(replace(BASE, tail=0.05), 0.05),
-    "tail 0.05, mass 0.02": Candidate(replace(BASE, tail=0.05), 0.02),
     "tail 0.1, mass 0.05": Candidate(replace(BASE, tail=0.1), 0.05),
     "tail 0.1, mass 0.02": Candidate(replace(BASE, tail=0.1), 0.02),
     "tail 0.05, mass 0.05, bursts 0.05": Candidate(replace(BASE, tail=0.05, burst=0.05), 0.05),
     "tail 0.1, mass 0.05, bursts 0.05": Candidate(replace(BASE, tail=0.1, burst=0.05), 0.05),
-    "tail 0.1, mass 0.2": Candidate(replace(BASE, tail=0.1), 0.2),
     "tail 0.1, no bursts": Candidate(replace(BASE, tail=0.1, burst=0.0)),
     "tail 0.2": Candidate(replace(BASE, tail=0.2)),
     "tail 0.3": Candidate(replace(BASE, tail=0.3)),
     "tail 0.5": Candidate(replace(BASE, tail=0.5)),
-    "tail 0.3, mass 0.05": Candidate(replace(BASE, tail=0.3), 0.05),
-    "tail 0.3, mass 0.2": Candidate(replace(BASE, tail=0.3), 0.2),
-    "tail 0.3, bursts 0.2": Candidate(replace(BASE, tail=0.3, burst=0.2)),
-    "tail 0.3, no bursts": Candidate(replace(BASE, tail=0.3, burst=0.0)),
 }
 
 
