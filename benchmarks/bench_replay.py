@@ -219,7 +219,7 @@ TITLES = {
     "te": "### 1. TE: MLU of the weights in force / the snapshot's optimum (ToE off)",
     "toe": "### 2. ToE over a trace (default TE policy)",
     "scale": "### 3. One TE decision at 8 and 64 blocks (fabric-8 / fabric-64, fresh process)",
-    "tail": "### 4. Tail sweep: TE policies for pod_a's p99 (`python -m benchmarks.tail_sweep`)",
+    "tail": "### 4. Tail sweep: TE policies for pod_a's p99 (`python -m benchmarks.replay.tail_sweep`)",
 }
 
 #: What the tables mean; kept with the code that writes them.
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write_sections(parts: dict[str, list[str]]) -> None:
-    """RESULTS_replay.md from its sections (``tail`` is written by ``benchmarks.tail_sweep``)."""
+    """RESULTS_replay.md from its sections (``tail`` is written by ``benchmarks.replay.tail_sweep``)."""
     text = "\n".join(line for key in ("head", "te", "toe", "scale", "tail") for line in parts.get(key, []))
     (HERE / "RESULTS_replay.md").write_text(text.rstrip() + "\n", encoding="utf-8")
     log.info("wrote %s", HERE / "RESULTS_replay.md")

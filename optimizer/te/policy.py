@@ -62,6 +62,10 @@ class TePolicy:
     Rejected on the same data: a CVaR-like tail term over the window (mean + entropic risk:
     p99 -0.02, mean +0.01), a per-pair hedge from each pair's variability (p99 -0.13, mean
     +0.02 on pod_a and +0.02 on pod_b), longer windows (192: the same mean, a worse p99).
+    ``tail`` (the CVaR of the worst 5% of the scenarios, window and bursts) stays off: it
+    buys pod_a's p99 at the same rate of mean as the hedge does (``tail = 0.05``: pooled
+    p99 1.670 -> 1.577, mean 1.131 -> 1.139), and below 0.008 of mean its gain did not hold
+    on the validation series (``benchmarks/replay/tail_sweep.py``).
     On fabrics of more than 8 blocks the solver reads fewer matrices (about 12 at 64
     blocks; :data:`optimizer.te.scenarios.MAX_SCENARIO_ENTRIES`)."""
 

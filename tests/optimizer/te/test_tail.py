@@ -56,14 +56,14 @@ def test_tail_risk_mixes_the_mean_and_the_worst() -> None:
     ratios = np.array([1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 3.0])
     shares = np.full(10, 0.1)
     assert tail_risk(ratios, shares, 0.0)[0] == pytest.approx(ratios.mean())
-    # the worst tenth is the 3.0 alone
+    # the worst 5% (TAIL_MASS) is the 3.0 alone
     assert tail_risk(ratios, shares, 0.5)[0] == pytest.approx(0.5 * ratios.mean() + 0.5 * 3.0)
 
 
 def test_a_tail_share_lowers_the_worst_scenario_s_ratio(fabric8) -> None:
     # Nine matrices of one heavy pair (best spread over every two-hop path) and one even
     # matrix (best sent direct, every link busy): the mean routes the nine and lets the even
-    # one be; with a share of the objective on the worst tenth (the even one), the routing
+    # one be; with a share of the objective on the worst few (the even one), the routing
     # gives it a lower ratio.
     graph = build_link_graph(fabric8, mesh_topology(fabric8))
     src, dst = all_pairs(fabric8.n_blocks)

@@ -1,0 +1,1 @@
+"""Replay studies beside ``benchmarks.bench_replay``: the tail sweep (``tail_sweep``)."""
