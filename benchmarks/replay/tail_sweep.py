@@ -129,6 +129,14 @@ NOTES = [
     "a new default (p99 lower at <= 0.005 of mean, pod_b no worse): the default is unchanged,",
     "and `te.tail: 0.05` is there for an operator who prefers pod_a 1.139 / 1.577 to",
     "1.131 / 1.670.",
+    "",
+    "`own bursts` (an experiment in this script, not in the library): each pair's burst",
+    "scenario raised by its own largest jump in the window instead of the burstiest pair's.",
+    "On pod_b, where a pair's largest jump in one 96-matrix window and in the next correlate",
+    "at 0.75 across pairs, it is better on every series (pooled 1.038 / 1.256 against",
+    "1.041 / 1.262); on pod_a, where they correlate at 0.07 (any pair may burst), it costs",
+    "the p99 (+0.058 on series 1, +0.048 on series 3). Choosing between the two per fabric, by",
+    "how well the window's first half predicts its second half's jumps, is the next step.",
 ]
 
 
