@@ -22,7 +22,7 @@ make as many circuits as they drain (the planner's stages; a stage that leaves u
 only lowers capacity, and the next stage's drain counts against a limit no higher).
 
     python -m benchmarks.hot.lookahead [--sizes 16] [--kinds ring shift] [--load 0.9]
-        [--stage-limit 0.8] [--out benchmarks/RESULTS_hot.md]
+        [--stage-limit 0.8] [--max-topologies 2000] [--out benchmarks/RESULTS_hot.md]
 """
 
 from __future__ import annotations
@@ -281,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load", type=float, default=0.9)
     parser.add_argument("--stage-limit", type=float, default=0.8)
     parser.add_argument("--spine", action="store_true", help="the fabrics with a spine switch too")
+    parser.add_argument("--max-topologies", type=int, default=MAX_TOPOLOGIES,
+                        help="topologies the search visits before it is cut (a cut proves nothing)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "RESULTS_hot.md"))
     args = parser.parse_args(argv)
     rows = []
@@ -289,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
             fabric = mixed_fabric(n, spine_links=spine_links)
             for kind in args.kinds:
                 tm = mesh_scaled(fabric, (ring if kind == "ring" else shift)(fabric), args.load)
-                p = prove(fabric, [tm], args.stage_limit)
+                p = prove(fabric, [tm], args.stage_limit, max_topologies=args.max_topologies)
                 if p.proven:
                     verdict = f"proven: no safe sequence reaches below {p.best:.4f}"
                 else:
@@ -302,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 print(rows[-1], flush=True)
     words = (f"--sizes {' '.join(map(str, args.sizes))} --kinds {' '.join(args.kinds)} "
-             f"--load {args.load:g} --stage-limit {args.stage_limit:g}{' --spine' if args.spine else ''}")
+             f"--load {args.load:g} --stage-limit {args.stage_limit:g}{' --spine' if args.spine else ''}"
+             f"{'' if args.max_topologies == MAX_TOPOLOGIES else f' --max-topologies {args.max_topologies}'}")
     lines = [
         BEGIN,
         "",
