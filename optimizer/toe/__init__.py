@@ -9,9 +9,9 @@ The face of the package (other packages import from here only):
   and the final TE in one call, shared by ``heliostat toe`` and the daemon;
 - :func:`te_min_mlu`, :func:`lp_min_mlu`, :func:`worst_scale`: evaluators of a topology.
 
-Inside: :mod:`~optimizer.toe.lp` (the lexicographic LP: :mod:`~optimizer.toe.lp_build`
-defines its rows and columns, :mod:`~optimizer.toe.lp_columns` prices transit paths,
-:mod:`~optimizer.toe.lp_result` reads the answer back), :mod:`~optimizer.toe.rounding` and
+Inside: :mod:`~optimizer.toe.lp` (the lexicographic LP: :mod:`~optimizer.toe.lp.build`
+defines its rows and columns, :mod:`~optimizer.toe.lp.columns` prices transit paths,
+:mod:`~optimizer.toe.lp.result` reads the answer back), :mod:`~optimizer.toe.rounding` and
 :mod:`~optimizer.toe.repair`; :mod:`~optimizer.toe.sequence` (safe stages found one by one when a
 target cannot be staged whole, its swaps ranked by :mod:`~optimizer.toe.swap_rank`),
 :mod:`~optimizer.toe.merge` (consecutive stages of one failure domain merged where still safe)

@@ -20,8 +20,8 @@ from optimizer.toe import (
     plan_topology,
     solve_relaxation,
 )
-from optimizer.toe import lp_columns as toe_lp
 from optimizer.toe.lp import ToeLp
+from optimizer.toe.lp import columns as toe_lp
 from optimizer.toe.rounding import port_budget, round_topology
 from optimizer.topology import mesh_topology
 from optimizer.traffic import TrafficMatrix

@@ -1,7 +1,7 @@
 """Reading the topology LP's answer back: circuit counts, stretch and removals.
 
 Pure functions over the solution vector HiGHS returns and the path columns in the LP
-(:class:`PathIndex`); :class:`~optimizer.toe.lp.ToeLp` calls them after each run.
+(:class:`PathIndex`); :class:`~optimizer.toe.lp.solver.ToeLp` calls them after each run.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimizer.toe.lp_build import RowLayout
+from optimizer.toe.lp.build import RowLayout
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """The LP relaxation of topology engineering, solved with HiGHS and column generation.
 
 Three steps, three modules (PyPSA's habit: build, solve, read back apart):
-:mod:`optimizer.toe.lp_build` lays out the rows and defines one constraint family per
-function, :mod:`optimizer.toe.lp_columns` seeds and prices transit paths, and
-:mod:`optimizer.toe.lp_result` reads the answer back. :class:`ToeLp` here owns the HiGHS
+:mod:`optimizer.toe.lp.build` lays out the rows and defines one constraint family per
+function, :mod:`optimizer.toe.lp.columns` seeds and prices transit paths, and
+:mod:`optimizer.toe.lp.result` reads the answer back. :class:`ToeLp` here owns the HiGHS
 instance: it loads what the builders return, runs the rounds and switches the stages.
 
 Variables: the scale factor ``theta``; ``L[p]`` (continuous circuit count) for every block
@@ -43,7 +43,7 @@ from highspy._core import _Highs
 from optimizer import progress
 from optimizer.budget import TimeBudget
 from optimizer.errors import SolverError, SolverTimeLimit
-from optimizer.toe.lp_build import (
+from optimizer.toe.lp.build import (
     INF,
     Column,
     RowLayout,
@@ -53,8 +53,8 @@ from optimizer.toe.lp_build import (
     path_column_arrays,
     row_bounds,
 )
-from optimizer.toe.lp_columns import NewPaths, price_transit_paths, seed_transit_paths
-from optimizer.toe.lp_result import PathIndex, Relaxation, read_relaxation, weighted_transit
+from optimizer.toe.lp.columns import NewPaths, price_transit_paths, seed_transit_paths
+from optimizer.toe.lp.result import PathIndex, Relaxation, read_relaxation, weighted_transit
 
 __all__ = ["Relaxation", "ToeLp", "ToeProblem", "max_scale"]
 
@@ -217,7 +217,7 @@ class ToeLp:
 
     def solve(self) -> bool:
         """Solve to optimality over all paths, generating transit paths as they pay off
-        (:func:`~optimizer.toe.lp_columns.price_transit_paths` chooses them each round).
+        (:func:`~optimizer.toe.lp.columns.price_transit_paths` chooses them each round).
 
         Returns whether pricing proved the optimum (False after ``_MAX_ROUNDS`` rounds: the
         solution is then feasible but maybe not optimal). Raises SolverTimeLimit when the

@@ -4,7 +4,7 @@ A matrix has ``n^3`` transit paths ``s -> k -> d``; few carry flow. The LP start
 direct and spine paths and a seed of transit paths (:func:`seed_transit_paths`); each round
 then prices every absent transit path under the current duals and adds the most negative
 reduced costs (:func:`price_transit_paths`), until none is negative: the optimum over all
-paths. Pure array functions; :class:`~optimizer.toe.lp.ToeLp` runs the rounds.
+paths. Pure array functions; :class:`~optimizer.toe.lp.solver.ToeLp` runs the rounds.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimizer.toe.lp_build import RowLayout, ToeProblem
+from optimizer.toe.lp.build import RowLayout, ToeProblem
 
 RC_TOL = 1e-7
 #: Transit paths added per column generation round (about), shared between the matrices.

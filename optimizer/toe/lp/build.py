@@ -16,8 +16,8 @@ Rows, in order (:class:`RowLayout` computes their indices once):
 
 Columns: ``theta``, ``L`` and ``d`` per pair, ``u`` per pair with a mesh weight
 (:func:`fixed_columns`), then path columns (:func:`path_column_arrays`), which column
-generation (:mod:`optimizer.toe.lp_columns`) adds as they pay off. Everything here returns
-arrays; :class:`~optimizer.toe.lp.ToeLp` hands them to HiGHS.
+generation (:mod:`optimizer.toe.lp.columns`) adds as they pay off. Everything here returns
+arrays; :class:`~optimizer.toe.lp.solver.ToeLp` hands them to HiGHS.
 """
 
 from __future__ import annotations
