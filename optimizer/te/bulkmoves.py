@@ -162,3 +162,11 @@ def link_utilisation(
     flow = demand_gbps[:, None] * weights / totals[:, None]
     util: np.ndarray = path_loads(graph, paths, flow) / graph.capacity_gbps
     return util
+
+
+def peak_utilisation(
+    graph: LinkGraph, paths: CandidatePaths, demand_gbps: np.ndarray, weights: np.ndarray
+) -> float:
+    """The highest link utilisation under ``weights`` (0 on a fabric without links)."""
+    util = link_utilisation(graph, paths, demand_gbps, weights)
+    return float(util.max()) if len(util) else 0.0

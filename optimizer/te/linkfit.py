@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from optimizer.errors import ConfigError
-from optimizer.te.bulkmoves import link_utilisation
+from optimizer.te.bulkmoves import link_utilisation, peak_utilisation
 from optimizer.te.linkmilp import Repaired, round_jointly
 from optimizer.te.linkstage import coarse_rows, stage
 from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
@@ -117,13 +117,13 @@ def repair_link_loads(
     """
     frozen = np.zeros(len(weights), dtype=bool) if frozen is None else frozen
     target_mlu = plan_mlu * max_oversubscription
-    peak = _peak(graph, paths, demand_gbps, weights)
+    peak = peak_utilisation(graph, paths, demand_gbps, weights)
     if peak <= target_mlu * (1 + _EPS):
         return Repaired(weights, fractions)
     best = Repaired(weights, fractions)
     # The cheap stages first (optimizer.te.slackmove); the rounding MILP only if they fall short.
     staged = [stage(graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu, frozen)]
-    if _peak(graph, paths, demand_gbps, staged[0]) <= target_mlu * (1 + _EPS):
+    if peak_utilisation(graph, paths, demand_gbps, staged[0]) <= target_mlu * (1 + _EPS):
         return _with_split(best, staged[0])
     coarse = coarse_rows(graph, paths, demand_gbps, weights, tables, frozen)
     for include, fill in itertools.product(_INCLUDE, (False, True)):
@@ -131,7 +131,8 @@ def repair_link_loads(
             graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu,
             max_oversubscription, coarse, frozen, fill, include,
         )
-        rounded_peak = math.inf if rounded is None else _peak(graph, paths, demand_gbps, rounded.weights)
+        rounded_peak = (math.inf if rounded is None
+                        else peak_utilisation(graph, paths, demand_gbps, rounded.weights))
         improved = rounded is not None and rounded_peak < peak
         if rounded is not None and improved:
             best, peak = rounded, rounded_peak
@@ -144,10 +145,10 @@ def repair_link_loads(
                              frozen))
     start = best
     for candidate in [*staged, start.weights]:
-        if _peak(graph, paths, demand_gbps, candidate) >= peak and candidate is not start.weights:
+        if peak_utilisation(graph, paths, demand_gbps, candidate) >= peak and candidate is not start.weights:
             continue
         moved = _move_units(graph, paths, demand_gbps, candidate, target_mlu, frozen)
-        moved_peak = _peak(graph, paths, demand_gbps, moved)
+        moved_peak = peak_utilisation(graph, paths, demand_gbps, moved)
         if moved_peak < peak:
             best, peak = _with_split(start, moved), moved_peak
         if peak <= target_mlu * (1 + _EPS):
@@ -185,7 +186,7 @@ def _move_units(
     unit = demand_gbps / np.maximum(weights.sum(axis=1), 1)
     first_cap = np.append(caps, np.inf)[paths.first]
     second_cap = np.append(caps, np.inf)[paths.second]
-    padded = np.append(_util(graph, paths, demand_gbps, weights), -np.inf)
+    padded = np.append(link_utilisation(graph, paths, demand_gbps, weights), -np.inf)
     for _ in range(_MAX_MOVES):
         link = int(np.argmax(padded[:-1]))
         peak = padded[link]
@@ -217,16 +218,5 @@ def _move_units(
                 if hop != NO_LINK:
                     padded[hop] += sign * unit[row] / caps[hop]
     return weights
-
-
-def _peak(graph: LinkGraph, paths: CandidatePaths, demand_gbps: np.ndarray, weights: np.ndarray) -> float:
-    util = _util(graph, paths, demand_gbps, weights)
-    return float(util.max()) if len(util) else 0.0
-
-
-def _util(
-    graph: LinkGraph, paths: CandidatePaths, demand_gbps: np.ndarray, weights: np.ndarray
-) -> np.ndarray:
-    return link_utilisation(graph, paths, demand_gbps, weights)
 
 

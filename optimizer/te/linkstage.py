@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from optimizer.te.bulkmoves import link_utilisation
+from optimizer.te.bulkmoves import peak_utilisation
 from optimizer.te.linkmilp import Repaired
 from optimizer.te.paths import CandidatePaths, LinkGraph
 from optimizer.te.slackmove import refill_fine, round_against_plan, settle
@@ -78,7 +78,7 @@ def _settled(
     for _ in range(_SETTLE_ROUNDS):
         settled = settle(graph, paths, demand_gbps, weights, tables, sources, switch_budget, target_mlu,
                          coarse, frozen)
-        settled_peak = _peak(graph, paths, demand_gbps, settled)
+        settled_peak = peak_utilisation(graph, paths, demand_gbps, settled)
         if settled_peak >= peak * (1 - _EPS):
             break
         weights, peak = settled, settled_peak
@@ -117,8 +117,3 @@ def coarse_rows(
     active = demand_gbps > 0
     coarse: np.ndarray = active & (frozen | (demand_gbps / np.maximum(tables, 1) > _COARSE * narrowest))
     return coarse
-
-
-def _peak(graph: LinkGraph, paths: CandidatePaths, demand_gbps: np.ndarray, weights: np.ndarray) -> float:
-    util = link_utilisation(graph, paths, demand_gbps, weights)
-    return float(util.max()) if len(util) else 0.0
