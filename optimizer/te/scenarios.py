@@ -38,7 +38,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
 
@@ -99,6 +98,8 @@ class PathOperator:
         second = paths.valid & (paths.second != NO_LINK)
         rows = np.concatenate([paths.first[first], paths.second[second]])
         cols = np.concatenate([cols[first], cols[second]])
+        import scipy.sparse as sp  # here: a plan without scenarios need not import it (~0.25 s)
+
         # A[link, pair * vias + via] = 1 when the path uses the link
         self.A = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(graph.n_links, pairs * vias))
         self.AT = self.A.T.tocsr()
