@@ -181,3 +181,38 @@ def test_mesh_of_exactly_tight_small_blocks_joins_every_pair() -> None:
     circuits = uniform_mesh(fabric)
     check_circuits(fabric, circuits)
     assert mesh_gaps(fabric, circuits) == []
+
+
+@given(st.integers(0, 2**32 - 1))
+@settings(max_examples=25, deadline=None)
+def test_domain_excess_counts_each_pair_and_domain_over_its_share(seed: int) -> None:
+    """The vectorised count (one integer key per pair and domain) against the rule read plainly:
+    per pair and domain, circuits over ceil(L * the domain's share of the ports), or over one
+    when the pair has fewer circuits than there are domains; on random subsets of a mesh."""
+    import math
+    import random
+    from collections import Counter
+
+    from optimizer.topology import _domain_excess
+
+    fabric = shipped_fabric("fabric-8")
+    mesh = uniform_mesh(fabric)
+    rng = random.Random(seed)
+    circuits = rng.sample(mesh, rng.randint(1, len(mesh)))
+    domain_of = {o.name: o.domain for o in fabric.ocs}
+    ports = Counter({d: 0 for d in fabric.domains})
+    for o in fabric.ocs:
+        ports[o.domain] += len(fabric.ports_on_ocs(o.name))
+    per_pair: Counter[tuple[str, str]] = Counter()
+    per_pair_domain: Counter[tuple[tuple[str, str], int]] = Counter()
+    for c in circuits:
+        a, b = sorted((fabric.wired_port(c.ocs, c.a).block, fabric.wired_port(c.ocs, c.b).block))  # type: ignore[union-attr]
+        per_pair[(a, b)] += 1
+        per_pair_domain[((a, b), domain_of[c.ocs])] += 1
+    expected = 0
+    for (pair, domain), count in per_pair_domain.items():
+        total = per_pair[pair]
+        share = math.ceil(total * ports[domain] / sum(ports.values()))
+        limit = min(share, 1) if total < len(fabric.domains) else share
+        expected += max(0, count - limit)
+    assert _domain_excess(fabric, circuits) == expected
