@@ -5,19 +5,22 @@ target is >= 10x, same MLU). On configs/fabric-64.yaml with the matrices of
 ``benchmarks/bench_te.py`` (gravity seed 1, busiest block at 50% of its uplinks; hotspot
 seed 1 at 90%), written to CSV files once, it starts fresh processes, interleaved:
 
-- **plan**: ``python -m controller.cli plan --fabric F --demand TM``, the command's own
-  defaults (table output, 128 entries a group, the mesh, the spine if any), stdout to a file;
+- **plan**: ``heliostat plan --fabric F --demand TM`` (the venv's console script, the
+  checkout on PYTHONPATH), the command's own defaults (table output, 128 entries a group,
+  the mesh, the spine if any), stdout to a file;
 - **before** (with ``--before DIR``): the same command run from another checkout (e.g. a
   ``git archive`` of the commit before a change), so before and after share one run;
 - **PuLP**: ``python -m benchmarks.scale.plan_process --pulp F TM``: read the same two files,
   build the full path LP in PuLP and solve it by CBC (``tests/support/te_reference.py``, as
   ``bench_te.py`` does), print its MLU.
 
-Wall time is from the fork to the exit as the parent sees it; peak RSS is ``ru_maxrss`` from
-``wait4`` (the process or, for PuLP, its CBC child, whichever is larger). The order of the
-commands rotates every round; each round's ratio is PuLP's time over plan's in that round.
-The section goes to ``benchmarks/RESULTS_plan.md`` (text after ``### Earlier runs`` is kept).
-The machine is shared: compare ratios within one run.
+Wall time is from the fork to the exit as the parent sees it; CPU time (user + system) and
+peak RSS come from ``wait4`` (CPU: the process and its children, CBC for PuLP; RSS: the larger
+of the process and its CBC child). On a shared machine the CPU time moves less than the wall
+time (a process waits for a core: the wall time was about twice the CPU time at load 3-4 on
+2 cores). The order of the commands rotates every round; each round's ratio is PuLP's wall
+time over plan's in that round. The machine is shared: compare ratios within one run. The
+section goes to ``benchmarks/RESULTS_plan.md`` (what follows ``### Earlier runs`` is kept).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class Runs:
 
     seconds: list[float] = field(default_factory=list)
     rss_mb: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
 
 
@@ -72,8 +76,9 @@ def write_matrices(folder: Path, kinds: list[str]) -> dict[str, Path]:
     return files
 
 
-def timed(argv: list[str], root: Path, out: Path) -> tuple[float, float, str]:
-    """Run ``argv`` from ``root`` (on its PYTHONPATH); wall seconds, peak RSS in MB, stdout."""
+def timed(argv: list[str], root: Path, out: Path) -> tuple[float, float, float, str]:
+    """Run ``argv`` from ``root`` (on its PYTHONPATH); wall seconds, CPU seconds (user +
+    system, its children's included), peak RSS in MB, stdout."""
     env = dict(os.environ, PYTHONPATH=str(root))
     with out.open("w", encoding="utf-8") as sink:
         started = time.perf_counter()
@@ -84,11 +89,15 @@ def timed(argv: list[str], root: Path, out: Path) -> tuple[float, float, str]:
     text = out.read_text(encoding="utf-8")
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed (status {status}):\n{text}")
-    return seconds, usage.ru_maxrss / 1024.0, text  # Linux: KiB
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, text  # Linux: KiB
 
 
 def plan_argv(fabric: Path, demand: Path) -> list[str]:
-    return [sys.executable, "-m", "controller.cli", "plan", "--fabric", str(fabric), "--demand", str(demand)]
+    """The console script beside this interpreter (what an operator runs; the checkout on
+    PYTHONPATH is the one imported), else ``python -m controller.cli``."""
+    script = Path(sys.executable).with_name("heliostat")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "controller.cli"]
+    return [*command, "plan", "--fabric", str(fabric), "--demand", str(demand)]
 
 
 def pulp_argv(fabric: Path, demand: Path) -> list[str]:
@@ -123,12 +132,14 @@ def measure(kinds: list[str], runs: int, before: Path | None) -> dict[str, dict[
             for key in names[shift:] + names[:shift]:
                 argv, root = commands[key]
                 kind, name = key.split("/")
-                seconds, rss, text = timed(argv, root, folder / "out.txt")
+                seconds, cpu, rss, text = timed(argv, root, folder / "out.txt")
                 got = results[kind].setdefault(name, Runs())
                 got.seconds.append(seconds)
                 got.rss_mb.append(rss)
+                got.cpu.append(cpu)
                 got.outputs.append(text)
-                log.info("round %d %-8s %-6s %6.2f s %5.0f MB", r + 1, kind, name, seconds, rss)
+                log.info("round %d %-8s %-6s %6.2f s (CPU %5.2f s) %5.0f MB",
+                         r + 1, kind, name, seconds, cpu, rss)
     return results
 
 
@@ -139,9 +150,9 @@ def ratios(pulp: Runs, plan: Runs) -> list[float]:
 def rows(results: dict[str, dict[str, Runs]]) -> tuple[list[str], bool]:
     """The table's rows, and whether every MLU agrees."""
     lines = [
-        "| matrix | process | median (s) | max (s) | peak RSS (MB) | MLU (LP) | MLU (integer weights) "
-        "| PuLP / it, per round: median (min) | PuLP median / its median |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| matrix | process | wall median (s) | wall max (s) | CPU median (s) | peak RSS (MB) | MLU (LP) "
+        "| MLU (integer weights) | PuLP / it, wall, per round: median (min) | PuLP / it, CPU medians |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     agree = True
     for kind, by_name in results.items():
@@ -151,24 +162,22 @@ def rows(results: dict[str, dict[str, Runs]]) -> tuple[list[str], bool]:
             if name not in by_name:
                 continue
             got = by_name[name]
+            cells = [kind, LABELS[name], f"{statistics.median(got.seconds):.3f}", f"{max(got.seconds):.3f}",
+                     f"{statistics.median(got.cpu):.3f}", f"{max(got.rss_mb):.0f}"]
             if name == "pulp":
-                mlu, quantised, ratio = f"{ref:.6f}", "", ""
+                cells += [f"{ref:.6f}", "", "", ""]
             else:
                 lp = {table_figure(o, "MLU (LP)") for o in got.outputs}
                 q = {table_figure(o, "MLU (integer weights)") for o in got.outputs}
                 agree &= all(abs(m - ref) / ref <= MLU_TOLERANCE for m in lp)
-                mlu = " / ".join(f"{m:.4f}" for m in sorted(lp))
-                quantised = " / ".join(f"{m:.4f}" for m in sorted(q))
                 per_round = ratios(pulp, got)
-                ratio = (
-                    f"{statistics.median(per_round):.1f}x ({min(per_round):.1f}x) "
-                    f"| {statistics.median(pulp.seconds) / statistics.median(got.seconds):.1f}x"
-                )
-            label = LABELS[name]
-            lines.append(
-                f"| {kind} | {label} | {statistics.median(got.seconds):.3f} | {max(got.seconds):.3f} "
-                f"| {max(got.rss_mb):.0f} | {mlu} | {quantised} | {ratio or '|'} |"
-            )
+                cells += [
+                    " / ".join(f"{m:.4f}" for m in sorted(lp)),
+                    " / ".join(f"{m:.4f}" for m in sorted(q)),
+                    f"{statistics.median(per_round):.1f}x ({min(per_round):.1f}x)",
+                    f"{statistics.median(pulp.cpu) / statistics.median(got.cpu):.1f}x",
+                ]
+            lines.append("| " + " | ".join(cells) + " |")
     return lines, agree
 
 
@@ -186,7 +195,7 @@ def report(
             f"`{command}` on {machine_summary()}; load average {load[0]:.1f} at the start, "
             f"{load[1]:.1f} at the end.",
             "",
-            (__doc__ or "").split("\n\n", 1)[1].split("\n\nWall time")[0].strip(),
+            (__doc__ or "").split("\n\n", 1)[1].strip(),
             "",
             f"{runs} rounds; the MLUs {'agree' if agree else 'DO NOT agree'} within "
             f"{100 * MLU_TOLERANCE:g}% (the table prints 4 decimals). Target: >= {TARGET:g}x.",
