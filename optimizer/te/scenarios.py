@@ -33,7 +33,6 @@ Pure: numpy and scipy, no I/O, no clock.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -412,6 +411,8 @@ class ScenarioPlanner:
         tail: float = 0.0,
     ) -> tuple[ScenarioResult, int]:
         """The routing for ``demands`` (K, P), oldest first; also how many matrices it used."""
+        import hashlib  # here: a plan without scenarios need not load OpenSSL's
+
         graph = operator.graph
         key = hashlib.sha1(
             graph.capacity_gbps.tobytes() + graph.link_src.tobytes() + graph.link_dst.tobytes()
