@@ -1,6 +1,6 @@
 """``heliostat plan`` as a whole process against the plain PuLP + CBC path LP as a whole process.
 
-``python -m benchmarks.scale.plan_process [--runs 7] [--before DIR]`` (issue 29, item 3: the
+``python -m benchmarks.scale.plan_process [--runs 7] [--before DIR] [--bytecode]`` (issue 29, item 3: the
 target is >= 10x, same MLU). On configs/fabric-64.yaml with the matrices of
 ``benchmarks/bench_te.py`` (gravity seed 1, busiest block at 50% of its uplinks; hotspot
 seed 1 at 90%), written to CSV files once, it starts fresh processes, interleaved:
@@ -45,6 +45,7 @@ FABRIC = ROOT / "configs" / "fabric-64.yaml"
 OUT = ROOT / "benchmarks" / "RESULTS_plan.md"
 EARLIER = "### Earlier runs"
 TARGET = 10.0
+PACKAGES = ("optimizer", "controller", "benchmarks", "tests/support")
 MLU_TOLERANCE = 0.005  # the table prints 4 decimals; bench_te's tolerance
 LABELS = {"plan": "`heliostat plan`", "before": "`heliostat plan` before", "pulp": "PuLP + CBC"}
 log = logging.getLogger(__name__)
@@ -181,13 +182,35 @@ def rows(results: dict[str, dict[str, Runs]]) -> tuple[list[str], bool]:
     return lines, agree
 
 
+def compile_bytecode(roots: list[Path]) -> None:
+    """Each checkout's modules compiled to ``__pycache__`` (git-ignored), as an installed
+    package has them; the processes then read them even under PYTHONDONTWRITEBYTECODE."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for root in roots:
+        folders = [f for f in PACKAGES if (root / f).is_dir()]
+        subprocess.run([sys.executable, "-m", "compileall", "-q", *folders], cwd=root, env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+
+
+def bytecode_note(compiled: bool) -> str:
+    if compiled:
+        return "Bytecode: compiled beforehand (`--bytecode`), as an installed package has it."
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return ("Bytecode: none (PYTHONDONTWRITEBYTECODE is set here): every process compiles the "
+                "project's modules from source; `--bytecode` compiles them first.")
+    return "Bytecode: as Python left it (written on first import)."
+
+
 def report(
-    results: dict[str, dict[str, Runs]], runs: int, before: str | None, load: tuple[float, float]
+    results: dict[str, dict[str, Runs]], runs: int, before: str | None, load: tuple[float, float],
+    compiled: bool = False,
 ) -> str:
     lines, agree = rows(results)
     command = "python -m benchmarks.scale.plan_process" + (f" --runs {runs}" if runs else "")
     if before:
         command += f" --before {before}"
+    if compiled:
+        command += " --bytecode"
     return "\n".join(
         [
             "## `heliostat plan` as a process against PuLP + CBC (64 blocks)",
@@ -198,7 +221,8 @@ def report(
             (__doc__ or "").split("\n\n", 1)[1].strip(),
             "",
             f"{runs} rounds; the MLUs {'agree' if agree else 'DO NOT agree'} within "
-            f"{100 * MLU_TOLERANCE:g}% (the table prints 4 decimals). Target: >= {TARGET:g}x.",
+            f"{100 * MLU_TOLERANCE:g}% (the table prints 4 decimals). Target: >= {TARGET:g}x. "
+            + bytecode_note(compiled),
             "",
             *lines,
         ]
@@ -225,15 +249,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", nargs="*", default=["hotspot", "gravity"], choices=("hotspot", "gravity"))
     parser.add_argument("--before", type=Path, default=None, help="a checkout whose plan is timed too")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--bytecode", action="store_true", help="compile the checkouts' modules first")
     parser.add_argument("--pulp", nargs=2, metavar=("FABRIC", "DEMAND"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.pulp:
         return pulp_main(*args.pulp)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.bytecode:
+        compile_bytecode([ROOT] if args.before is None else [ROOT, args.before])
     start_load = os.getloadavg()[0]
     results = measure(args.kinds, args.runs, args.before)
     before = None if args.before is None else str(args.before)
-    text = report(results, args.runs, before, (start_load, os.getloadavg()[0]))
+    text = report(results, args.runs, before, (start_load, os.getloadavg()[0]), args.bytecode)
     earlier = args.out.read_text(encoding="utf-8").partition(EARLIER)[2] if args.out.exists() else ""
     if earlier:
         text += "\n\n" + EARLIER + earlier.rstrip("\n")
