@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -216,3 +217,23 @@ def test_domain_excess_counts_each_pair_and_domain_over_its_share(seed: int) -> 
         limit = min(share, 1) if total < len(fabric.domains) else share
         expected += max(0, count - limit)
     assert _domain_excess(fabric, circuits) == expected
+
+
+def test_topology_from_circuits_counts_each_circuit_both_ways() -> None:
+    """from_circuits (by block index) against the circuits' own blocks counted by name."""
+    import random
+
+    fabric = shipped_fabric("fabric-hybrid-8")
+    circuits = random.Random(7).sample(uniform_mesh(fabric), 40)
+    links: dict[tuple[str, str], int] = {}
+    for c in circuits:
+        a, b = c.blocks(fabric)
+        links[(a, b)] = links.get((a, b), 0) + 1
+    expected = Topology.from_links(fabric.block_names, ((a, b, n) for (a, b), n in links.items()))
+    got = Topology.from_circuits(fabric, circuits)
+    assert np.array_equal(got.counts, expected.counts) and got.blocks == expected.blocks
+    assert int(got.counts.sum()) == 2 * len(circuits)
+    assert not Topology.from_circuits(fabric, []).counts.any()
+    free = next(p for p in range(fabric.ocs[0].ports) if fabric.wired_port(fabric.ocs[0].name, p) is None)
+    with pytest.raises(ValueError, match="uncabled port"):
+        Topology.from_circuits(fabric, [*circuits, Circuit(fabric.ocs[0].name, 0, free)])
