@@ -15,10 +15,12 @@ one-north-one-south OCS, a swap ``a - x, b - y -> a - b, x - y``), ranked so tha
 first taken from cold pairs and given to hot ones, each checked by TE; the safe one that
 lowers the MLU most is taken, then whole prefixes are tried again.
 
-Under a time budget the search stops when it is spent, and with a ``patience`` budget (the
-caller's share of it) already when that is spent while no stage has lowered the MLU: the
-stages found are cut after the best one, or :class:`StagingTimedOut` is raised if none lowers
-the MLU.
+Under a time budget (the plan's time limit) the search stops as soon as it is spent, before
+the next TE check, wherever it is (a stage's prefixes, its single circuits or its swaps); with a
+``patience`` budget (the caller's share of it) already when that is spent while no stage has
+lowered the MLU, once every failure domain had a stage. The stages found are cut after the best
+one, or :class:`StagingTimedOut` is raised if none lowers the MLU (or, without ``partial``, if
+the change is not staged whole in time).
 
 If nothing can move, :class:`StagingBlocked` names the block pair; with ``partial=True`` the
 stages that were found are cut after the one whose topology has the lowest MLU (the best
@@ -182,10 +184,11 @@ def stage_changes(
     ``evaluate(fabric, topology, matrix) -> MLU`` is the min-MLU traffic engineering used
     to check every drained topology (worst over the matrices). With ``partial`` a change that
     cannot be staged whole gives its best reachable step (``plan.blocked`` says why the rest
-    waits). ``budget``: once spent, no more swaps are searched (the plan is cut there).
-    ``patience`` (with ``partial``): once spent while no stage has lowered the MLU, the search
-    stops there too, leaving the rest of ``budget`` to the caller's other tries (a smaller
-    change, single swaps).
+    waits). ``budget``: once spent, no more TE checks are made: the plan is cut there (with
+    ``partial``) or StagingTimedOut is raised. ``patience`` (with ``partial``): once spent while
+    no stage has lowered the MLU (and after one stage per failure domain), the search stops
+    there too, leaving the rest of ``budget`` to the caller's other tries (a smaller change,
+    single swaps).
     """
     if not threshold > 0 or math.isinf(threshold):
         raise InfeasibleError(f"the staging threshold must be a finite number > 0, got {threshold}")
@@ -216,15 +219,18 @@ def stage_changes(
         moved = False
         for domain in domains:
             while to_remove.get(domain) or to_add.get(domain):
-                # out of time (or of patience): stop, but not before one stage per domain (a cold
-                # fabric moves whole domains: the plan is not lost to a mapping that used the budget up)
-                spent = _spent(budget, patience, stages, start_mlu) if partial else None
-                if spent is not None and len(stages) >= len(domains):
+                # out of time: stop (out of patience: not before one stage per domain)
+                spent = _spent(budget, patience if partial else None, stages, start_mlu, len(domains))
+                if spent is not None:
                     out_of_time = f"{spent.describe()} ran out after {len(stages)} stages"
                     break
                 pending = to_remove.get(domain, set())
-                step = _next_stage(fabric, state, domain, pending, matrices, mlu_now, lp_threshold, mlu_of)
+                step = _next_stage(fabric, state, domain, pending, matrices, mlu_now, lp_threshold, mlu_of,
+                                   budget)
                 adds: tuple[Circuit, ...] | None = None
+                if step is None:  # the budget ran out between its checks
+                    out_of_time = f"{_described(budget)} ran out after {len(stages)} stages"
+                    break
                 if isinstance(step, StagingBlocked):
                     swap = None
                     if budget is None or not budget.expired():
@@ -232,6 +238,9 @@ def stage_changes(
                             fabric, state, pending, to_add.get(domain, set()), matrices,
                             max(lp_threshold, mlu_now), mlu_now, mlu_of, budget,
                         )
+                    if swap is None and budget is not None and budget.expired():
+                        out_of_time = f"{budget.describe()} ran out after {len(stages)} stages"
+                        break
                     if swap is None:
                         blocked = StagingBlocked(
                             step.domain, step.pair, step.mlu, step.limit, threshold, margin, mlu_now
@@ -274,6 +283,8 @@ def stage_changes(
             if blocked is None:  # pragma: no cover - a domain only stops when blocked
                 raise InfeasibleError("staging made no progress")
             break
+    if out_of_time is not None and not partial:
+        raise StagingTimedOut(f"cannot stage the change whole: {out_of_time}")
     if out_of_time is not None:
         return _cut_by_time(fabric, stages, states, goal, start_mlu, threshold, margin, out_of_time)
     if blocked is None:
@@ -292,16 +303,21 @@ def stage_changes(
 
 
 def _spent(
-    budget: TimeBudget | None, patience: TimeBudget | None, stages: list[Stage], start_mlu: float
+    budget: TimeBudget | None, patience: TimeBudget | None, stages: list[Stage], start_mlu: float,
+    domains: int,
 ) -> TimeBudget | None:
-    """The budget that stops the search now: ``budget`` once spent, ``patience`` once spent
-    while no stage has lowered the MLU; None to go on."""
+    """The budget that stops the search now: ``budget`` once spent; ``patience`` once spent
+    while no stage has lowered the MLU, after one stage per domain (a cold fabric moves whole
+    domains in one check each); None to go on."""
     if budget is not None and budget.expired():
         return budget
-    lowered = any(_lowers(s.mlu_after, start_mlu) for s in stages)
-    if patience is not None and patience.expired() and not lowered:
-        return patience
-    return None
+    if patience is None or len(stages) < domains or not patience.expired():
+        return None
+    return None if any(_lowers(s.mlu_after, start_mlu) for s in stages) else patience
+
+
+def _described(budget: TimeBudget | None) -> str:
+    return "the time budget" if budget is None else budget.describe()
 
 
 def _lowers(mlu: float, start_mlu: float) -> bool:
@@ -392,15 +408,21 @@ def _next_stage(
     mlu_now: float,
     threshold: float,
     mlu_of: Callable[[set[Circuit]], float],
-) -> tuple[tuple[Circuit, ...], float] | StagingBlocked:
-    """The largest prefix (all, half, quarter, ...) of the lightest-first removals that passes."""
+    budget: TimeBudget | None = None,
+) -> tuple[tuple[Circuit, ...], float] | StagingBlocked | None:
+    """The largest prefix (all, half, quarter, ...) of the lightest-first removals that passes;
+    None when ``budget`` runs out before one does (checked before every TE check but the first)."""
     if not pending:
         return (), mlu_now
     limit = max(threshold, mlu_now)
     order = lightest_first(fabric, state, pending, matrices)
     size = len(order)
     mlu = math.inf
+    checked = 0
     while size >= 1:
+        if checked and budget is not None and budget.expired():
+            return None
+        checked += 1
         chunk = tuple(order[:size])
         mlu = mlu_of(state - set(chunk))
         if mlu <= limit + _TOL:
@@ -417,6 +439,8 @@ def _next_stage(
             continue
         if len(tried) > _SINGLE_TRIES:
             break
+        if budget is not None and budget.expired():
+            return None
         tried.add(pair)
         alt = mlu_of(state - {c})
         if alt <= limit + _TOL:

@@ -37,7 +37,7 @@ from optimizer.fabric import Fabric
 from optimizer.jobs.objective import JobsJudge
 from optimizer.mapping import ParallelMap
 from optimizer.policy import Decision, ReconfigurePolicy
-from optimizer.staging import StagingBlocked, StagingPlan, stage_changes
+from optimizer.staging import StagingBlocked, StagingPlan, StagingTimedOut, stage_changes
 from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION, min_mlu
 from optimizer.toe import DEFAULT_TIME_LIMIT, ToeKnobs, plan_target
 from optimizer.toe.reconfigure import MAX_CHANGE_STEPS
@@ -280,6 +280,11 @@ class ToePlanner:
             )
         except StagingBlocked as exc:
             staged = StageMisfit.of(exc)
+        except StagingTimedOut as exc:  # not a reason to drop the plan: it waits, as it did
+            check = judge(deferred, now, current_mlu, target_mlu, deferred.misfit, policy, last_reconfig_at)
+            if check.verdict is Verdict.WAIT:
+                check = replace(check, reason=f"{check.reason}; not re-staged this time: {exc}")
+            return check, None
         except InfeasibleError as exc:
             check = judge(deferred, now, current_mlu, target_mlu, None, policy, last_reconfig_at, str(exc))
             return check, None

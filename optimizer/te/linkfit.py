@@ -38,6 +38,7 @@ from optimizer.te.bulkmoves import link_utilisation, peak_utilisation
 from optimizer.te.linkmilp import Repaired, round_jointly
 from optimizer.te.linkstage import coarse_rows, stage
 from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph, order_by_link
+from optimizer.te.repair_inputs import RepairInputs
 from optimizer.te.wcmp import reduce_weights
 
 __all__ = ["DEFAULT_SWITCH_BUDGET", "Repaired", "fit_switch_budget", "repair_link_loads"]
@@ -121,16 +122,14 @@ def repair_link_loads(
     if peak <= target_mlu * (1 + _EPS):
         return Repaired(weights, fractions)
     best = Repaired(weights, fractions)
+    inputs = RepairInputs(graph, paths, demand_gbps, tables, sources, switch_budget, target_mlu)
     # The cheap stages first (optimizer.te.slackmove); the rounding MILP only if they fall short.
-    staged = [stage(graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu, frozen)]
+    staged = [stage(inputs, best, frozen)]
     if peak_utilisation(graph, paths, demand_gbps, staged[0]) <= target_mlu * (1 + _EPS):
         return _with_split(best, staged[0])
-    coarse = coarse_rows(graph, paths, demand_gbps, weights, tables, frozen)
+    coarse = coarse_rows(inputs, weights, frozen)
     for include, fill in itertools.product(_INCLUDE, (False, True)):
-        rounded, timed_out = round_jointly(
-            graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu,
-            max_oversubscription, coarse, frozen, fill, include,
-        )
+        rounded, timed_out = round_jointly(inputs, best, max_oversubscription, coarse, frozen, fill, include)
         rounded_peak = (math.inf if rounded is None
                         else peak_utilisation(graph, paths, demand_gbps, rounded.weights))
         improved = rounded is not None and rounded_peak < peak
@@ -141,8 +140,7 @@ def repair_link_loads(
         if timed_out and not improved:
             break  # the next MILPs are as large or larger (a 64-block ring: 3 s each, no gain)
     if best.weights is not weights:
-        staged.append(stage(graph, paths, demand_gbps, best, tables, sources, switch_budget, target_mlu,
-                             frozen))
+        staged.append(stage(inputs, best, frozen))
     start = best
     for candidate in [*staged, start.weights]:
         if peak_utilisation(graph, paths, demand_gbps, candidate) >= peak and candidate is not start.weights:

@@ -11,7 +11,8 @@ import numpy as np
 from highspy._core import _Highs
 
 from optimizer.te.bulkmoves import link_utilisation
-from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
+from optimizer.te.paths import NO_LINK
+from optimizer.te.repair_inputs import RepairInputs
 from optimizer.te.wcmp import reduce_weights
 
 if TYPE_CHECKING:
@@ -32,14 +33,8 @@ class Repaired:
 
 
 def round_jointly(
-    graph: LinkGraph,
-    paths: CandidatePaths,
-    demand_gbps: np.ndarray,
+    inputs: RepairInputs,
     plan: Repaired,
-    tables: np.ndarray,
-    sources: np.ndarray,
-    switch_budget: int,
-    target_mlu: float,
     max_oversubscription: float,
     coarse: np.ndarray,
     frozen: np.ndarray,
@@ -52,9 +47,11 @@ def round_jointly(
     has entries to spare: finer units); a fine row's split is continuous, then reduced to
     weights within a quarter of the over-subscription bound. None if it found nothing; and
     whether the MILP ran into its time limit."""
+    graph, paths, demand_gbps = inputs.graph, inputs.paths, inputs.demand_gbps
+    tables, sources, switch_budget = inputs.tables, inputs.sources, inputs.switch_budget
     weights = plan.weights
     util = link_utilisation(graph, paths, demand_gbps, weights)
-    hot_links = np.append(util > target_mlu * include, False)
+    hot_links = np.append(util > inputs.target_mlu * include, False)
     crosses = paths.valid & (weights > 0) & (hot_links[paths.first] | hot_links[paths.second])
     rows = np.flatnonzero(crosses.any(axis=1) & ~frozen & (demand_gbps > 0))
     if not len(rows) or int(paths.valid[rows].sum()) > MILP_MAX_COLUMNS:
@@ -99,7 +96,7 @@ def round_jointly(
     # z is bounded below by the target less the fine rows' rounding: the search stops as soon
     # as it gets there.
     fine_bound = 1.0 + (max_oversubscription - 1.0) / 4
-    lower_bounds = np.concatenate([np.zeros(n), [target_mlu / fine_bound]])
+    lower_bounds = np.concatenate([np.zeros(n), [inputs.target_mlu / fine_bound]])
     start = None
     if not fill:  # the current weights are a feasible start: the MILP can only improve them
         current = weights[rows[g_local], via].astype(np.float64)

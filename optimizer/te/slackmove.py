@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from optimizer.te.bulkmoves import link_utilisation, move_to_slack
-from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph, path_loads
+from optimizer.te.paths import NO_LINK, path_loads
+from optimizer.te.repair_inputs import RepairInputs
 from optimizer.te.wcmp import reduce_weights
 
 _BISECTIONS = 44  # halvings of the peak interval: below 1e-12 of a link
@@ -33,26 +34,18 @@ _NEAR = 0.97  # fine groups crossing links above this share of the target get th
 
 
 def refill_fine(
-    graph: LinkGraph,
-    paths: CandidatePaths,
-    demand_gbps: np.ndarray,
-    fractions: np.ndarray,
-    weights: np.ndarray,
-    tables: np.ndarray,
-    sources: np.ndarray,
-    switch_budget: int,
-    target_mlu: float,
-    fixed: np.ndarray,
+    inputs: RepairInputs, fractions: np.ndarray, weights: np.ndarray, fixed: np.ndarray
 ) -> np.ndarray:
     """``weights`` with each row not ``fixed`` that crosses a link above ``_NEAR`` of the
     target re-reduced from its ``fractions`` over its whole table, largest demands first
     while its switch has the entries to spare."""
-    util = link_utilisation(graph, paths, demand_gbps, weights)
-    near = np.append(util > target_mlu * _NEAR, False)
+    paths, demand_gbps, tables, sources = inputs.paths, inputs.demand_gbps, inputs.tables, inputs.sources
+    util = link_utilisation(inputs.graph, paths, demand_gbps, weights)
+    near = np.append(util > inputs.target_mlu * _NEAR, False)
     crosses = paths.valid & (weights > 0) & (near[paths.first] | near[paths.second])
     totals = weights.sum(axis=1)
     rows = np.flatnonzero(crosses.any(axis=1) & ~fixed & (demand_gbps > 0) & (totals < tables))
-    spare = switch_budget - np.bincount(sources, weights=totals, minlength=int(sources.max()) + 1)
+    spare = inputs.switch_budget - np.bincount(sources, weights=totals, minlength=int(sources.max()) + 1)
     chosen = []
     for row in rows[np.argsort(-demand_gbps[rows], kind="stable")].tolist():
         extra = int(tables[row] - totals[row])
@@ -68,16 +61,7 @@ def refill_fine(
 
 
 def requantise_coarse(
-    graph: LinkGraph,
-    paths: CandidatePaths,
-    demand_gbps: np.ndarray,
-    weights: np.ndarray,
-    tables: np.ndarray,
-    sources: np.ndarray,
-    switch_budget: int,
-    target_mlu: float,
-    coarse: np.ndarray,
-    total: int | None = None,
+    inputs: RepairInputs, weights: np.ndarray, coarse: np.ndarray, total: int | None = None
 ) -> np.ndarray:
     """``weights`` with each ``coarse`` row crossing a link above the target re-quantised
     alone, every other row's load fixed (largest demands first): over all its candidate
@@ -88,15 +72,17 @@ def requantise_coarse(
 
     With ``total``, every ``coarse`` row is re-quantised at that total (if its table and
     switch allow it) and takes the result whatever it does: a step of :func:`search_totals`."""
+    paths, demand_gbps, tables, sources = inputs.paths, inputs.demand_gbps, inputs.tables, inputs.sources
+    target_mlu = inputs.target_mlu
     weights = weights.copy()
-    caps = graph.capacity_gbps
+    caps = inputs.graph.capacity_gbps
     padded_caps = np.append(caps, 1.0)
-    load = np.append(link_utilisation(graph, paths, demand_gbps, weights) * caps, -np.inf)
+    load = np.append(link_utilisation(inputs.graph, paths, demand_gbps, weights) * caps, -np.inf)
     hot = np.append(load[:-1] > caps * target_mlu, False)
     totals = weights.sum(axis=1)
     crosses = paths.valid & (weights > 0) & (hot[paths.first] | hot[paths.second])
     rows = np.flatnonzero((crosses.any(axis=1) | (total is not None)) & coarse & (demand_gbps > 0))
-    spare = switch_budget - np.bincount(sources, weights=totals, minlength=int(sources.max()) + 1)
+    spare = inputs.switch_budget - np.bincount(sources, weights=totals, minlength=int(sources.max()) + 1)
     for row in rows[np.argsort(-demand_gbps[rows], kind="stable")].tolist():
         current = int(totals[row])
         if current < 1:
@@ -138,29 +124,22 @@ def requantise_coarse(
 
 
 def round_against_plan(
-    graph: LinkGraph,
-    paths: CandidatePaths,
-    demand_gbps: np.ndarray,
-    fractions: np.ndarray,
-    weights: np.ndarray,
-    tables: np.ndarray,
-    sources: np.ndarray,
-    switch_budget: int,
-    coarse: np.ndarray,
+    inputs: RepairInputs, fractions: np.ndarray, weights: np.ndarray, coarse: np.ndarray
 ) -> np.ndarray:
     """``weights`` with each ``coarse`` row replaced by its least-peak weights (totals within
     ``_SIZE_SPAN`` of its current one and its table) against the *planned* load of every
     other row (the continuous split ``fractions``): a rounding consistent across the coarse
     groups, for where they are most of the load (paired blocks, rings) and each one's best
     answer to the others' rounded weights stays far from the plan."""
+    paths, demand_gbps, tables, sources = inputs.paths, inputs.demand_gbps, inputs.tables, inputs.sources
     weights = weights.copy()
-    caps = graph.capacity_gbps
+    caps = inputs.graph.capacity_gbps
     padded_caps = np.append(caps, 1.0)
     sums = fractions.sum(axis=1, keepdims=True)
     planned = demand_gbps[:, None] * np.divide(fractions, sums, out=np.zeros_like(fractions), where=sums > 0)
-    load = np.append(path_loads(graph, paths, planned), -np.inf)
+    load = np.append(path_loads(inputs.graph, paths, planned), -np.inf)
     totals = weights.sum(axis=1)
-    spare = switch_budget - np.bincount(sources, weights=totals, minlength=int(sources.max()) + 1)
+    spare = inputs.switch_budget - np.bincount(sources, weights=totals, minlength=int(sources.max()) + 1)
     rows = np.flatnonzero(coarse & (demand_gbps > 0) & (totals > 0))
     for row in rows[np.argsort(-demand_gbps[rows], kind="stable")].tolist():
         current = int(totals[row])
@@ -235,19 +214,7 @@ def _least_peak_split(
     return counts, unit
 
 
-def settle(
-    graph: LinkGraph,
-    paths: CandidatePaths,
-    demand_gbps: np.ndarray,
-    weights: np.ndarray,
-    tables: np.ndarray,
-    sources: np.ndarray,
-    switch_budget: int,
-    target_mlu: float,
-    coarse: np.ndarray,
-    frozen: np.ndarray,
-) -> np.ndarray:
+def settle(inputs: RepairInputs, weights: np.ndarray, coarse: np.ndarray, frozen: np.ndarray) -> np.ndarray:
     """The coarse rows re-quantised against the rest, then the bulk moves."""
-    weights = requantise_coarse(graph, paths, demand_gbps, weights, tables, sources, switch_budget,
-                                target_mlu, coarse)
-    return move_to_slack(graph, paths, demand_gbps, weights, target_mlu, frozen)
+    weights = requantise_coarse(inputs, weights, coarse)
+    return move_to_slack(inputs.graph, inputs.paths, inputs.demand_gbps, weights, inputs.target_mlu, frozen)

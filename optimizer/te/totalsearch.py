@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from optimizer.te.bulkmoves import link_utilisation
-from optimizer.te.paths import CandidatePaths, LinkGraph
+from optimizer.te.repair_inputs import RepairInputs
 from optimizer.te.slackmove import requantise_coarse, settle
 
 _SPAN = 4  # totals tried on either side of a group's current one
@@ -31,26 +31,19 @@ _SWEEPS = 3  # passes over the groups crossing hot links
 
 
 def search_totals(
-    graph: LinkGraph,
-    paths: CandidatePaths,
-    demand_gbps: np.ndarray,
-    weights: np.ndarray,
-    tables: np.ndarray,
-    sources: np.ndarray,
-    switch_budget: int,
-    target_mlu: float,
-    coarse: np.ndarray,
-    frozen: np.ndarray,
+    inputs: RepairInputs, weights: np.ndarray, coarse: np.ndarray, frozen: np.ndarray
 ) -> np.ndarray:
     """``weights`` after the search (see the module); as good or better on (peak, excess)."""
+    paths, demand_gbps, tables = inputs.paths, inputs.demand_gbps, inputs.tables
+    target_mlu = inputs.target_mlu
     best = weights
-    peak, excess = _measure(graph, paths, demand_gbps, best, target_mlu)
+    peak, excess = _measure(inputs, best)
     trials = work = 0
     for _ in range(_SWEEPS):
         if peak <= target_mlu * (1 + 1e-12) or trials >= _TRIALS:
             break
         improved = False
-        util = np.append(link_utilisation(graph, paths, demand_gbps, best), 0.0)
+        util = np.append(link_utilisation(inputs.graph, paths, demand_gbps, best), 0.0)
         hot = util > target_mlu
         crosses = paths.valid & (best > 0) & (hot[paths.first] | hot[paths.second])
         rows = np.flatnonzero(crosses.any(axis=1) & coarse & (demand_gbps > 0))
@@ -66,11 +59,8 @@ def search_totals(
                     continue
                 trials += 1
                 work += cost
-                trial = requantise_coarse(graph, paths, demand_gbps, best, tables, sources, switch_budget,
-                                          target_mlu, only, total=total)
-                trial = settle(graph, paths, demand_gbps, trial, tables, sources, switch_budget, target_mlu,
-                               coarse, frozen)
-                trial_peak, trial_excess = _measure(graph, paths, demand_gbps, trial, target_mlu)
+                trial = settle(inputs, requantise_coarse(inputs, best, only, total=total), coarse, frozen)
+                trial_peak, trial_excess = _measure(inputs, trial)
                 if trial_peak <= peak * (1 + 1e-12) and trial_excess < excess * (1 - 1e-9) and (
                     chosen is None or trial_excess < chosen[2]
                 ):
@@ -85,9 +75,7 @@ def search_totals(
     return best
 
 
-def _measure(
-    graph: LinkGraph, paths: CandidatePaths, demand_gbps: np.ndarray, weights: np.ndarray, target_mlu: float
-) -> tuple[float, float]:
+def _measure(inputs: RepairInputs, weights: np.ndarray) -> tuple[float, float]:
     """The peak utilisation and the sum over links of the utilisation above the target."""
-    util = link_utilisation(graph, paths, demand_gbps, weights)
-    return float(util.max()), float(np.maximum(util - target_mlu, 0.0).sum())
+    util = link_utilisation(inputs.graph, inputs.paths, inputs.demand_gbps, weights)
+    return float(util.max()), float(np.maximum(util - inputs.target_mlu, 0.0).sum())

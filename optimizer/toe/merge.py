@@ -71,7 +71,7 @@ def merge_stages(
             i += 1
             continue
         before = _replay(start, stages[:i])
-        moved = _merged(before, stages, i, later, lp_limit, mlu_of)
+        moved = _merged(before, stages, i, later, lp_limit, mlu_of, budget)
         if moved is None:
             i += 1
         else:
@@ -101,10 +101,12 @@ def _merged(
     j: int,
     lp_limit: float,
     mlu_of: Callable[[frozenset[Circuit]], float],
+    budget: TimeBudget | None = None,
 ) -> list[Stage] | None:
     """``stages`` with stage ``j`` merged into stage ``i`` (one domain, ``before`` the topology
     stage ``i`` starts from) and the stages between re-checked after it; None when the merged
-    stage or one of those between breaks the stage rule."""
+    stage or one of those between breaks the stage rule, or ``budget`` runs out before every
+    re-check is made (the stages are then kept as they are)."""
     first, second = stages[i], stages[j]
     joined = _apply(_apply(before, first), second)
     removed = tuple(sorted(before - joined))
@@ -116,6 +118,8 @@ def _merged(
     out = [Stage(first.domain, removed, added, first.mlu_start, drained, after)]
     state, mlu_now = joined, after
     for stage in stages[i + 1 : j]:  # other domains: their circuits are still there to change
+        if _spent(budget):
+            return None
         cut = state - set(stage.remove)
         mlu_drained = mlu_now if not stage.remove else mlu_of(cut)
         if mlu_drained > max(lp_limit, mlu_now) + _TOL:

@@ -65,7 +65,7 @@ def sequence_steps(
     """Safe stages from ``current`` that lower the MLU, cut after the lowest MLU reached; None
     when no sequence found lowers it."""
     matrices = [m for m in matrices if m.total() > 0]
-    if not matrices:
+    if not matrices or (budget is not None and budget.expired()):  # not even today's MLU is solved
         return None
     names = fabric.block_names
     index = {b: i for i, b in enumerate(names)}
@@ -225,7 +225,7 @@ def onward_steps(
     staging reached (its stages first) and from today's ``circuits`` (the staged step can be a
     corner the search does not get out of); None when neither lowers the MLU."""
     found: list[StagingPlan] = []
-    if staging.stages:
+    if staging.stages and not budget.expired():
         more = sequence_steps(fabric, staging.final_circuits, matrices, evaluate, threshold, margin, budget)
         if more is not None:
             found.append(replace(more, stages=staging.stages + more.stages, start_mlu=staging.start_mlu))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from optimizer.budget import TimeBudget
 from optimizer.fabric import Fabric
-from optimizer.staging import MluFunction, StagingBlocked, StagingPlan, stage_changes
+from optimizer.staging import MluFunction, StagingBlocked, StagingPlan, StagingTimedOut, stage_changes
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 
@@ -66,6 +66,8 @@ def staging_window(
             )
         except StagingBlocked:
             continue
+        except StagingTimedOut:  # the budget ran out within this scale's staging
+            return None
         topology = Topology.from_circuits(fabric, current)
         today = max((evaluate(fabric, topology, m) for m in scaled if m.total() > 0), default=0.0)
         return StagingWindow(scale, staging, today)

@@ -1,8 +1,11 @@
 """``heliostat demo --jobs [FILE...]``: a training job announced ahead of its start, and the
 fabric reshaped for it before its first iteration (issue 31 item 5).
 
-Starts the emulated fabric (uniform background traffic) and the controller as ``heliostat
-demo`` does, with the job lead time set to ``--job-lead`` seconds and the northbound API
+Starts the emulated fabric (uniform background traffic) and the controller in lockstep, as
+``heliostat demo`` does (:mod:`controller.commands.demo.lockstep`: the fabric stands still while
+the controller works, so the lead time, the job's start, ``--timeout`` and the times on the
+progress lines are the controller's seconds, and a loaded machine stretches only the real
+time the demo takes), with the job lead time set to ``--job-lead`` seconds and the northbound API
 served. Once TE routes the background, it announces the job(s) through the API's ``AddJob``
 (as a scheduler would), starting ``--job-lead`` seconds later: the job is due at once, the
 daemon's ``job`` trigger asks ToE, which plans for the job's traffic and applies stage by
@@ -23,7 +26,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +35,8 @@ import numpy as np
 
 from controller.commands.demo import scripted as base
 from controller.commands.demo.job_report import Figures, print_summary, routing_on_devices
-from controller.commands.emulator import EmulatedFabric, run_fabric
+from controller.commands.demo.lockstep import Lockstep
+from controller.commands.emulator import EmulatedFabric
 from controller.config import load_controller_config
 from controller.daemon import Daemon
 from optimizer.config import load_fabric
@@ -63,39 +66,33 @@ def run_jobs_demo(args: argparse.Namespace) -> int:
     specs = [load_job(f, model) for f in files]  # a bad file is a ConfigError naming it
     fabric = EmulatedFabric(model, tick_s=0.25, devices_file=config.devices, protocols=args.protocols)
     traffic = [job_traffic(s, model) for s in specs]
-    progress = base.Progress(started)
-    stop_clock = threading.Event()
+    lockstep = Lockstep(fabric, args.speed, pace=args.serve)
+    lockstep.give_up_at = started + base.REAL_BACKSTOP * args.timeout
+    progress = base.Progress(lockstep.now(), clock=lockstep.now)  # the controller's seconds
     with fabric:
         progress.say(
             f"emulated fabric {model.name}: {model.n_blocks} blocks, {len(model.ocs)} OCSes, "
-            f"{len(fabric.agents)} devices speaking {base._spoken(args.protocols)}; clock x{args.speed:g}; "
-            f"run dir {run_dir}"
+            f"{len(fabric.agents)} devices speaking {base._spoken(args.protocols)}; clock x{args.speed:g} "
+            f"in lockstep with the controller; run dir {run_dir}"
         )
-        clock = threading.Thread(target=run_fabric, args=(fabric, stop_clock),
-                                 kwargs={"speed": args.speed, "duration_s": 0.0}, daemon=True)
-        clock.start()
         background = uniform_matrix(model, load=args.background)
         fabric.set_demand(background)
         progress.say(f"demand: uniform background, {background.total():.0f} Gbit/s")
         events = base._event_hub()
-        daemon = Daemon(config, listener=base._both(_job_events(progress), events.publish))
-        try:
-            daemon.start()
-        except HeliostatError:
-            stop_clock.set()
-            raise
-        loop = threading.Thread(target=daemon.run, name="heliostat-loop", daemon=True)
-        loop.start()
+        daemon = Daemon(config, listener=base._both(_job_events(progress), events.publish),
+                        clock=lockstep.now, wait=lockstep.wait)
+        lockstep.attach(daemon)
+        daemon.start()
         servers = page = client = None
         signals = base._Signals() if args.serve else None
         try:
             servers, page = base._serve(daemon, progress, events) if args.serve else (_api(daemon), None)
             client = _client(servers)
             with base.PlanningTicker(progress, lambda: daemon.board.get("phase")):
-                run = JobsRun(args, fabric, client, progress, background, files, traffic, started)
+                run = JobsRun(args, lockstep, client, progress, background, files, traffic, started)
                 result = run.script()
             if signals is not None:
-                signals.wait(progress)
+                signals.wait(progress, lockstep)
             return result
         finally:
             if signals is not None:
@@ -106,11 +103,9 @@ def run_jobs_demo(args: argparse.Namespace) -> int:
                 page.stop()
             if servers is not None:
                 servers.stop()
+            lockstep.stop.set()
             daemon.stop()
-            loop.join(timeout=30)
             daemon.close()
-            stop_clock.set()
-            clock.join(timeout=5)
 
 
 def _api(daemon: Daemon) -> Any:
@@ -128,17 +123,6 @@ def _client(servers: Any) -> Any:
     return ControllerClient(str(servers.grpc_address))
 
 
-def _wait(condition: Any, timeout: float, stop_at: float) -> bool:
-    """Until ``condition()`` in real time: this demo runs the fabric's clock in its own thread
-    (a job starts at a time of day the scheduler gave)."""
-    deadline = min(time.monotonic() + timeout, stop_at)
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return bool(condition())
-
-
 def _job_events(progress: base.Progress) -> Any:
     """The demo's listener, which also says when jobs become due (the daemon's ``jobs`` event)."""
 
@@ -152,47 +136,57 @@ def _job_events(progress: base.Progress) -> Any:
 
 
 class JobsRun:
-    """The scripted part: announce, watch the fabric reshape, start the jobs, measure."""
+    """The scripted part: announce, watch the fabric reshape, start the jobs, measure. Its
+    waits are in the controller's time (the fabric stands still while the controller works):
+    a loaded machine stretches the demo's real time, not what happens in it."""
 
-    def __init__(self, args: argparse.Namespace, fabric: EmulatedFabric, client: Any, progress: base.Progress,
+    def __init__(self, args: argparse.Namespace, lockstep: Lockstep, client: Any, progress: base.Progress,
                  background: TrafficMatrix, files: Sequence[Path], traffic: Sequence[JobTraffic],
                  started: float) -> None:
-        self.args, self.fabric, self.client, self.progress = args, fabric, client, progress
+        self.args, self.lockstep, self.client, self.progress = args, lockstep, client, progress
         self.background, self.files, self.traffic, self.started = background, files, traffic, started
-        self.stop_at = started + args.timeout
-        self.model = fabric.fabric
+        self.fabric: EmulatedFabric = lockstep.fabric
+        self.stop_at = lockstep.now() + args.timeout
+        self.model = self.fabric.fabric
 
     def comm(self, routing: Any) -> dict[str, float] | None:
         return comm_seconds(self.model, self.traffic, routing.circuits, routing.tables, routing.drained)
 
+    def until(self, condition: Any, within_s: float) -> bool:
+        """Cycle until ``condition()``, for at most ``within_s`` of the controller's time."""
+        return base._until(self.lockstep, condition, within_s, self.stop_at)
+
     def script(self) -> int:
-        progress, fabric, offered = self.progress, self.fabric, self.background.total()
-        if not _wait(lambda: abs(progress.te_demand_gbps - offered) <= 0.1 * offered, 30, self.stop_at):
+        progress, fabric, lockstep = self.progress, self.fabric, self.lockstep
+        offered = self.background.total()
+        if not self.until(lambda: abs(progress.te_demand_gbps - offered) <= 0.1 * offered, 30):
             progress.say("the controller did not route the background traffic in time")
             return 1
-        time.sleep(0.5)
+        lockstep.run_for(0.5, self.stop_at)
         figures = Figures(names=[t.job.name for t in self.traffic], lead_s=float(self.args.job_lead))
         mesh = routing_on_devices(fabric)
         figures.before = self.comm(mesh)
-        start = time.time() + self.args.job_lead
-        start_mono = time.monotonic() + self.args.job_lead
+        start = lockstep.now() + self.args.job_lead
         figures.stats_announced = fabric.stats()
         for path in self.files:
             job = self.client.add_job(path.read_text(), start)
             progress.say(f"AddJob {job['name']} ({path.name}): {job['phase']}, starts in "
-                         f"{start - time.time():.0f} s on {','.join(job['blocks'])}, "
+                         f"{start - lockstep.now():.0f} s on {','.join(job['blocks'])}, "
                          f"{job['gbps']:.0f} Gbit/s on average")
         peak = [0.0]
 
-        def started_yet() -> bool:
+        def watch_peak() -> None:
             peak[0] = max(peak[0], fabric.stats().mlu)
-            return time.monotonic() >= start_mono
 
-        if not _wait(started_yet, start_mono - time.monotonic() + 1, self.stop_at):
-            progress.say("the demo's --timeout came before the job's start")
-            return 1
+        lockstep.after_move.append(watch_peak)
+        try:
+            if not lockstep.run_until(lambda: lockstep.now() >= start, self.stop_at):
+                progress.say("the demo's --timeout came before the job's start")
+                return 1
+        finally:
+            lockstep.after_move.remove(watch_peak)
         figures.peak_mlu_before_start = peak[0]
-        figures.ready = progress.outcome is not None and (progress.reconfig_ended or 0) <= start_mono
+        figures.ready = progress.outcome is not None and (progress.reconfig_ended or 0) <= start
         at_start = routing_on_devices(fabric)
         figures.changed = len(at_start.circuits ^ mesh.circuits)
         figures.at_start = self.comm(at_start)
@@ -203,9 +197,9 @@ class JobsRun:
         progress.say(f"the job(s) start: the emulator plays their average traffic, {jobs.sum():.0f} Gbit/s "
                      f"(with the background: {playing.total():.0f} Gbit/s)")
         total = playing.total()
-        if not _wait(lambda: abs(progress.te_demand_gbps - total) <= 0.1 * total, 20, self.stop_at):
+        if not self.until(lambda: abs(progress.te_demand_gbps - total) <= 0.1 * total, 20):
             progress.say("TE did not route the jobs' measured traffic in time")
-        time.sleep(1.5)
+        lockstep.run_for(1.5, self.stop_at)
         figures.after_te = self.comm(routing_on_devices(fabric))
         figures.stats_end = fabric.stats()
         figures.listed = self.client.list_jobs()["jobs"]

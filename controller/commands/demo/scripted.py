@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 class Progress:
     """Prints the daemon's events as they happen and remembers what the summary needs."""
 
-    def __init__(self, started: float) -> None:
+    def __init__(self, started: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.started = started
+        self.clock = clock  # the times printed and kept: real, or the controller's (lockstep)
         self.lock = threading.Lock()
         self.te_runs = 0
         self.toe: list[dict[str, Any]] = []
@@ -84,7 +86,7 @@ class Progress:
         self.te_demand_gbps = 0.0  # the demand the last TE run routed
 
     def say(self, text: str) -> None:
-        print(f"[{time.monotonic() - self.started:6.1f}s] {text}", flush=True)
+        print(f"[{self.clock() - self.started:6.1f}s] {text}", flush=True)
 
     def __call__(self, event: str, d: dict[str, Any]) -> None:
         with self.lock:
@@ -102,7 +104,7 @@ class Progress:
                 if d["apply"]:
                     self.stages_total = int(d["stages"])
                     self.changed = int(d["changed"])
-                    self.reconfig_started = time.monotonic()
+                    self.reconfig_started = self.clock()
                     self.say(f"    {d['changed']} circuits to change in {d['stages']} stages")
             elif event == "step" and d["event"] == "failed":
                 self.say(f"    stage {d['stage'] + 1}: {d['step']} FAILED")
@@ -115,7 +117,7 @@ class Progress:
                 self.say(f"    stage {d['stage'] + 1}: rollback {d['event']}")
             elif event == "reconfiguration":
                 self.outcome = d
-                self.reconfig_ended = time.monotonic()
+                self.reconfig_ended = self.clock()
                 self.say(f"reconfiguration {d['outcome']}" + (f": {d['reason']}" if d["reason"] else ""))
 
 

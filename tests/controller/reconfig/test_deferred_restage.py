@@ -90,3 +90,22 @@ def test_a_plan_that_cannot_be_staged_at_all_is_deferred_not_failed() -> None:
     assert "cannot be staged at today's load" in proposal.verdict.reason
     assert deferred.target_mlu < deferred.current_mlu * (1 - POLICY.min_gain)
     assert deferred.misfit.mlu > deferred.misfit.limit >= STAGE_MLU / 1.02
+
+
+def test_a_restage_out_of_time_keeps_the_deferred_plan_waiting() -> None:
+    """Re-staging runs under the plan's time limit too: when it runs out before the stages are
+    all checked, the deferred plan is neither applied half-checked nor dropped; it waits, and
+    says why it was not re-staged."""
+    deferred = _planner().propose("auto", HOT, LIVE, 0.0, None, POLICY).deferred
+    assert deferred is not None
+    ticks = [0.0]
+
+    def slow_clock() -> float:  # each look at the clock finds another 20 s gone
+        ticks[0] += 20.0
+        return ticks[0]
+
+    slow = ToePlanner(FABRIC, STAGE_MLU, time_limit=20.0, clock=slow_clock, deferred_ttl=900.0)
+    quiet = HOT.scaled(0.5)  # where the plan is applied with time to stage it (the first test)
+    check, plan = slow.restage(deferred, quiet, LIVE, 600.0, None, POLICY)
+    assert check.verdict is Verdict.WAIT and plan is None and check.plan.checks == 1
+    assert "not re-staged this time" in check.reason and "time limit (20 s) ran out" in check.reason

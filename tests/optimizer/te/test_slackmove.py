@@ -15,6 +15,7 @@ from optimizer.te import linkfit, linkmilp, solve_te
 from optimizer.te.bulkmoves import link_utilisation, move_to_slack
 from optimizer.te.linkfit import repair_link_loads
 from optimizer.te.paths import CandidatePaths, LinkGraph, all_pairs, build_link_graph, candidate_paths
+from optimizer.te.repair_inputs import RepairInputs
 from optimizer.te.slackmove import refill_fine, requantise_coarse, round_against_plan
 from optimizer.te.totalsearch import search_totals
 from optimizer.topology import Topology
@@ -52,6 +53,11 @@ class Case:
     def peak(self, weights: np.ndarray) -> float:
         return float(link_utilisation(self.graph, self.paths, self.demand, weights).max())
 
+    def inputs(self, target_mlu: float, switch_budget: int = 49_152) -> RepairInputs:
+        """The repair's fixed context for this case, each block a switch."""
+        return RepairInputs(self.graph, self.paths, self.demand, self.tables, self.paths.src, switch_budget,
+                            target_mlu)
+
 
 def hot_destination() -> Case:
     """a->d (120G) in a table of 4 (units of 30G, rounded 2 direct, 1 via b, 1 via c) and
@@ -88,8 +94,7 @@ def test_bulk_moves_make_room_for_the_hot_quantum() -> None:
     graph, paths = case.graph, case.paths
     frozen = np.zeros(paths.count, dtype=bool)
     coarse = case.tables < 128
-    refilled = refill_fine(graph, paths, case.demand, case.fractions, case.weights, case.tables,
-                           case.paths.src, 49_152, TARGET, coarse)
+    refilled = refill_fine(case.inputs(TARGET), case.fractions, case.weights, coarse)
     hot, small = np.flatnonzero(coarse), np.flatnonzero(~coarse & (case.demand > 0))
     assert (refilled[small].sum(axis=1) == 128).all()  # the small pairs at their finest weights
     np.testing.assert_array_equal(refilled[hot], case.weights[hot])  # the coarse one as it was
@@ -103,11 +108,9 @@ def test_bulk_moves_make_room_for_the_hot_quantum() -> None:
 
 def test_refill_respects_the_switch_budget() -> None:
     case = hot_destination()
-    graph, paths = case.graph, case.paths
     coarse = case.tables < 128
     # b's switch holds 1 entry more than b->d's: no room for a full table.
-    refilled = refill_fine(graph, paths, case.demand, case.fractions, case.weights, case.tables,
-                           case.paths.src, 2, TARGET, coarse)
+    refilled = refill_fine(case.inputs(TARGET, switch_budget=2), case.fractions, case.weights, coarse)
     np.testing.assert_array_equal(refilled, case.weights)
 
 
@@ -199,11 +202,11 @@ def test_requantise_coarse_finds_the_total_whose_units_fit() -> None:
     assert case.peak(weights) == pytest.approx(0.9)
     coarse = np.zeros(paths.count, dtype=bool)
     coarse[hot] = True
-    requantised = requantise_coarse(graph, paths, demand, weights, tables, paths.src, 49_152, target, coarse)
+    requantised = requantise_coarse(case.inputs(target), weights, coarse)
     assert case.peak(requantised) == pytest.approx(0.6)
     assert requantised[hot].sum() % 3 == 0 and requantised[hot].sum() <= 128
     # A switch budget of 3 entries still allows a total of 3, not of 6.
-    tight = requantise_coarse(graph, paths, demand, weights, tables, paths.src, 4, target, coarse)
+    tight = requantise_coarse(case.inputs(target, switch_budget=4), weights, coarse)
     assert tight[hot].sum() <= 4 and case.peak(tight) == pytest.approx(0.6)
 
 
@@ -226,7 +229,7 @@ def test_round_against_plan_rounds_each_coarse_group_against_the_others_plan() -
     case = Case(graph, paths, demand, weights, fractions, tables)
     assert case.peak(weights) == pytest.approx(1.2)
     coarse = demand > 0
-    rounded = round_against_plan(graph, paths, demand, fractions, weights, tables, paths.src, 49_152, coarse)
+    rounded = round_against_plan(case.inputs(TARGET), fractions, weights, coarse)  # it reads no target
     planned = link_utilisation(graph, paths, demand, np.round(fractions * 4).astype(np.int64))
     assert case.peak(rounded) == pytest.approx(planned.max()) == pytest.approx(0.9)
     assert (rounded.sum(axis=1) <= tables).all() and (rounded[coarse].sum(axis=1) >= 1).all()
@@ -242,8 +245,8 @@ def test_search_over_totals_reaches_the_target_within_the_tables() -> None:
     util = link_utilisation(graph, paths, demand, weights)
     target = float(np.quantile(util, 0.6))
     coarse = np.ones(paths.count, dtype=bool)
-    searched = search_totals(graph, paths, demand, weights, tables, paths.src, 49_152, target, coarse,
-                             np.zeros(paths.count, dtype=bool))
+    inputs = RepairInputs(graph, paths, demand, tables, paths.src, 49_152, target)
+    searched = search_totals(inputs, weights, coarse, np.zeros(paths.count, dtype=bool))
     after = link_utilisation(graph, paths, demand, searched)
     assert util.max() > target  # 40% of the links above it to begin with
     assert after.max() <= target * (1 + 1e-9)  # other totals and re-quantisation bring all within
