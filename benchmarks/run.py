@@ -19,8 +19,9 @@ HERE = Path(__file__).resolve().parent
 ORDER = ("te", "mapping", "toe", "toe_limit", "southbound", "controller")
 #: Results written by runs that ``make bench`` does not start (``python -m benchmarks.bench_te
 #: --wcmp``, ``benchmarks.hot.family``, ``benchmarks.jobs.comm_time``, ``benchmarks.scale.mesh_sweep``,
-#: ``benchmarks.soak``, ``benchmarks.standard.p4rt_push``, ``benchmarks.standard.gnmi_sampling``).
-EXTRA_SECTIONS = ("wcmp", "te_pairs", "hot", "jobs", "mesh", "soak", "p4rt", "gnmi")
+#: ``benchmarks.scale.plan_process``, ``benchmarks.soak``, ``benchmarks.standard.p4rt_push``,
+#: ``benchmarks.standard.gnmi_sampling``).
+EXTRA_SECTIONS = ("wcmp", "te_pairs", "plan", "hot", "jobs", "mesh", "soak", "p4rt", "gnmi")
 
 log = logging.getLogger(__name__)
 

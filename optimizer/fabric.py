@@ -301,19 +301,23 @@ def striped_wiring(
             )
 
     wired: list[WiredPort] = []
-    for oi, o in enumerate(ocs):
+    add = wired.append
+    north, south, either = Side.NORTH, Side.SOUTH, Side.ANY
+    for oi, o in enumerate(ocs):  # 32k ports at 64 blocks: the invariants of each loop hoisted
+        name, any_side = o.name, o.sides is OcsSides.ANY
         next_north, next_south, next_any = 0, o.ports // 2, 0
         for b in blocks:
             k = b.uplinks // n_ocs
-            for j in range(k):
-                block_port = oi * k + j
-                if o.sides is OcsSides.ANY:
-                    wired.append(WiredPort(o.name, next_any, b.name, block_port, Side.ANY))
-                    next_any += 1
-                elif j < k // 2:
-                    wired.append(WiredPort(o.name, next_north, b.name, block_port, Side.NORTH))
-                    next_north += 1
-                else:
-                    wired.append(WiredPort(o.name, next_south, b.name, block_port, Side.SOUTH))
-                    next_south += 1
+            block, first, half = b.name, oi * k, k // 2
+            if any_side:
+                for j in range(k):
+                    add(WiredPort(name, next_any + j, block, first + j, either))
+                next_any += k
+                continue
+            for j in range(half):
+                add(WiredPort(name, next_north + j, block, first + j, north))
+            for j in range(half, k):
+                add(WiredPort(name, next_south + j - half, block, first + j, south))
+            next_north += half
+            next_south += k - half
     return tuple(wired)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -55,14 +55,18 @@ class Topology:
 
     @classmethod
     def from_circuits(cls, fabric: Fabric, circuits: Iterable[Circuit]) -> Topology:
-        pairs: Counter[tuple[str, str]] = Counter()
-        wired = fabric.wired_port  # Circuit.blocks inlined: a plan reads ~20 x 8k circuits at 64 blocks
+        # Circuit.blocks inlined, by block index: a plan reads ~20 x 8k circuits at 64 blocks
+        block_of = fabric.derived("port_block_index", partial(_port_block_index, fabric))
+        n = fabric.n_blocks
+        ends: list[int] = []
         for c in circuits:
-            pa, pb = wired(c.ocs, c.a), wired(c.ocs, c.b)
-            if pa is None or pb is None:
+            i, j = block_of.get((c.ocs, c.a)), block_of.get((c.ocs, c.b))
+            if i is None or j is None:
                 raise ValueError(f"circuit {c} uses an uncabled port")
-            pairs[(pa.block, pb.block)] += 1
-        return cls.from_links(fabric.block_names, ((a, b, n) for (a, b), n in pairs.items()))
+            ends.append(i * n + j)
+        one_way = np.bincount(np.array(ends, dtype=np.int64), minlength=n * n).reshape(n, n)
+        # as from_links: both directions, a block's own (refused by the constructor) once
+        return cls(fabric.block_names, one_way + one_way.T - np.diag(np.diag(one_way)))
 
     def count(self, a: str, b: str) -> int:
         return int(self.counts[self.blocks.index(a), self.blocks.index(b)])
@@ -273,11 +277,9 @@ def uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
 
 def _uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
     candidates: list[tuple[Circuit, ...]] = []
-    builders: list[Callable[[Fabric], tuple[Circuit, ...]]] = [_shift_mesh, _shift_mesh_per_domain]
-    builders += [partial(_assigned_mesh, seed=seed) for seed in range(_assignment_tries(fabric))]
     floor = (_fewest_gaps(fabric), 0)  # no mesh scores lower: the first to reach it is kept
     scores: list[tuple[int, int]] = []
-    for build in builders:
+    for build in _mesh_builders(fabric):
         circuits = build(fabric)
         score = _mesh_score(fabric, circuits)
         if score <= floor:
@@ -288,6 +290,15 @@ def _uniform_mesh(fabric: Fabric) -> tuple[Circuit, ...]:
     if (exact := _exact_mesh(fabric)) is not None and _mesh_score(fabric, exact) < best_score:
         best = exact
     return best
+
+
+def _mesh_builders(fabric: Fabric) -> Iterator[Callable[[Fabric], tuple[Circuit, ...]]]:
+    """The shift cycles, then the assignments (how many is worked out only if the cycles
+    fall short: it walks every OCS's ports)."""
+    yield _shift_mesh
+    yield _shift_mesh_per_domain
+    for seed in range(_assignment_tries(fabric)):
+        yield partial(_assigned_mesh, seed=seed)
 
 
 def _fewest_gaps(fabric: Fabric) -> int:
@@ -400,13 +411,17 @@ def _mesh_score(fabric: Fabric, circuits: tuple[Circuit, ...]) -> tuple[int, int
 
 def _circuit_arrays(fabric: Fabric, circuits: Iterable[Circuit]) -> tuple[np.ndarray, ...]:
     """Per circuit: the block index of each end and the OCS's domain, as arrays."""
-    block_of = fabric.derived(
-        "port_block_index", lambda: {(w.ocs, w.port): fabric.block_index(w.block) for w in fabric.wiring}
-    )
+    block_of = fabric.derived("port_block_index", partial(_port_block_index, fabric))
     domain_of = {o.name: o.domain for o in fabric.ocs}
-    rows = [(block_of[(c.ocs, c.a)], block_of[(c.ocs, c.b)], domain_of[c.ocs]) for c in circuits]
-    table = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    flat = [x for c in circuits for x in (block_of[(c.ocs, c.a)], block_of[(c.ocs, c.b)], domain_of[c.ocs])]
+    table = np.array(flat, dtype=np.int64).reshape(-1, 3)
     return table[:, 0], table[:, 1], table[:, 2]
+
+
+def _port_block_index(fabric: Fabric) -> dict[tuple[str, int], int]:
+    """(OCS, port) -> index of the block cabled to it."""
+    index = {name: i for i, name in enumerate(fabric.block_names)}
+    return {(w.ocs, w.port): index[w.block] for w in fabric.wiring}
 
 
 def mesh_gaps(fabric: Fabric, circuits: Iterable[Circuit] | None = None) -> list[tuple[str, str]]:
@@ -756,12 +771,15 @@ def _sides(fabric: Fabric, ocs: Ocs) -> tuple[dict[str, list[WiredPort]], dict[s
 
 def _sides_of(fabric: Fabric, ocs: Ocs) -> tuple[dict[str, list[WiredPort]], dict[str, list[WiredPort]]]:
     ports = fabric.ports_on_ocs(ocs.name)
-    if ocs.sides is OcsSides.SPLIT:
-        return _by_block(p for p in ports if p.side is Side.NORTH), _by_block(
-            p for p in ports if p.side is Side.SOUTH
-        )
     north: dict[str, list[WiredPort]] = {}
     south: dict[str, list[WiredPort]] = {}
+    if ocs.sides is OcsSides.SPLIT:  # one pass (a 64-block fabric has 32k ports)
+        for p in ports:
+            if p.side is Side.NORTH:
+                north.setdefault(p.block, []).append(p)
+            elif p.side is Side.SOUTH:
+                south.setdefault(p.block, []).append(p)
+        return north, south
     for block, plist in _by_block(ports).items():
         half = len(plist) // 2
         north[block], south[block] = plist[:half], plist[half:]
@@ -808,9 +826,12 @@ def _domain_excess(
     total_ports = sum(ports.values())
     n_domains = len(ports)
     _, pair_at, totals = np.unique(pair, return_inverse=True, return_counts=True)
-    keys, per_domain = np.unique(np.stack([pair_at, domain], axis=1), axis=0, return_counts=True)
-    total = totals[keys[:, 0]]
-    domain_ports = np.array([ports[int(d)] for d in keys[:, 1]], dtype=np.int64)
+    # the distinct (pair, domain) rows as one integer each (np.unique by rows is slow)
+    low = int(domain.min())
+    span = int(domain.max()) - low + 1
+    keys, per_domain = np.unique(pair_at * span + (domain - low), return_counts=True)
+    total = totals[keys // span]
+    domain_ports = np.array([ports[int(d)] for d in (keys % span + low).tolist()], dtype=np.int64)
     share = -(-total * domain_ports // total_ports)
     limit = np.where(total < n_domains, np.minimum(share, 1), share)
     return int(np.maximum(0, per_domain - limit).sum())

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph, path_loads
+from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph, order_by_link, path_loads
 
 _MAX_STEPS = 4_000  # bulk moves before the stage stops (each costs well under 1 ms at 64 blocks)
 _MAKE_ROOM_TRIES = 6  # destinations tried when no unit fits as things are
@@ -46,7 +46,7 @@ class _Mover:
         entry_links = np.concatenate([paths.first[self.rows, self.vias], paths.second[self.rows, self.vias]])
         entry_ids = np.concatenate([np.arange(len(self.rows)), np.arange(len(self.rows))])
         keep = entry_links != NO_LINK
-        order = np.argsort(entry_links[keep], kind="stable")
+        order = order_by_link(entry_links[keep], graph.n_links)
         self.by_link = entry_ids[keep][order]
         self.starts = np.searchsorted(entry_links[keep][order], np.arange(graph.n_links + 1))
         self.unit = demand_gbps / np.maximum(weights.sum(axis=1), 1)

@@ -37,7 +37,7 @@ from optimizer.errors import ConfigError
 from optimizer.te.bulkmoves import link_utilisation, peak_utilisation
 from optimizer.te.linkmilp import Repaired, round_jointly
 from optimizer.te.linkstage import coarse_rows, stage
-from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
+from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph, order_by_link
 from optimizer.te.repair_inputs import RepairInputs
 from optimizer.te.wcmp import reduce_weights
 
@@ -178,7 +178,7 @@ def _move_units(
     entry_links = np.concatenate([paths.first[rows, vias], paths.second[rows, vias]])
     entry_ids = np.concatenate([np.arange(len(rows)), np.arange(len(rows))])
     keep = entry_links != NO_LINK
-    order = np.argsort(entry_links[keep], kind="stable")
+    order = order_by_link(entry_links[keep], graph.n_links)
     by_link = entry_ids[keep][order]
     starts = np.searchsorted(entry_links[keep][order], np.arange(graph.n_links + 1))
     unit = demand_gbps / np.maximum(weights.sum(axis=1), 1)

@@ -4,16 +4,19 @@ links near or above the target re-planned together, every other group's load fix
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import highspy
 import numpy as np
 from highspy._core import _Highs
-from scipy import sparse
 
 from optimizer.te.bulkmoves import link_utilisation
 from optimizer.te.paths import NO_LINK
 from optimizer.te.repair_inputs import RepairInputs
 from optimizer.te.wcmp import reduce_weights
+
+if TYPE_CHECKING:
+    from scipy.sparse import csc_matrix
 
 MILP_MAX_COLUMNS = 5_000  # a larger rounding MILP is not tried: at 64 blocks one of 12-50k
 # columns ran into the time limit and gained nothing (hotspot) or less than the smaller one
@@ -78,6 +81,8 @@ def round_jointly(
     coef = np.concatenate([unit, unit[two]])
     m = len(used)
     caps = graph.capacity_gbps[used]
+    from scipy import sparse  # here: scipy.sparse takes ~0.25 s to import, most plans never get here
+
     load_rows = sparse.csr_matrix(
         (np.concatenate([coef, -caps]), (np.concatenate([link_pos, np.arange(m)]),
                                           np.concatenate([var_of, np.full(m, n)]))),
@@ -117,7 +122,7 @@ def round_jointly(
 
 
 def _solve_milp(
-    matrix: sparse.csc_matrix,
+    matrix: csc_matrix,
     row_lower: np.ndarray,
     row_upper: np.ndarray,
     col_lower: np.ndarray,

@@ -33,12 +33,10 @@ Pure: numpy and scipy, no I/O, no clock.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph
 
@@ -99,6 +97,8 @@ class PathOperator:
         second = paths.valid & (paths.second != NO_LINK)
         rows = np.concatenate([paths.first[first], paths.second[second]])
         cols = np.concatenate([cols[first], cols[second]])
+        import scipy.sparse as sp  # here: a plan without scenarios need not import it (~0.25 s)
+
         # A[link, pair * vias + via] = 1 when the path uses the link
         self.A = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(graph.n_links, pairs * vias))
         self.AT = self.A.T.tocsr()
@@ -411,6 +411,8 @@ class ScenarioPlanner:
         tail: float = 0.0,
     ) -> tuple[ScenarioResult, int]:
         """The routing for ``demands`` (K, P), oldest first; also how many matrices it used."""
+        import hashlib  # here: a plan without scenarios need not load OpenSSL's
+
         graph = operator.graph
         key = hashlib.sha1(
             graph.capacity_gbps.tobytes() + graph.link_src.tobytes() + graph.link_dst.tobytes()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -181,3 +182,58 @@ def test_mesh_of_exactly_tight_small_blocks_joins_every_pair() -> None:
     circuits = uniform_mesh(fabric)
     check_circuits(fabric, circuits)
     assert mesh_gaps(fabric, circuits) == []
+
+
+@given(st.integers(0, 2**32 - 1))
+@settings(max_examples=25, deadline=None)
+def test_domain_excess_counts_each_pair_and_domain_over_its_share(seed: int) -> None:
+    """The vectorised count (one integer key per pair and domain) against the rule read plainly:
+    per pair and domain, circuits over ceil(L * the domain's share of the ports), or over one
+    when the pair has fewer circuits than there are domains; on random subsets of a mesh."""
+    import math
+    import random
+    from collections import Counter
+
+    from optimizer.topology import _domain_excess
+
+    fabric = shipped_fabric("fabric-8")
+    mesh = uniform_mesh(fabric)
+    rng = random.Random(seed)
+    circuits = rng.sample(mesh, rng.randint(1, len(mesh)))
+    domain_of = {o.name: o.domain for o in fabric.ocs}
+    ports = Counter({d: 0 for d in fabric.domains})
+    for o in fabric.ocs:
+        ports[o.domain] += len(fabric.ports_on_ocs(o.name))
+    per_pair: Counter[tuple[str, str]] = Counter()
+    per_pair_domain: Counter[tuple[tuple[str, str], int]] = Counter()
+    for c in circuits:
+        a, b = sorted((fabric.wired_port(c.ocs, c.a).block, fabric.wired_port(c.ocs, c.b).block))  # type: ignore[union-attr]
+        per_pair[(a, b)] += 1
+        per_pair_domain[((a, b), domain_of[c.ocs])] += 1
+    expected = 0
+    for (pair, domain), count in per_pair_domain.items():
+        total = per_pair[pair]
+        share = math.ceil(total * ports[domain] / sum(ports.values()))
+        limit = min(share, 1) if total < len(fabric.domains) else share
+        expected += max(0, count - limit)
+    assert _domain_excess(fabric, circuits) == expected
+
+
+def test_topology_from_circuits_counts_each_circuit_both_ways() -> None:
+    """from_circuits (by block index) against the circuits' own blocks counted by name."""
+    import random
+
+    fabric = shipped_fabric("fabric-hybrid-8")
+    circuits = random.Random(7).sample(uniform_mesh(fabric), 40)
+    links: dict[tuple[str, str], int] = {}
+    for c in circuits:
+        a, b = c.blocks(fabric)
+        links[(a, b)] = links.get((a, b), 0) + 1
+    expected = Topology.from_links(fabric.block_names, ((a, b, n) for (a, b), n in links.items()))
+    got = Topology.from_circuits(fabric, circuits)
+    assert np.array_equal(got.counts, expected.counts) and got.blocks == expected.blocks
+    assert int(got.counts.sum()) == 2 * len(circuits)
+    assert not Topology.from_circuits(fabric, []).counts.any()
+    free = next(p for p in range(fabric.ocs[0].ports) if fabric.wired_port(fabric.ocs[0].name, p) is None)
+    with pytest.raises(ValueError, match="uncabled port"):
+        Topology.from_circuits(fabric, [*circuits, Circuit(fabric.ocs[0].name, 0, free)])

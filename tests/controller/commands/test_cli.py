@@ -55,6 +55,27 @@ def test_ctl_status_imports_the_client_but_not_the_optimiser() -> None:
     assert not [m for m in modules if m in HEAVY or m.split(".")[0] in HEAVY]
 
 
+def test_plan_at_64_blocks_imports_no_scipy(tmp_path: Path) -> None:
+    """scipy (~0.25 s to import) is only for the stages a plan rarely reaches (the rounding
+    MILP, scenario TE): ``heliostat plan`` on the 64-block hotspot of the process benchmark
+    (benchmarks/scale/plan_process.py) never imports it, and still plans."""
+    from optimizer.config import load_fabric
+    from optimizer.traffic import dump_matrix, hotspot_matrix
+
+    fabric_path = CONFIGS / "fabric-64.yaml"
+    demand = tmp_path / "hotspot.csv"
+    demand.write_text(dump_matrix(hotspot_matrix(load_fabric(fabric_path), seed=1, load=0.9), "csv"))
+    out = tmp_path / "plan.json"
+    status, modules = modules_after(
+        ["plan", "--fabric", str(fabric_path), "--demand", str(demand), "--format", "json", "--out", str(out)]
+    )
+    assert status == 0
+    routing = json.loads(out.read_text())["routing"]
+    assert 0 < routing["mlu"] <= routing["mlu_quantized"]
+    assert "highspy" in modules
+    assert not [m for m in modules if m.split(".")[0] == "scipy"]
+
+
 def test_every_command_is_listed_with_its_own_help() -> None:
     full = cli.build_parser(everything=True)
     (sub,) = [a for a in full._actions if isinstance(a, argparse._SubParsersAction)]

@@ -92,3 +92,17 @@ def test_hot_24_spine_hotspot_keeps_the_lp_mlu_on_every_link() -> None:
     fabric = hot_fabric(24, spine=True, seed=1)
     result = solve_te(fabric, None, at_load(fabric, hotspot_matrix(fabric, 1, 0.5), 0.9))
     assert result.mlu_quantized <= result.mlu * BOUND * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("n_links", [1, 4032, 2**16, 2**16 + 1, 200_000])
+def test_order_by_link_is_the_stable_argsort(n_links: int) -> None:
+    """The link repair groups its path entries by link with a 16-bit radix sort where the link
+    indices fit: the very order of the 64-bit stable sort, ties in entry order."""
+    from optimizer.te.paths import order_by_link
+
+    rng = np.random.default_rng(n_links)
+    links = rng.integers(0, n_links, 50_000)
+    links[:100] = n_links - 1  # the largest index, and many ties
+    order = order_by_link(links, n_links)
+    assert np.array_equal(order, np.argsort(links, kind="stable"))
+    assert np.all(np.diff(links[order]) >= 0)
