@@ -138,7 +138,7 @@ def repair_link_loads(
         if peak <= target_mlu * (1 + _EPS):
             return best
         if timed_out and not improved:
-            break  # the next MILPs are as large or larger (a 64-block ring: 3 s each, no gain)
+            break  # the backstop cut it: the next MILPs are as large or larger
     if best.weights is not weights:
         staged.append(stage(inputs, best, frozen))
     start = best
