@@ -88,10 +88,14 @@ class StagingBlocked(InfeasibleError):
         self.margin = margin
         self.start = start
         self.target: BlockedTarget | None = None  # set by plan_target when it gives up
+        effect = (
+            "would leave some demand without a path"
+            if math.isinf(mlu)
+            else f"would raise the MLU to {mlu:.4f}, {limit_words(self.threshold, margin, start)}"
+        )
         super().__init__(
             f"cannot stage the change in failure domain {domain}: draining even one circuit "
-            f"between {pair[0]} and {pair[1]} would raise the MLU to {mlu:.4f}, "
-            f"{limit_words(self.threshold, margin, start)}; raise the threshold or change less"
+            f"between {pair[0]} and {pair[1]} {effect}; raise the threshold or change less"
         )
 
 
@@ -205,11 +209,11 @@ def stage_changes(
         to_add.setdefault(_domain(fabric, c), set()).add(c)
 
     def mlu_of(circuits: set[Circuit]) -> float:
-        topo = Topology.from_circuits(fabric, circuits)
-        return max((evaluate(fabric, topo, tm) for tm in matrices if tm.total() > 0), default=0.0)
+        return routed_mlu(evaluate, fabric, Topology.from_circuits(fabric, circuits), matrices)
 
     lp_threshold = threshold / margin
-    mlu_now = start_mlu = mlu_of(state)
+    today = Topology.from_circuits(fabric, state)  # raises when today's circuits strand demand
+    mlu_now = start_mlu = max((evaluate(fabric, today, tm) for tm in matrices if tm.total() > 0), default=0.0)
     stages: list[Stage] = []
     states: list[frozenset[Circuit]] = []
     domains = sorted(set(to_remove) | set(to_add))
@@ -300,6 +304,19 @@ def stage_changes(
     if not partial:
         raise blocked
     return _best_reachable(fabric, stages, states, goal, start_mlu, threshold, margin, blocked)
+
+
+def routed_mlu(
+    evaluate: MluFunction, fabric: Fabric, topology: Topology, matrices: Sequence[TrafficMatrix]
+) -> float:
+    """The worst MLU over ``matrices``, or infinity when some demand has no path on ``topology``
+    (TE raises InfeasibleError; :func:`optimizer.toe.plan.worst_scale` counts it as scale
+    0): a drain that strands demand blackholes it, so it never passes a stage rule, and the
+    search tries a smaller one instead of giving the plan up."""
+    try:
+        return max((evaluate(fabric, topology, tm) for tm in matrices if tm.total() > 0), default=0.0)
+    except InfeasibleError:
+        return math.inf
 
 
 def _spent(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph, order_by_link, path_loads
+from optimizer.te.paths import NO_LINK, CandidatePaths, LinkGraph, entries_by_link, path_loads
 
 _MAX_STEPS = 4_000  # bulk moves before the stage stops (each costs well under 1 ms at 64 blocks)
 _MAKE_ROOM_TRIES = 6  # destinations tried when no unit fits as things are
@@ -42,13 +42,8 @@ class _Mover:
         self.caps = graph.capacity_gbps
         self.weights = weights.copy()
         self.movable = paths.valid & ~frozen[:, None] & (demand_gbps > 0)[:, None]
-        self.rows, self.vias = np.nonzero(self.movable)
-        entry_links = np.concatenate([paths.first[self.rows, self.vias], paths.second[self.rows, self.vias]])
-        entry_ids = np.concatenate([np.arange(len(self.rows)), np.arange(len(self.rows))])
-        keep = entry_links != NO_LINK
-        order = order_by_link(entry_links[keep], graph.n_links)
-        self.by_link = entry_ids[keep][order]
-        self.starts = np.searchsorted(entry_links[keep][order], np.arange(graph.n_links + 1))
+        self.entries = entries_by_link(paths, graph.n_links, self.movable)
+        self.rows, self.vias = self.entries.rows, self.entries.vias
         self.unit = demand_gbps / np.maximum(weights.sum(axis=1), 1)
         self.limit = np.append(self.caps * target_mlu, np.inf)  # NO_LINK: never the binding hop
         self.load = np.append(link_utilisation(graph, paths, demand_gbps, weights) * self.caps, 0.0)
@@ -56,7 +51,7 @@ class _Mover:
     def candidates(self, link: int, avoid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Entries (group, path) on ``link`` with units, each group's paths avoiding every
         link in ``avoid``, and each such path's room (Gbit/s) within the target."""
-        entries = self.by_link[self.starts[link] : self.starts[link + 1]]
+        entries = self.entries.on(link)
         entries = entries[self.weights[self.rows[entries], self.vias[entries]] > 0]
         k = self.rows[entries]
         first, second = self.paths.first[k], self.paths.second[k]

@@ -183,6 +183,33 @@ def path_loads(
     return load
 
 
+@dataclass(frozen=True)
+class LinkEntries:
+    """The (group, path) entries of a mask, indexed by the links they use: entry i is
+    (``rows[i]``, ``vias[i]``), and :meth:`on` gives the entries using a link."""
+
+    rows: np.ndarray  # (E,) commodity
+    vias: np.ndarray  # (E,) via node
+    by_link: np.ndarray  # entry ids sorted by link (a two-hop entry appears under both links)
+    starts: np.ndarray  # (n_links + 1,) where each link's entries start in by_link
+
+    def on(self, link: int) -> np.ndarray:
+        """The ids of the entries whose path uses ``link``."""
+        on_link: np.ndarray = self.by_link[self.starts[link] : self.starts[link + 1]]
+        return on_link
+
+
+def entries_by_link(paths: CandidatePaths, n_links: int, mask: np.ndarray) -> LinkEntries:
+    """The entries where ``mask`` (K, N) holds, indexed by the links of their paths."""
+    rows, vias = np.nonzero(mask)
+    entry_links = np.concatenate([paths.first[rows, vias], paths.second[rows, vias]])
+    entry_ids = np.concatenate([np.arange(len(rows)), np.arange(len(rows))])
+    keep = entry_links != NO_LINK
+    order = order_by_link(entry_links[keep], n_links)
+    starts = np.searchsorted(entry_links[keep][order], np.arange(n_links + 1))
+    return LinkEntries(rows, vias, entry_ids[keep][order], starts)
+
+
 def utilisation(graph: LinkGraph, load_gbps: np.ndarray) -> np.ndarray:
     utilisation: np.ndarray = load_gbps / graph.capacity_gbps
     return utilisation

@@ -24,7 +24,7 @@ import numpy as np
 
 from optimizer.budget import TimeBudget
 from optimizer.fabric import Fabric
-from optimizer.staging import MluFunction, Stage, StagingPlan
+from optimizer.staging import MluFunction, Stage, StagingPlan, routed_mlu
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 
@@ -58,8 +58,8 @@ def merge_stages(
     def mlu_of(circuits: frozenset[Circuit]) -> float:
         topo = Topology.from_circuits(fabric, circuits)
         key = np.asarray(topo.counts).tobytes()
-        if key not in cache:
-            cache[key] = max((evaluate(fabric, topo, tm) for tm in matrices), default=0.0)
+        if key not in cache:  # infinite where a merged drain strands demand: not merged
+            cache[key] = routed_mlu(evaluate, fabric, topo, matrices)
         return cache[key]
 
     start = frozenset(current)

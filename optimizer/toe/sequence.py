@@ -22,6 +22,7 @@ lowest MLU reached. Pure: no I/O, the only clock the budget's.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
@@ -30,7 +31,7 @@ import numpy as np
 from optimizer import progress
 from optimizer.budget import TimeBudget
 from optimizer.fabric import Fabric, OcsSides, Side, WiredPort
-from optimizer.staging import MluFunction, Stage, StagingPlan, cut_at_lowest
+from optimizer.staging import MluFunction, Stage, StagingPlan, cut_at_lowest, routed_mlu
 from optimizer.toe.hose import block_demand, speed_matrix, spine_capacity
 from optimizer.toe.swap_rank import Swap, SwapRanker
 from optimizer.topology import Circuit, Topology
@@ -80,14 +81,15 @@ def sequence_steps(
 
     def mlu_of(counts: np.ndarray) -> float:
         key = counts.tobytes()
-        if key not in cache:
-            topo = Topology(names, counts)
-            cache[key] = max(evaluate(fabric, topo, tm) for tm in matrices)
+        if key not in cache:  # infinite where a drain strands demand: never a safe stage
+            cache[key] = routed_mlu(evaluate, fabric, Topology(names, counts), matrices)
         return cache[key]
 
     state = set(current)
     counts = counts_of(state)
     mlu_now = start = mlu_of(counts)
+    if math.isinf(start):  # today's circuits strand demand: no stage rule holds from there
+        return None
     stages: list[Stage] = []
     states: list[frozenset[Circuit]] = []
     flat = 0
