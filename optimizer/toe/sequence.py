@@ -7,7 +7,11 @@ sequence, re-solving TE after every step. Each stage is one of:
   stage drained), hottest pairs first; nothing is drained, so the stage is always safe;
 - **a swap** on one OCS: ``a - x, b - y`` become ``a - b, x - y``; its stage drains the two old
   circuits, and is safe when the MLU with them drained stays within ``max(threshold / margin,
-  MLU now)``.
+  MLU now)``;
+- on fabrics of up to :data:`~optimizer.toe.multi_stage.MAX_CIRCUITS` circuits, in a second
+  search (the better of the two kept), a stage of several circuits: a swap, a rotation of three
+  circuits of one OCS, or two of these within one failure domain, drained and checked whole
+  (:mod:`optimizer.toe.multi_stage`).
 
 Swaps are ranked by how much traffic they take off the pairs whose direct demand exceeds
 their direct capacity (the *transit need*: what must cross a transit block), so circuits go
