@@ -274,7 +274,10 @@ def plan_target(
         elif budget.expired():
             why = "and the plan's time limit ran out before a safe sequence of stages was found"
         else:
-            why = "and no sequence of safe stages (swaps of two circuits, found one by one) lowers the MLU"
+            why = (
+                "and no sequence of safe stages (swaps of two circuits or, on small fabrics, stages "
+                "of several, found one by one) lowers the MLU"
+            )
         first_failure.args = (f"{first_failure.args[0]}; {why}{_advice(first_failure, planned)}",)
         if isinstance(first_failure, StagingBlocked) and planned[0].nothing_to_gain is None:
             toe = planned[0]

@@ -7,7 +7,11 @@ sequence, re-solving TE after every step. Each stage is one of:
   stage drained), hottest pairs first; nothing is drained, so the stage is always safe;
 - **a swap** on one OCS: ``a - x, b - y`` become ``a - b, x - y``; its stage drains the two old
   circuits, and is safe when the MLU with them drained stays within ``max(threshold / margin,
-  MLU now)``.
+  MLU now)``;
+- on fabrics of up to :data:`~optimizer.toe.multi_stage.MAX_CIRCUITS` circuits, in a second
+  search (the better of the two kept), a stage of several circuits: a swap, a rotation of three
+  circuits of one OCS, or two of these within one failure domain, drained and checked whole
+  (:mod:`optimizer.toe.multi_stage`).
 
 Swaps are ranked by how much traffic they take off the pairs whose direct demand exceeds
 their direct capacity (the *transit need*: what must cross a transit block), so circuits go
@@ -33,6 +37,7 @@ from optimizer.budget import TimeBudget
 from optimizer.fabric import Fabric, OcsSides, Side, WiredPort
 from optimizer.staging import MluFunction, Stage, StagingPlan, cut_at_lowest, routed_mlu
 from optimizer.toe.hose import block_demand, speed_matrix, spine_capacity
+from optimizer.toe.multi_stage import MAX_CIRCUITS, MultiStageSearch
 from optimizer.toe.swap_rank import Swap, SwapRanker
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
@@ -48,6 +53,11 @@ ENOUGH_CHECKS = 12
 #: Swaps in a row that only keep the MLU (and lower the transit need) before the search stops.
 PATIENCE = 8
 MAX_STAGES = 64
+#: The share of the time left that the single-swap search gets when both searches run.
+SWAPS_SHARE = 0.4
+
+#: A stage found: (circuits removed, circuits added), MLU drained, MLU after, pair counts after.
+Step = tuple[tuple[tuple[Circuit, ...], tuple[Circuit, ...]], float, float, np.ndarray]
 
 
 def sequence_steps(
@@ -62,9 +72,43 @@ def sequence_steps(
     max_stages: int = MAX_STAGES,
     patience: int = PATIENCE,
     max_checks: int = MAX_CHECKS,
+    multi: bool = True,
 ) -> StagingPlan | None:
     """Safe stages from ``current`` that lower the MLU, cut after the lowest MLU reached; None
-    when no sequence found lowers it."""
+    when no sequence found lowers it. With ``multi`` (on fabrics of up to
+    :data:`~optimizer.toe.multi_stage.MAX_CIRCUITS` circuits) two searches run, the better
+    kept: one of single swaps (first, with :data:`SWAPS_SHARE` of the time left) and one whose
+    stages may re-pair several circuits (:mod:`optimizer.toe.multi_stage`): neither is always
+    better, as a large first step lowers the limit of every stage after it."""
+    current = tuple(current)
+    multi = multi and len(current) <= MAX_CIRCUITS
+
+    def search(part: TimeBudget | None, several: bool) -> StagingPlan | None:
+        return _sequence(fabric, current, matrices, evaluate, threshold, margin, part, max_stages=max_stages,
+                         patience=patience, max_checks=max_checks, multi=several)
+
+    swaps_budget = budget.portion(SWAPS_SHARE) if budget is not None and multi else budget
+    found = [search(swaps_budget, False)]
+    if multi and (budget is None or not budget.expired()):
+        found.append(search(budget, True))
+    return min((p for p in found if p is not None), key=lambda p: (p.final_mlu, len(p.stages)), default=None)
+
+
+def _sequence(
+    fabric: Fabric,
+    current: Iterable[Circuit],
+    matrices: Sequence[TrafficMatrix],
+    evaluate: MluFunction,
+    threshold: float,
+    margin: float,
+    budget: TimeBudget | None,
+    *,
+    max_stages: int,
+    patience: int,
+    max_checks: int,
+    multi: bool,
+) -> StagingPlan | None:
+    """One search: single swaps, or (``multi``) stages of several circuits too."""
     matrices = [m for m in matrices if m.total() > 0]
     if not matrices or (budget is not None and budget.expired()):  # not even today's MLU is solved
         return None
@@ -107,7 +151,13 @@ def sequence_steps(
             drained = mlu_now
         else:
             ranker = SwapRanker(fabric, counts, pair_demand, speeds, demand, spine)
-            step = _best_swap(ranker, state, limit, mlu_now, mlu_of, budget, max_checks)
+            step: Step | None
+            if multi:  # swaps and larger stages
+                move = MultiStageSearch(fabric, state, ranker, mlu_of, limit, mlu_now, budget).best()
+                step = None if move is None else ((move.removed, move.added), move.drained, move.after,
+                                                  move.counts)
+            else:
+                step = _best_swap(ranker, state, limit, mlu_now, mlu_of, budget, max_checks)
             if step is None:
                 break
             (removed, added), drained, after, after_counts = step
