@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
+import pytest
 
 from optimizer.fabric import Fabric, Side
-from optimizer.topology import Circuit
+from optimizer.staging import Stage
+from optimizer.topology import Circuit, Topology, check_circuits
+from optimizer.traffic import TrafficMatrix
 from tests.support import shipped_fabric
+from tests.support.te_reference import reference_mlu
 
 
 def wiring_problems(fabric: Fabric, circuits: Iterable[Circuit]) -> list[str]:
@@ -83,3 +87,26 @@ STARVED = np.array([
     [1, 20, 4, 1, 1, 5, 0, 0],
 ])
 B7 = shipped_fabric("fabric-8").block_names.index("b7")
+
+
+def replay_stage_rule(
+    fabric: Fabric, start: Iterable[Circuit], stages: Sequence[Stage], tm: TrafficMatrix, threshold: float,
+    *, exact_drain: bool = False,
+) -> set[Circuit]:
+    """Every stage replayed with the reference LP (independent of the planner's TE): each
+    drained topology within the stage rule, each stage's MLU after it as the plan says (and
+    its drained MLU too with ``exact_drain``). Returns the circuits after the last stage."""
+    state = set(start)
+    for stage in stages:
+        begin = reference_mlu(fabric, tm, Topology.from_circuits(fabric, state))
+        assert set(stage.remove) <= state
+        state -= set(stage.remove)
+        drained = reference_mlu(fabric, tm, Topology.from_circuits(fabric, state))
+        assert drained <= max(threshold, begin) * (1 + 1e-5) + 1e-6, (drained, begin)
+        if exact_drain:
+            assert drained == pytest.approx(stage.mlu_drained, rel=1e-4)
+        state |= set(stage.add)
+        check_circuits(fabric, tuple(state))
+        after = reference_mlu(fabric, tm, Topology.from_circuits(fabric, state))
+        assert after == pytest.approx(stage.mlu_after, rel=1e-4)
+    return state

@@ -17,8 +17,9 @@ from optimizer.topology import Circuit, Topology, uniform_mesh
 from optimizer.traffic import TrafficMatrix, uniform_matrix
 from tests.support.hot_fabrics import mesh_scaled, mixed_fabric
 from tests.support.te_reference import reference_mlu
+from tests.support.toe_support import replay_stage_rule
 
-from .test_sequence import _check_rule, _shift_case
+from .test_sequence import _shift_case
 
 
 def _mlu(fabric: Fabric, tm: TrafficMatrix, circuits: set[Circuit]) -> float:
@@ -84,7 +85,7 @@ def test_two_stages_of_one_domain_merge_when_the_merged_drain_is_safe() -> None:
     assert set(stage.remove) == mesh - state and set(stage.add) == state - mesh
     assert stage.mlu_drained == pytest.approx(merged_drain, rel=1e-4)
     assert merged.final_circuits == plan.final_circuits and merged.final_mlu == plan.final_mlu
-    assert _check_rule(fabric, mesh, merged.stages, tm, plan.threshold) == state
+    assert replay_stage_rule(fabric, mesh, merged.stages, tm, plan.threshold) == state
 
 
 def test_a_merge_whose_drain_breaks_the_rule_is_not_made() -> None:
@@ -125,7 +126,7 @@ def test_a_hot_sequence_at_stage_limit_1_takes_fewer_stages_merged() -> None:
     merged = merge_stages(fabric, mesh, plan, [tm], evaluate)
     assert len(merged.stages) < len(plan.stages)
     assert merged.final_circuits == plan.final_circuits
-    _check_rule(fabric, mesh, merged.stages, tm, 1.0)
+    replay_stage_rule(fabric, mesh, merged.stages, tm, 1.0)
 
 
 def test_a_stage_merges_with_the_next_of_its_domain_over_one_of_another_checked_again() -> None:
@@ -154,4 +155,4 @@ def test_a_stage_merges_with_the_next_of_its_domain_over_one_of_another_checked_
     assert set(merged.stages[0].remove) == set(first[0]) | set(third[0])
     assert set(merged.stages[1].remove) == set(second[0])
     assert merged.final_circuits == plan.final_circuits
-    assert _check_rule(fabric, mesh, merged.stages, tm, 1.0) == state
+    assert replay_stage_rule(fabric, mesh, merged.stages, tm, 1.0) == state

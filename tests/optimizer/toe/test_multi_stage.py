@@ -4,14 +4,11 @@ goes lower, and every stage still passes the stage rule, replayed with the refer
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-
 import numpy as np
 import pytest
 
 from optimizer.budget import TimeBudget
 from optimizer.fabric import Fabric
-from optimizer.staging import Stage
 from optimizer.te import TeSolver
 from optimizer.toe import swaps as swaps_module
 from optimizer.toe import te_evaluator
@@ -23,6 +20,7 @@ from optimizer.topology import Circuit, Topology, check_circuits, uniform_mesh
 from optimizer.traffic import TrafficMatrix, ring_matrix
 from tests.support.hot_fabrics import mesh_scaled, mixed_fabric, shift
 from tests.support.te_reference import reference_mlu
+from tests.support.toe_support import replay_stage_rule
 
 THRESHOLD = 0.8
 
@@ -32,25 +30,6 @@ def _case(phase: int, load: float = 0.9) -> tuple[Fabric, TrafficMatrix]:
     each block sends to the block two places on (a shift), 0: to the next (a ring)."""
     fabric = mixed_fabric(8, uplinks=8, ocs=2, domains=1)
     return fabric, mesh_scaled(fabric, ring_matrix(fabric, 0, 0.5, phase=phase), load)
-
-
-def _replay(
-    fabric: Fabric, start: Iterable[Circuit], stages: Sequence[Stage], tm: TrafficMatrix, threshold: float
-) -> set[Circuit]:
-    """Every stage replayed with the reference LP: each drained topology within the rule."""
-    state = set(start)
-    for stage in stages:
-        begin = reference_mlu(fabric, tm, Topology.from_circuits(fabric, state))
-        assert set(stage.remove) <= state
-        state -= set(stage.remove)
-        drained = reference_mlu(fabric, tm, Topology.from_circuits(fabric, state))
-        assert drained <= max(threshold, begin) * (1 + 1e-5) + 1e-6, (drained, begin)
-        assert drained == pytest.approx(stage.mlu_drained, rel=1e-4)
-        state |= set(stage.add)
-        check_circuits(fabric, tuple(state))
-        after = reference_mlu(fabric, tm, Topology.from_circuits(fabric, state))
-        assert after == pytest.approx(stage.mlu_after, rel=1e-4)
-    return state
 
 
 def test_a_three_circuit_stage_goes_where_no_single_swap_does() -> None:
@@ -75,7 +54,7 @@ def test_a_three_circuit_stage_goes_where_no_single_swap_does() -> None:
     for stage in plan.stages:  # each stage re-pairs ports of one failure domain
         assert len({fabric.ocs_named(c.ocs).domain for c in stage.remove + stage.add}) == 1
         assert len(stage.remove) == len(stage.add)
-    final = _replay(fabric, mesh, plan.stages, tm, THRESHOLD)
+    final = replay_stage_rule(fabric, mesh, plan.stages, tm, THRESHOLD, exact_drain=True)
     assert final == set(plan.final_circuits)
 
 
@@ -89,7 +68,7 @@ def test_the_single_swap_sequence_is_kept_where_it_goes_further() -> None:
     plan = sequence_steps(fabric, mesh, [tm], evaluate, THRESHOLD)
     assert plan is not None and swaps_only is not None
     assert plan.final_mlu <= swaps_only.final_mlu * (1 + 1e-9)
-    _replay(fabric, mesh, plan.stages, tm, THRESHOLD)
+    replay_stage_rule(fabric, mesh, plan.stages, tm, THRESHOLD, exact_drain=True)
 
 
 def test_every_move_found_is_safe_and_no_better_one_is_missed_among_swaps() -> None:
@@ -137,4 +116,4 @@ def test_hot16_shift_goes_past_the_single_swap_at_the_stage_limit() -> None:
     plan = sequence_steps(fabric, mesh, [tm], evaluate, THRESHOLD)
     assert plan is not None and swaps_only is not None
     assert plan.final_mlu < swaps_only.final_mlu - 0.004
-    _replay(fabric, mesh, plan.stages, tm, THRESHOLD)
+    replay_stage_rule(fabric, mesh, plan.stages, tm, THRESHOLD, exact_drain=True)

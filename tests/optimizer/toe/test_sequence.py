@@ -15,10 +15,10 @@ from optimizer.toe import plan as plan_module
 from optimizer.toe import swaps as swaps_module
 from optimizer.toe.hose import block_demand, hose_floors, hose_limit
 from optimizer.toe.sequence import sequence_steps
-from optimizer.topology import Circuit, Topology, check_circuits, mesh_topology, uniform_mesh
+from optimizer.topology import Topology, mesh_topology, uniform_mesh
 from optimizer.traffic import TrafficMatrix, ring_matrix
 from tests.support.hot_fabrics import mesh_scaled, mixed_fabric, skewed
-from tests.support.te_reference import reference_mlu
+from tests.support.toe_support import replay_stage_rule
 
 THRESHOLD = 0.8
 
@@ -29,22 +29,6 @@ def _shift_case(load: float) -> tuple:  # type: ignore[type-arg]
     fabric = mixed_fabric(6, uplinks=10, ocs=1, domains=1, speeds=(100.0,))
     tm = mesh_scaled(fabric, ring_matrix(fabric, 0, 0.5, phase=1), load)
     return fabric, tm
-
-
-def _check_rule(fabric, start, stages, tm: TrafficMatrix, threshold: float) -> set[Circuit]:  # type: ignore[no-untyped-def]
-    """Replays the stages with an independent TE: every drained topology within the rule."""
-    state = set(start)
-    for stage in stages:
-        begin = reference_mlu(fabric, tm, Topology.from_circuits(fabric, state))
-        assert set(stage.remove) <= state
-        state -= set(stage.remove)
-        drained = reference_mlu(fabric, tm, Topology.from_circuits(fabric, state))
-        assert drained <= max(threshold, begin) * (1 + 1e-5) + 1e-6, (drained, begin)
-        state |= set(stage.add)
-        check_circuits(fabric, tuple(state))
-        after = reference_mlu(fabric, tm, Topology.from_circuits(fabric, state))
-        assert after == pytest.approx(stage.mlu_after, rel=1e-4)
-    return state
 
 
 def test_a_two_step_sequence_is_found_where_no_single_swap_lowers_the_mlu() -> None:
@@ -66,7 +50,7 @@ def test_a_two_step_sequence_is_found_where_no_single_swap_lowers_the_mlu() -> N
     assert len(plan.stages) >= 2
     assert plan.stages[0].mlu_after == pytest.approx(start, rel=1e-6)  # the first step only prepares
     assert plan.final_mlu < start - 0.05
-    final = _check_rule(fabric, mesh, plan.stages, tm, THRESHOLD)
+    final = replay_stage_rule(fabric, mesh, plan.stages, tm, THRESHOLD)
     assert final == set(plan.final_circuits)
 
 
@@ -77,7 +61,7 @@ def test_a_hot_sequence_keeps_the_mlu_where_the_stage_starts() -> None:
     mesh = uniform_mesh(fabric)
     plan = sequence_steps(fabric, mesh, [tm], te_evaluator(TeSolver(fabric)), 1.0)
     assert plan is not None and plan.final_mlu < 0.9 - 0.05
-    _check_rule(fabric, mesh, plan.stages, tm, 1.0)
+    replay_stage_rule(fabric, mesh, plan.stages, tm, 1.0)
 
 
 def test_spare_ports_make_before_break() -> None:
@@ -99,7 +83,7 @@ def test_spare_ports_make_before_break() -> None:
     for c in first.add:
         a, b = c.blocks(fabric)
         assert (a, b) in hot or (b, a) in hot
-    _check_rule(fabric, today, plan.stages, tm, THRESHOLD)
+    replay_stage_rule(fabric, today, plan.stages, tm, THRESHOLD)
 
 
 def test_a_hose_bound_block_proves_that_no_safe_sequence_lowers_the_mlu() -> None:
@@ -173,5 +157,5 @@ def test_the_planner_finds_the_sequence_where_its_target_does_not_help(load: flo
     assert staging is not None and len(staging.stages) >= 2
     assert staging.final_mlu < load - 0.05
     assert "safe stages found one by one" in (staging.blocked or "")
-    final = _check_rule(fabric, mesh, staging.stages, tm, threshold)
+    final = replay_stage_rule(fabric, mesh, staging.stages, tm, threshold)
     assert final == set(staging.final_circuits)
