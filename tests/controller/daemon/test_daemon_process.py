@@ -285,19 +285,20 @@ def _serving(client: ControllerClient) -> bool:
 
 
 def _run_demo(*args: str) -> str:
+    # The demo runs in lockstep: its script needs about 40 s of the controller's time, and a
+    # loaded machine stretches only the real time (45 s alone here, 150 s+ beside other test
+    # runs); the demo's own backstop is 5x its --timeout of 100 s. How fast it runs is a
+    # benchmark's business, not this test's.
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "controller.cli", "demo", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=150,
+        timeout=560,
     )
-    elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert elapsed < 120, f"the demo took {elapsed:.0f} s"
     return done.stdout
 
 
