@@ -10,8 +10,8 @@ import pytest
 
 from optimizer.fabric import Fabric, Side
 from optimizer.staging import Stage
-from optimizer.topology import Circuit, Topology, check_circuits
-from optimizer.traffic import TrafficMatrix
+from optimizer.topology import Circuit, Topology, check_circuits, uniform_mesh
+from optimizer.traffic import TrafficMatrix, gravity_matrix
 from tests.support import shipped_fabric
 from tests.support.te_reference import reference_mlu
 
@@ -110,3 +110,11 @@ def replay_stage_rule(
         after = reference_mlu(fabric, tm, Topology.from_circuits(fabric, state))
         assert after == pytest.approx(stage.mlu_after, rel=1e-4)
     return state
+
+
+def staged_change(fabric: Fabric) -> tuple[tuple[Circuit, ...], list[Circuit], TrafficMatrix]:
+    """A change to stage on ``fabric``: the uniform mesh, twelve swaps away from it (seed 3),
+    and a mildly skewed gravity matrix at half load."""
+    current = uniform_mesh(fabric)
+    target = swap_rewire(fabric, current, swaps=12, seed=3)
+    return current, target, gravity_matrix(fabric, seed=3, load=0.5, skew=1.0)

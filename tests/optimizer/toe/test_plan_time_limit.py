@@ -22,8 +22,8 @@ from optimizer.toe.merge import merge_stages
 from optimizer.toe.sequence import onward_steps, sequence_steps
 from optimizer.toe.window import staging_window
 from optimizer.topology import Topology, mesh_topology, uniform_mesh
-from optimizer.traffic import TrafficMatrix, gravity_matrix, hotspot_matrix
-from tests.support.toe_support import swap_rewire
+from optimizer.traffic import TrafficMatrix, hotspot_matrix
+from tests.support.toe_support import staged_change
 
 STEP = 5.0  # seconds of fake time one TE check costs
 LIMIT = 60.0
@@ -69,17 +69,11 @@ def _lowering(full: int, target: Topology, per_circuit: float = 0.03):  # type: 
     return mlu
 
 
-def _change(fabric8):  # type: ignore[no-untyped-def]
-    current = uniform_mesh(fabric8)
-    target = swap_rewire(fabric8, current, swaps=12, seed=3)
-    return current, target, gravity_matrix(fabric8, seed=3, load=0.5, skew=1.0)
-
-
 def test_staging_an_overloaded_fabric_stops_at_the_time_limit(fabric8) -> None:
     """No drain keeps the rule: the old search went on, one stage per failure domain sought
     before the limit counted, through every domain's prefixes and single circuits; now it stops
     at the limit with no stage and says so."""
-    current, target, tm = _change(fabric8)
+    current, target, tm = staged_change(fabric8)
     te = SlowTe(_overloaded(len(current)))
     budget = TimeBudget(LIMIT, te.clock)
     with pytest.raises(StagingTimedOut, match=r"the plan's time limit \(60 s\) ran out after 0 stages"):
@@ -88,7 +82,7 @@ def test_staging_an_overloaded_fabric_stops_at_the_time_limit(fabric8) -> None:
 
 
 def test_staging_out_of_time_keeps_the_stages_it_found_and_says_why(fabric8) -> None:
-    current, target, tm = _change(fabric8)
+    current, target, tm = staged_change(fabric8)
     te = SlowTe(_lowering(len(current), Topology.from_circuits(fabric8, target)))
     whole = stage_changes(fabric8, current, target, tm, te, threshold=0.8, partial=True)
     assert whole.complete and te.now > 7 * STEP  # untimed, the change takes more checks than below
@@ -103,7 +97,7 @@ def test_staging_out_of_time_keeps_the_stages_it_found_and_says_why(fabric8) -> 
 
 
 def test_a_whole_staging_out_of_time_is_an_error_not_a_partial_plan(fabric8) -> None:
-    current, target, tm = _change(fabric8)
+    current, target, tm = staged_change(fabric8)
     te = SlowTe(_lowering(len(current), Topology.from_circuits(fabric8, target)))
     with pytest.raises(StagingTimedOut, match="cannot stage the change whole: the plan's time limit"):
         stage_changes(fabric8, current, target, tm, te, threshold=0.8,
@@ -112,7 +106,7 @@ def test_a_whole_staging_out_of_time_is_an_error_not_a_partial_plan(fabric8) -> 
 
 
 def test_the_sequence_search_makes_no_check_on_a_spent_budget(fabric8) -> None:
-    current, _, tm = _change(fabric8)
+    current, _, tm = staged_change(fabric8)
     te = SlowTe(_overloaded(len(current)))
     spent = TimeBudget(LIMIT, te.clock)
     te.now = LIMIT
@@ -127,7 +121,7 @@ def test_the_sequence_search_makes_no_check_on_a_spent_budget(fabric8) -> None:
 def test_a_merge_that_runs_out_of_time_keeps_the_stages(fabric8) -> None:
     """Two stages of domain 0 with one of domain 1 between them: merging the two re-checks the
     one between; when the budget runs out before that re-check the stages stay as they were."""
-    current, target, tm = _change(fabric8)
+    current, target, tm = staged_change(fabric8)
     lowering = _lowering(len(current), Topology.from_circuits(fabric8, target))
     plan = stage_changes(fabric8, current, target, tm, lowering, threshold=0.8)
     lowering = _lowering(len(current), Topology.from_circuits(fabric8, target), per_circuit=0.003)
@@ -173,7 +167,7 @@ def test_planning_on_a_hot_fabric_with_slow_te_checks_stops_at_the_time_limit(hy
 def test_a_staging_window_out_of_time_is_none(fabric8) -> None:
     """``heliostat toe defer``'s search: a budget spent within a scale's staging ends the search
     (no window found in time) instead of staging on past the limit."""
-    current, target, tm = _change(fabric8)
+    current, target, tm = staged_change(fabric8)
     te = SlowTe(_lowering(len(current), Topology.from_circuits(fabric8, target)))
     budget = TimeBudget(3 * STEP - 1, te.clock)
     assert staging_window(fabric8, current, target, [tm], te, 0.8, budget=budget) is None

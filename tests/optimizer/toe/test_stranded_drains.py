@@ -13,9 +13,7 @@ from optimizer.errors import InfeasibleError
 from optimizer.staging import StagingBlocked, stage_changes
 from optimizer.toe.merge import merge_stages
 from optimizer.toe.sequence import sequence_steps
-from optimizer.topology import uniform_mesh
-from optimizer.traffic import gravity_matrix
-from tests.support.toe_support import swap_rewire
+from tests.support.toe_support import staged_change
 
 STRANDS = 8  # a topology missing more circuits than this (of the mesh's) strands demand
 
@@ -34,14 +32,8 @@ def _stranding(full: int):  # type: ignore[no-untyped-def]
     return evaluate
 
 
-def _change(fabric8):  # type: ignore[no-untyped-def]
-    current = uniform_mesh(fabric8)
-    target = swap_rewire(fabric8, current, swaps=12, seed=3)
-    return current, target, gravity_matrix(fabric8, seed=3, load=0.5, skew=1.0)
-
-
 def test_a_drain_that_strands_demand_is_split_not_the_end_of_the_plan(fabric8) -> None:
-    current, target, tm = _change(fabric8)
+    current, target, tm = staged_change(fabric8)
     evaluate = _stranding(len(current))
     plan = stage_changes(fabric8, current, target, tm, evaluate, threshold=0.8)
     assert plan.complete and set(plan.final_circuits) == set(target)
@@ -50,7 +42,7 @@ def test_a_drain_that_strands_demand_is_split_not_the_end_of_the_plan(fabric8) -
 
 
 def test_when_every_drain_strands_demand_staging_is_blocked_and_says_so(fabric8) -> None:
-    current, target, tm = _change(fabric8)
+    current, target, tm = staged_change(fabric8)
     full = len(current)
 
     def always(fabric, topology, tm):  # type: ignore[no-untyped-def]
@@ -63,7 +55,7 @@ def test_when_every_drain_strands_demand_staging_is_blocked_and_says_so(fabric8)
 
 
 def test_todays_circuits_stranding_demand_is_still_an_error(fabric8) -> None:
-    current, target, tm = _change(fabric8)
+    current, target, tm = staged_change(fabric8)
 
     def never(fabric, topology, tm):  # type: ignore[no-untyped-def]
         raise InfeasibleError("no direct, one-transit or spine path for the demand b1->b2")
@@ -73,7 +65,7 @@ def test_todays_circuits_stranding_demand_is_still_an_error(fabric8) -> None:
 
 
 def test_a_merge_whose_drain_strands_demand_is_not_made(fabric8) -> None:
-    current, target, tm = _change(fabric8)
+    current, target, tm = staged_change(fabric8)
     evaluate = _stranding(len(current))
     plan = stage_changes(fabric8, current, target, tm, evaluate, threshold=0.8)
     assert len(plan.stages) >= 2
@@ -86,7 +78,7 @@ def test_a_merge_whose_drain_strands_demand_is_not_made(fabric8) -> None:
 def test_the_safe_sequence_search_skips_swaps_that_strand_demand(fabric8) -> None:
     """Every swap's drain strands demand: no safe sequence (None), where the search used to
     give the whole plan up with TE's error."""
-    current, _, tm = _change(fabric8)
+    current, _, tm = staged_change(fabric8)
     full = len(current)
     checked: list[int] = []
 
