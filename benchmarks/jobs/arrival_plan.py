@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.jobs.phases import phase_clock
 from benchmarks.jobs.results_file import write_section
 from benchmarks.jobs.schedule import CONFIG, TARGET_PLAN_S, config_for
 from benchmarks.machine import machine_summary
@@ -42,7 +43,7 @@ from controller.daemon.jobs import JobBook
 from controller.decision import JOB_TRIGGER
 from controller.reconfig.job_verdict import judge_for
 from controller.reconfig.journal import Journal
-from controller.reconfig.toe_run import ToePlanner
+from controller.reconfig.toe_run import Proposal, ToePlanner
 from controller.reconfig.workers import domain_pool, pays_off
 from optimizer.config import load_fabric
 from optimizer.errors import InfeasibleError
@@ -106,21 +107,22 @@ def plan_arrival(fabric: Fabric, planner: ToePlanner, policy: ReconfigurePolicy,
         raise RuntimeError("the job is not planned for")
     started = time.perf_counter()
     judge = judge_for(fabric, book.planned_traffic(NOW))  # as the daemon's Reconfiguration.propose
-    try:
-        proposal = planner.propose(JOB_TRIGGER, demand, live, NOW, None, policy, jobs=judge)
-    except InfeasibleError as exc:  # the daemon keeps today's circuits and logs why
-        seconds = time.perf_counter() - started
-        book.remove(book.jobs()[0].name)
-        met = "met" if seconds <= TARGET_PLAN_S else "NOT met"
-        return [f"| {arrival.label()} | {arrival.background_gbps:g} | {seconds:.1f} ({met}) | - | 0 | 0 | "
-                f"refused, today's circuits kept: {exc} |"]
+    proposal: Proposal | None = None
+    refusal: InfeasibleError | None = None
+    with phase_clock() as phases:
+        try:
+            proposal = planner.propose(JOB_TRIGGER, demand, live, NOW, None, policy, jobs=judge)
+        except InfeasibleError as exc:  # the daemon keeps today's circuits and logs why
+            refusal = exc
     seconds = time.perf_counter() - started
     book.remove(book.jobs()[0].name)
     met = "met" if seconds <= TARGET_PLAN_S else "NOT met"
+    head = f"| {arrival.label()} | {arrival.background_gbps:g} | {seconds:.1f} ({met}) | {phases.words()} | "
+    if proposal is None:
+        return [f"{head}- | 0 | 0 | refused, today's circuits kept: {refusal} |"]
     stages = len(proposal.plan.stages)
     return [
-        f"| {arrival.label()} | {arrival.background_gbps:g} | {seconds:.1f} ({met}) | "
-        f"{proposal.current_mlu:.3f} -> {proposal.planned_mlu:.3f} | {proposal.changed} | {stages} | "
+        f"{head}{proposal.current_mlu:.3f} -> {proposal.planned_mlu:.3f} | {proposal.changed} | {stages} | "
         f"{proposal.verdict.reason} |"
     ]
 
@@ -167,9 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{config.timeouts.toe_solve:g} s, gain {config.thresholds.reconfig_gain:g}); the demand is the "
         "job book's when the job is due: the background plus the job's average.",
         "",
-        "| job | background (Gbit/s per pair) | plan (s, wall clock; target <= 20) | MLU | circuits changed "
-        "| stages | verdict |",
-        "|---|---:|---:|---|---:|---:|---|",
+        "| job | background (Gbit/s per pair) | plan (s, wall clock; target <= 20) | its steps (s) | MLU "
+        "| circuits changed | stages | verdict |",
+        "|---|---:|---:|---|---|---:|---:|---|",
         *rows,
         "",
         f"Peak resident memory: {_peak_rss_mb():.0f} MB in the benchmark's process, "

@@ -73,6 +73,12 @@ _SOLUTION_FEASIBLE = 2  # HiGHS's kSolutionStatusFeasible
 # the path the column generation takes.
 _IPM_AFTER_GROWTH = 0.25
 _IPM_MIN_ADDED = 4000
+# Once a round went to IPM that way the LP is of that degenerate kind, and each later round
+# that adds at least _IPM_DEGENERATE_ADDED paths goes to IPM with crossover too, whatever its
+# growth: on the 64-block hot-pairs arrival (benchmarks/jobs/arrival_plan.py --hot) the four
+# rounds after the first IPM ones added 2.7-5.5k paths to 55-67k and took 33-50 s of primal
+# simplex each (20-27k iterations) against about 10 s by IPM with crossover.
+_IPM_DEGENERATE_ADDED = 2000
 
 
 class ToeLp:
@@ -105,6 +111,7 @@ class ToeLp:
         self.last_round: Relaxation | None = None  # the latest completed round's solution
         self.converged = True  # False once column generation stops at the round limit
         self._ipm_next = False  # solve the next run by IPM + crossover (see _IPM_AFTER_GROWTH)
+        self._degenerate = False  # a round went to IPM for its growth (see _IPM_DEGENERATE_ADDED)
         self._transit_cost = np.zeros(self.n_matrices)
         self._transit_weight = np.zeros(self.n_matrices)
         self.paths = PathIndex(self.n, self.n_matrices)
@@ -243,7 +250,8 @@ class ToeLp:
             )
             if not len(new):
                 return True
-            self._ipm_next = len(new) >= _IPM_MIN_ADDED and len(new) > _IPM_AFTER_GROWTH * self.columns()
+            self._ipm_next = _ipm_pays(len(new), self.columns(), self._degenerate)
+            self._degenerate = self._degenerate or self._ipm_next
             self._add_paths(new)
             log.debug(
                 "toe lp round %d: theta %.6f, %d transit paths added", self.rounds, self.theta(), len(new)
@@ -366,6 +374,14 @@ class ToeLp:
 
     def result(self) -> Relaxation:
         return read_relaxation(self._values(), self.layout, self.paths, self.p.current, self.rounds)
+
+
+def _ipm_pays(added: int, columns: int, degenerate: bool) -> bool:
+    """Whether the round that adds ``added`` paths to ``columns`` is solved by IPM with
+    crossover: a big growth, or (``degenerate``: an earlier round was) a big round."""
+    if added >= _IPM_MIN_ADDED and added > _IPM_AFTER_GROWTH * columns:
+        return True
+    return degenerate and added >= _IPM_DEGENERATE_ADDED
 
 
 def max_scale(problem: ToeProblem) -> float:
