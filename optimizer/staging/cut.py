@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from optimizer.fabric import Fabric
 from optimizer.staging.plan import Stage, StagingBlocked, StagingPlan, StagingTimedOut
-from optimizer.topology import Circuit, Topology
+from optimizer.topology import Circuit
 
 log = logging.getLogger(__name__)
 
@@ -32,15 +32,8 @@ def cut_at_lowest(
     best = min(range(len(stages)), key=lambda k: (stages[k].mlu_after, k), default=None)
     if best is None or not _lowers(stages[best].mlu_after, start_mlu):
         return None
-    final = states[best]
-    return StagingPlan(
-        stages=tuple(stages[: best + 1]),
-        threshold=threshold,
-        start_mlu=start_mlu,
-        final_topology=Topology.from_circuits(fabric, final),
-        final_circuits=final,
-        final_mlu=stages[best].mlu_after,
-        margin=margin,
+    return StagingPlan.reaching(
+        fabric, stages[: best + 1], states[best], start_mlu, stages[best].mlu_after, threshold, margin
     )
 
 

@@ -191,15 +191,7 @@ def stage_changes(
     if out_of_time is not None:
         return _cut_by_time(fabric, stages, states, goal, start_mlu, threshold, margin, out_of_time)
     if blocked is None:
-        return StagingPlan(
-            stages=tuple(stages),
-            threshold=threshold,
-            start_mlu=start_mlu,
-            final_topology=Topology.from_circuits(fabric, state),
-            final_circuits=frozenset(state),
-            final_mlu=mlu_now,
-            margin=margin,
-        )
+        return StagingPlan.reaching(fabric, stages, state, start_mlu, mlu_now, threshold, margin)
     if not partial:
         raise blocked
     return _best_reachable(fabric, stages, states, goal, start_mlu, threshold, margin, blocked)

@@ -12,7 +12,7 @@ every message names the configured ``threshold`` and says so.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from optimizer.errors import InfeasibleError
@@ -131,6 +131,29 @@ class StagingPlan:
     remaining: int = 0  # circuits of the target change (removed plus added) the stages leave
     #: what stops the rest of the target (a partial plan's stage that breaks the rule), if known
     blocked_by: StagingBlocked | None = field(default=None, compare=False)
+
+    @classmethod
+    def reaching(
+        cls,
+        fabric: Fabric,
+        stages: Sequence[Stage],
+        circuits: Iterable[Circuit],
+        start_mlu: float,
+        final_mlu: float,
+        threshold: float,
+        margin: float,
+    ) -> StagingPlan:
+        """A whole plan: ``stages`` in order, ending on ``circuits`` at ``final_mlu``."""
+        final = frozenset(circuits)
+        return cls(
+            stages=tuple(stages),
+            threshold=threshold,
+            start_mlu=start_mlu,
+            final_topology=Topology.from_circuits(fabric, final),
+            final_circuits=final,
+            final_mlu=final_mlu,
+            margin=margin,
+        )
 
     @property
     def complete(self) -> bool:

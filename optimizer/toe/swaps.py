@@ -79,15 +79,7 @@ def swap_steps(
         mlu_now = after
     if not stages:
         return None
-    return StagingPlan(
-        stages=tuple(stages),
-        threshold=threshold,
-        start_mlu=start,
-        final_topology=Topology.from_circuits(fabric, state),
-        final_circuits=frozenset(state),
-        final_mlu=mlu_now,
-        margin=margin,
-    )
+    return StagingPlan.reaching(fabric, stages, state, start, mlu_now, threshold, margin)
 
 
 def _batch(
