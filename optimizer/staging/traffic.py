@@ -94,12 +94,6 @@ class StageTraffic:
         """Every window's matrices through ``fn`` (a planning view's demand under maintenance)."""
         return StageTraffic(tuple((until, tuple(fn(m) for m in ms)) for until, ms in self.windows))
 
-    def describe(self) -> str:
-        if not self.windows:
-            return "every stage on the planning demand"
-        first = self.windows[-1][0]
-        return f"the first {first} stages on the traffic flowing before the due jobs start"
-
 
 #: The rule of a plan with no announced jobs: every stage on the plan's matrices.
 SAME = StageTraffic(())
