@@ -220,6 +220,7 @@ class Daemon:
         planner = ToePlanner(
             fabric, config.thresholds.stage_mlu, time_limit=config.timeouts.toe_solve,
             parallel_map=self.parallel_map, deferred_ttl=config.deferred_plan_ttl,
+            stage_seconds=config.timeouts.stage_seconds,
         )
         self._planner = planner
         quarantine = Quarantine(shared, journal)

@@ -10,7 +10,8 @@ pipeline is not the accelerators placed, ``out_of_range`` for a size outside its
 back (:meth:`JobBook.attach`).
 
 What the controller plans for is :func:`optimizer.jobs.intents.planning_demand` over the
-booked jobs' average traffic (:meth:`JobBook.demand`); :meth:`JobBook.newly_planned` tells the
+booked jobs' average traffic (:meth:`JobBook.demand`), its stages checked on the traffic flowing
+while they may run (:meth:`JobBook.stage_traffic`); :meth:`JobBook.newly_planned` tells the
 loop when a job became due or started, so that ToE plans (and applies, with the usual staging
 and guards) before the job sends its first byte.
 """
@@ -29,7 +30,8 @@ from optimizer.config import parse_yaml
 from optimizer.errors import ConfigError, HeliostatError
 from optimizer.fabric import Fabric
 from optimizer.jobs import JobSpec, JobTraffic, job_traffic, parse_job
-from optimizer.jobs.intents import AnnouncedJob, JobPhase, planned_jobs, planning_demand
+from optimizer.jobs.intents import AnnouncedJob, JobPhase, planned_jobs, planning_demand, stage_traffic
+from optimizer.staging import StageTiming, StageTraffic
 from optimizer.traffic import TrafficMatrix
 
 log = logging.getLogger(__name__)
@@ -232,6 +234,14 @@ class JobBook:
         """What to plan for at ``now``: the measured (or predicted) matrix with the jobs'."""
         return planning_demand(measured, [j.announced() for j in self.jobs()], now, self.lead_time,
                                self.fabric.block_names)
+
+    def stage_traffic(
+        self, measured: TrafficMatrix | None, now: float, timing: StageTiming
+    ) -> StageTraffic | None:
+        """What each stage of a plan made at ``now`` is checked against (the traffic flowing
+        while it may run: :func:`optimizer.jobs.intents.stage_traffic`); None when no job is due."""
+        return stage_traffic(measured, [j.announced() for j in self.jobs()], now, self.lead_time, timing,
+                             self.fabric.block_names)
 
     def planned(self, now: float) -> list[str]:
         """The jobs the demand counts at ``now`` (running or due), by name."""

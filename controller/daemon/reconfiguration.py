@@ -202,9 +202,10 @@ class Reconfiguration:
         judge = None  # a job's arrival is judged by the jobs' communication time too
         if trigger == dec.JOB_TRIGGER and self.state.jobs is not None:
             judge = judge_for(self.planner.fabric, self.state.jobs.planned_traffic(now))
+        traffic = self.state.stage_traffic(now, self.planner.timing)  # the stages before a due job starts
         proposal = self.planner.propose(
             trigger, prediction, self.state.installed, now, self.state.control.last_reconfig_at,
-            self.settings.policy, view=view, jobs=judge,
+            self.settings.policy, view=view, jobs=judge, traffic=traffic,
         )
         self.metrics.toe_solve_seconds.observe(time.monotonic() - started)
         proposal = replace(proposal, plan=replace(proposal.plan, planned_at=now))

@@ -21,6 +21,7 @@ from controller.reconfig.deferred import DeferredPlan
 from controller.sensing.estimation import RateEstimator, TrafficEstimation
 from optimizer.errors import HeliostatError
 from optimizer.spine import SpineLink
+from optimizer.staging import StageTiming, StageTraffic
 from optimizer.topology import Circuit
 from optimizer.traffic import TrafficMatrix
 
@@ -87,3 +88,9 @@ class DaemonState:
         """What ToE plans for at ``now``: the prediction (or the latest matrix) with the jobs'."""
         measured = self.estimation.predictor.prediction or self.matrix
         return measured if self.jobs is None else self.jobs.demand(measured, now)
+
+    def stage_traffic(self, now: float, timing: StageTiming) -> StageTraffic | None:
+        """What the stages of a plan made at ``now`` are checked against while jobs are due (the
+        prediction without the jobs not yet started, then with each); None: the planning demand."""
+        measured = self.estimation.predictor.prediction or self.matrix
+        return None if self.jobs is None else self.jobs.stage_traffic(measured, now, timing)

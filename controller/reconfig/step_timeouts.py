@@ -18,6 +18,12 @@ class StepTimeouts:
     undrain: float = 30.0
     toe_solve: float = 60.0  # not an executor step: the ToE LP's time budget (ToeKnobs.time_limit)
 
+    @property
+    def stage_seconds(self) -> float:
+        """The longest a stage may take: every executor step at its timeout (a step that overruns
+        its timeout fails and the stage rolls back; qualify waits for its timeout on purpose)."""
+        return float(sum(getattr(self, k) for k in STEP_KEYS))
+
     def for_step(self, name: str) -> float:
         """The timeout of an executor step by its journal name (``drain``, ``apply_ocs``...)."""
         if name not in STEP_KEYS:

@@ -31,13 +31,21 @@ from controller.reconfig.deferred import (
 from controller.reconfig.in_service import PlanningView
 from controller.reconfig.job_verdict import comm_verdict, precheck, worth_planning
 from controller.reconfig.stage_plan import Plan, SolverSummary, reconfiguration_plan, topology_links
+from controller.reconfig.step_timeouts import StepTimeouts
 from optimizer.budget import Clock, TimeBudget
 from optimizer.errors import ConfigError, InfeasibleError
 from optimizer.fabric import Fabric
 from optimizer.jobs.objective import JobsJudge
 from optimizer.mapping import ParallelMap
 from optimizer.policy import Decision, ReconfigurePolicy
-from optimizer.staging import StagingBlocked, StagingPlan, StagingTimedOut, stage_changes
+from optimizer.staging import (
+    StageTiming,
+    StageTraffic,
+    StagingBlocked,
+    StagingPlan,
+    StagingTimedOut,
+    stage_changes,
+)
 from optimizer.te import DEFAULT_MAX_OVERSUBSCRIPTION, min_mlu
 from optimizer.toe import DEFAULT_TIME_LIMIT, ToeKnobs, plan_target
 from optimizer.toe.reconfigure import MAX_CHANGE_STEPS
@@ -74,7 +82,10 @@ class ToePlanner:
     (a process pool's ``map``, the caller's) maps the failure domains side by side on big
     fabrics: the same circuits, sooner. ``deferred_ttl`` (seconds; 0: never) is how long an
     automatic plan whose staging is blocked is kept as a deferred plan
-    (:mod:`controller.reconfig.deferred`)."""
+    (:mod:`controller.reconfig.deferred`). ``stage_seconds`` is the longest a stage may take
+    (the executor's step timeouts summed): with :attr:`timing` it says which stages certainly
+    end before a due job starts, and are checked on the traffic flowing before it
+    (:mod:`optimizer.staging.traffic`)."""
 
     def __init__(
         self,
@@ -84,14 +95,22 @@ class ToePlanner:
         clock: Clock = time.monotonic,
         parallel_map: ParallelMap | None = None,
         deferred_ttl: float = 0.0,
+        stage_seconds: float = StepTimeouts().stage_seconds,
     ) -> None:
         self.fabric = fabric
+        self.stage_seconds = stage_seconds
         self.deferred_ttl = deferred_ttl
         self.parallel_map = parallel_map
         self.stage_mlu = stage_mlu
         self.time_limit = time_limit
         self.clock = clock
         self.wcmp_margin = DEFAULT_MAX_OVERSUBSCRIPTION
+
+    @property
+    def timing(self) -> StageTiming:
+        """When a plan's stages may run: its first after at most the plan's time limit, each
+        taking at most ``stage_seconds``."""
+        return StageTiming(self.time_limit, self.stage_seconds)
 
     @property
     def staging_threshold(self) -> float:
@@ -113,6 +132,7 @@ class ToePlanner:
         policy: ReconfigurePolicy,
         view: PlanningView | None = None,
         jobs: JobsJudge | None = None,
+        traffic: StageTraffic | None = None,
     ) -> Proposal:
         """Plan for ``prediction`` from the ``live`` circuits, staged; judge what the stages reach.
 
@@ -123,12 +143,15 @@ class ToePlanner:
         InfeasibleError (StagingBlocked with the reason) when no safe step lowers the MLU.
 
         ``jobs`` (a job trigger's, nothing frozen for maintenance) judges the plan by the announced jobs'
-        communication time too (:mod:`controller.reconfig.job_verdict`).
+        communication time too (:mod:`controller.reconfig.job_verdict`). ``traffic`` is what
+        each stage's drain is checked against when jobs are due (the traffic flowing while it
+        may run, :func:`optimizer.jobs.intents.stage_traffic`); default: ``prediction``.
         """
         live = frozenset(live)
         fabric, frozen = (self.fabric, frozenset()) if view is None else (view.fabric, view.frozen)
         if view is not None:
             prediction = view.demand(prediction)
+            traffic = None if traffic is None else traffic.mapped(view.demand)
         changing = live - frozen
         # an automatic check, and a job's arrival, plan nothing unless some topology clears the
         # policy's gain: the verdict holds both to it, so a plan under the LP's bound would only
@@ -145,6 +168,7 @@ class ToePlanner:
             target_plan = plan_target(
                 fabric, [prediction], changing, knobs, self.evaluate, clock=self.clock,
                 threshold=self.stage_mlu, margin=self.wcmp_margin, parallel_map=self.parallel_map,
+                traffic=traffic,
             )
         except StagingBlocked as exc:
             deferred = None

@@ -12,7 +12,9 @@ its estimator, TE, ToE policy, staging and executor) then runs it under three po
 - ``job-aware``: the same daemon, with every job of the schedule announced to its job book
   (:class:`~controller.daemon.jobs.JobBook`, as ``ctl job add`` does) before the replay
   starts: ToE plans for a job ``job_lead_time`` ahead of its start, for its average traffic
-  (what the daemon's book plans for);
+  (what the daemon's book plans for), each stage's drain checked on the traffic flowing while
+  it may run (the book's :meth:`~controller.daemon.jobs.JobBook.stage_traffic`: before the job
+  starts without it; :mod:`optimizer.staging.traffic`), as the executor then checks it;
 - ``job-aware-bursts``: the same, the book planning for each job's bursts (per pair, the peak
   of its iteration's phases: :attr:`JobBook.bursts <controller.daemon.jobs.JobBook.bursts>`).
 

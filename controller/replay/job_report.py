@@ -38,9 +38,8 @@ def jobs_table(outcomes: Sequence[PolicyOutcome], toe_interval: float) -> str:
         holes = f"{o.blackholed_segments} of {o.segments} segments, {o.blackholed_bytes:.0f} B counted"
         slowest = o.slowest_plan("job")
         plan = "-" if slowest is None else f"{slowest:.1f} s"
-        lines.append(
-            f"| {o.policy} | {cells} | {_ms(mean)} | {ratio} | {o.reconfigurations} | {holes} | {plan} |"
-        )
+        changes = f"{o.reconfigurations}" + (f" ({o.rolled_back} rolled back)" if o.rolled_back else "")
+        lines.append(f"| {o.policy} | {cells} | {_ms(mean)} | {ratio} | {changes} | {holes} | {plan} |")
     lines += [
         "",
         "topology reached (the last circuit change for the job, from its start; "
@@ -62,6 +61,7 @@ def jobs_json(outcomes: Sequence[PolicyOutcome], settings: dict[str, Any]) -> di
                 "policy": o.policy,
                 "mean_comm_seconds": o.mean_comm_seconds,
                 "reconfigurations": o.reconfigurations,
+                "rolled_back": o.rolled_back,
                 "circuits_changed": o.circuits_changed,
                 "stages": o.stages,
                 "stages_kept": o.stages_kept,

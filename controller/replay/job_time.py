@@ -60,6 +60,7 @@ class PolicyOutcome:
     blackholed_segments: int = 0
     segments: int = 0
     plan_seconds: list[PlanTime] = field(default_factory=list)  # the daemon's ToE plans, timed
+    rolled_back: int = 0  # reconfigurations that ended rolled back (a stage refused or failed)
 
     def slowest_plan(self, trigger: str) -> float | None:
         """Wall-clock seconds of the slowest ToE planning on ``trigger`` ("job": an arrival)."""
@@ -126,6 +127,7 @@ def judge(run: PolicyRun, fabric: Fabric, schedule: Schedule) -> PolicyOutcome:
         holes,
         segments,
         list(run.plan_seconds),
+        result.reconfigurations_rolled_back,
     )
 
 

@@ -17,6 +17,11 @@ pair the measurements have not caught up with (a job that just started, or whose
 average hides): the maximum, not the sum. A due job sends nothing yet: its traffic is added,
 so that the topology is ready before it starts. Announced and ended jobs count for nothing.
 Times are whatever clock the caller uses (Unix seconds in the daemon); nothing here reads one.
+
+The topology is planned for that demand, but its stages run before the due jobs start: what
+each stage's drain is checked against is :func:`stage_traffic` (the rule in
+:mod:`optimizer.staging.traffic`): before the first due job starts, the same formula without
+the due jobs; then with each due job that may have started, in the order they start.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from optimizer.staging import StageTiming, StageTraffic
 from optimizer.traffic import TrafficMatrix
 
 #: The lead time the controller config uses when it does not name one (``intervals.job_lead_time``).
@@ -95,3 +101,31 @@ def planning_demand(
             due += job.traffic.gbps
     base = np.zeros((n, n)) if measured is None else np.asarray(measured.gbps, dtype=np.float64)
     return TrafficMatrix(order, np.maximum(base, running) + due)
+
+
+def stage_traffic(
+    measured: TrafficMatrix | None,
+    jobs: Sequence[AnnouncedJob],
+    now: float,
+    lead: float,
+    timing: StageTiming,
+    blocks: Sequence[str] | None = None,
+) -> StageTraffic | None:
+    """What each stage of a plan made at ``now`` for :func:`planning_demand` is checked against:
+    one window per due job, in the order they start, holding the demand without it and the due
+    jobs after it, for the stages that certainly end before it starts
+    (:meth:`~optimizer.staging.StageTiming.stages_before`); the stages after the last window on
+    the planning demand too. None when no job is due (every stage on the planning demand)."""
+    due = sorted((j for j in jobs if j.phase(now, lead) is JobPhase.DUE), key=lambda j: (j.start, j.name))
+    if not due:
+        return None
+    order = tuple(measured.blocks if measured is not None else blocks or due[0].traffic.blocks)
+    running = [j for j in jobs if j.phase(now, lead) is JobPhase.RUNNING]
+    windows = []
+    for k, job in enumerate(due):
+        # the running jobs as the planning demand counts them, and the jobs due before this one
+        before = planning_demand(measured, running, now, lead, order)
+        gbps = np.zeros((len(order), len(order))) if before is None else np.asarray(before.gbps)
+        gbps = gbps + sum((j.traffic.gbps for j in due[:k]), np.zeros_like(gbps))
+        windows.append((timing.stages_before(job.start - now), (TrafficMatrix(order, gbps),)))
+    return StageTraffic(tuple(windows))

@@ -6,11 +6,15 @@ The face of the package: :func:`stage_changes` and :func:`routed_mlu`
 :class:`StagingPlan`, :class:`Stage`, :class:`StagingBlocked`, :class:`BlockedTarget`,
 :class:`StagingTimedOut`, :func:`limit_words`, :data:`MluFunction` and the default stage limit
 :data:`DEFAULT_THRESHOLD` (:mod:`optimizer.staging.plan`). Which circuits are drained first and
-which swaps are tried is :mod:`optimizer.staging.ranking`.
+which swaps are tried is :mod:`optimizer.staging.ranking`. Which traffic each stage's drain is
+checked against (the traffic flowing while it runs: before a due job starts, without it) is
+:class:`StageTraffic` and :class:`StageTiming` (:mod:`optimizer.staging.traffic`), the cached
+checks :class:`StageChecks` (:mod:`optimizer.staging.checks`).
 """
 
+from optimizer.staging.checks import StageChecks, StageRule, routed_mlu
 from optimizer.staging.cut import cut_at_lowest
-from optimizer.staging.order import routed_mlu, stage_changes
+from optimizer.staging.order import stage_changes
 from optimizer.staging.plan import (
     DEFAULT_THRESHOLD,
     BlockedTarget,
@@ -21,12 +25,18 @@ from optimizer.staging.plan import (
     StagingTimedOut,
     limit_words,
 )
+from optimizer.staging.traffic import SAME, StageTiming, StageTraffic
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "SAME",
     "BlockedTarget",
     "MluFunction",
     "Stage",
+    "StageChecks",
+    "StageRule",
+    "StageTiming",
+    "StageTraffic",
     "StagingBlocked",
     "StagingPlan",
     "StagingTimedOut",

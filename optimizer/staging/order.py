@@ -39,6 +39,7 @@ from optimizer import progress
 from optimizer.budget import TimeBudget
 from optimizer.errors import InfeasibleError
 from optimizer.fabric import Fabric
+from optimizer.staging.checks import StageChecks, StageRule
 from optimizer.staging.cut import _best_reachable, _cut_by_time, _lowers
 from optimizer.staging.plan import (
     DEFAULT_THRESHOLD,
@@ -49,6 +50,7 @@ from optimizer.staging.plan import (
     StagingTimedOut,
 )
 from optimizer.staging.ranking import _TOL, _best_swap, _pair, _ports_free, _used_ports, lightest_first
+from optimizer.staging.traffic import StageTraffic
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 
@@ -69,6 +71,7 @@ def stage_changes(
     partial: bool = False,
     budget: TimeBudget | None = None,
     patience: TimeBudget | None = None,
+    traffic: StageTraffic | None = None,
 ) -> StagingPlan:
     """Order the change ``current -> target`` into stages; see the module docstring.
 
@@ -79,7 +82,9 @@ def stage_changes(
     ``partial``) or StagingTimedOut is raised. ``patience`` (with ``partial``): once spent while
     no stage has lowered the MLU (and after one stage per failure domain), the search stops
     there too, leaving the rest of ``budget`` to the caller's other tries (a smaller change,
-    single swaps).
+    single swaps). ``traffic``: the matrices each stage's drain is checked against
+    (:mod:`optimizer.staging.traffic`; default: ``demands``, which always judge the MLU a stage
+    reaches).
     """
     if not threshold > 0 or math.isinf(threshold):
         raise InfeasibleError(f"the staging threshold must be a finite number > 0, got {threshold}")
@@ -95,10 +100,11 @@ def stage_changes(
     for c in goal - state:
         to_add.setdefault(_domain(fabric, c), set()).add(c)
 
-    def mlu_of(circuits: set[Circuit]) -> float:
-        return routed_mlu(evaluate, fabric, Topology.from_circuits(fabric, circuits), matrices)
-
     lp_threshold = threshold / margin
+    checks = StageChecks(fabric, evaluate, matrices, lp_threshold, traffic)
+
+    def mlu_of(circuits: set[Circuit]) -> float:
+        return checks.plan_mlu(Topology.from_circuits(fabric, circuits))
     today = Topology.from_circuits(fabric, state)  # raises when today's circuits strand demand
     mlu_now = start_mlu = max((evaluate(fabric, today, tm) for tm in matrices if tm.total() > 0), default=0.0)
     stages: list[Stage] = []
@@ -116,8 +122,13 @@ def stage_changes(
                     out_of_time = f"{spent.describe()} ran out after {len(stages)} stages"
                     break
                 pending = to_remove.get(domain, set())
-                step = _next_stage(fabric, state, domain, pending, matrices, mlu_now, lp_threshold, mlu_of,
-                                   budget)
+                rule = checks.rule(len(stages), Topology.from_circuits(fabric, state), mlu_now)
+
+                def drain_of(circuits: set[Circuit], rule: StageRule = rule) -> float:
+                    return rule.drained(Topology.from_circuits(fabric, circuits))
+
+                guard = checks.matrices(len(stages))
+                step = _next_stage(fabric, state, domain, pending, guard, rule.limit, drain_of, budget)
                 adds: tuple[Circuit, ...] | None = None
                 if step is None:  # the budget ran out between its checks
                     out_of_time = f"{_described(budget)} ran out after {len(stages)} stages"
@@ -127,14 +138,14 @@ def stage_changes(
                     if budget is None or not budget.expired():
                         swap = _best_swap(
                             fabric, state, pending, to_add.get(domain, set()), matrices,
-                            max(lp_threshold, mlu_now), mlu_now, mlu_of, budget,
+                            rule.limit, mlu_now, mlu_of, budget, drain_of=drain_of,
                         )
                     if swap is None and budget is not None and budget.expired():
                         out_of_time = f"{budget.describe()} ran out after {len(stages)} stages"
                         break
                     if swap is None:
                         blocked = StagingBlocked(
-                            step.domain, step.pair, step.mlu, step.limit, threshold, margin, mlu_now
+                            step.domain, step.pair, step.mlu, step.limit, threshold, margin, rule.begin
                         )
                         break
                     removed, adds, mlu_drained, _ = swap
@@ -151,8 +162,9 @@ def stage_changes(
                 state = drained | set(adds)
                 to_remove[domain] = to_remove.get(domain, set()) - set(removed)
                 to_add[domain] = to_add.get(domain, set()) - set(adds)
-                mlu_after = mlu_of(state) if adds else mlu_drained
-                stages.append(Stage(domain, tuple(sorted(removed)), adds, mlu_now, mlu_drained, mlu_after))
+                mlu_after = mlu_of(state)
+                stages.append(Stage(domain, tuple(sorted(removed)), adds, mlu_now, mlu_drained, mlu_after,
+                                    rule.checked_start))
                 states.append(frozenset(state))
                 progress.report("staging", f"stage {len(stages)} in domain {domain}, MLU {mlu_after:.4f}")
                 log.info(
@@ -185,19 +197,6 @@ def stage_changes(
     return _best_reachable(fabric, stages, states, goal, start_mlu, threshold, margin, blocked)
 
 
-def routed_mlu(
-    evaluate: MluFunction, fabric: Fabric, topology: Topology, matrices: Sequence[TrafficMatrix]
-) -> float:
-    """The worst MLU over ``matrices``, or infinity when some demand has no path on ``topology``
-    (TE raises InfeasibleError; :func:`optimizer.toe.plan.worst_scale` counts it as scale
-    0): a drain that strands demand blackholes it, so it never passes a stage rule, and the
-    search tries a smaller one instead of giving the plan up."""
-    try:
-        return max((evaluate(fabric, topology, tm) for tm in matrices if tm.total() > 0), default=0.0)
-    except InfeasibleError:
-        return math.inf
-
-
 def _spent(
     budget: TimeBudget | None, patience: TimeBudget | None, stages: list[Stage], start_mlu: float,
     domains: int,
@@ -222,16 +221,15 @@ def _next_stage(
     domain: int,
     pending: set[Circuit],
     matrices: Sequence[TrafficMatrix],
-    mlu_now: float,
-    threshold: float,
+    limit: float,
     mlu_of: Callable[[set[Circuit]], float],
     budget: TimeBudget | None = None,
 ) -> tuple[tuple[Circuit, ...], float] | StagingBlocked | None:
-    """The largest prefix (all, half, quarter, ...) of the lightest-first removals that passes;
-    None when ``budget`` runs out before one does (checked before every TE check but the first)."""
+    """The largest prefix (all, half, quarter, ...) of the lightest-first removals whose drained
+    MLU (``mlu_of``, on the stage's ``matrices``) is within ``limit``; None when ``budget`` runs
+    out before one passes (checked before every TE check but the first)."""
     if not pending:
-        return (), mlu_now
-    limit = max(threshold, mlu_now)
+        return (), mlu_of(state)
     order = lightest_first(fabric, state, pending, matrices)
     size = len(order)
     mlu = math.inf

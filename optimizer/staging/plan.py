@@ -99,9 +99,16 @@ class Stage:
     mlu_start: float  # MLU of the topology the stage starts from
     mlu_drained: float  # MLU with the stage's removed circuits drained
     mlu_after: float  # MLU once the stage's circuits are added
+    #: the MLU where the stage starts on the matrices its drain was checked against, when they are
+    #: not the plan's (:mod:`optimizer.staging.traffic`: before a due job starts); ``mlu_drained``
+    #: is then on those matrices too
+    mlu_checked_start: float | None = None
 
     def to_json(self, fabric: Fabric) -> dict[str, object]:
+        own = self.mlu_checked_start
+        checked = {} if own is None else {"mlu_checked_start": _num(own)}
         return {
+            **checked,
             "domain": self.domain,
             "remove": [c.to_json(fabric) for c in self.remove],
             "add": [c.to_json(fabric) for c in self.add],

@@ -35,9 +35,13 @@ def _best_swap(
     mlu_now: float,
     mlu_of: Callable[[set[Circuit]], float],
     budget: TimeBudget | None = None,
+    *,
+    drain_of: Callable[[set[Circuit]], float] | None = None,
 ) -> tuple[tuple[Circuit, ...], tuple[Circuit, ...], float, float] | None:
     """The safe swap (removals freeing one added circuit's ports, plus every added circuit
     they make possible) that leaves the lowest MLU: (removed, added, drained MLU, MLU after).
+    The drain is checked by ``drain_of`` (the stage's matrices; default ``mlu_of``), the MLU
+    after by ``mlu_of``.
 
     Candidates are ranked by how hot the pairs gaining circuits are against the pairs losing
     them (direct demand over direct capacity, worst over the matrices); the first
@@ -46,6 +50,7 @@ def _best_swap(
     units = swap_units(fabric, state, pending_remove, pending_add)
     if not units:
         return None
+    drain_of = drain_of or mlu_of
     heat = _pair_heat(fabric, state, matrices)
     ranked = sorted(units, key=lambda u: (-_unit_gain(fabric, heat, u), sorted(u[0])))
     best: tuple[tuple[Circuit, ...], tuple[Circuit, ...], float, float] | None = None
@@ -54,7 +59,7 @@ def _best_swap(
         if budget is not None and budget.expired():
             break
         drained = state - set(removed)
-        mlu_drained = mlu_of(drained)
+        mlu_drained = drain_of(drained)
         if mlu_drained > limit + _TOL:
             continue
         after = mlu_of(drained | set(added))

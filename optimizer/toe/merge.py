@@ -7,7 +7,9 @@ first, the merged stage drains what the two remove (net) and then makes what the
 its circuits' ports are free once the drain is done, as the OCSes of that domain end exactly
 as after the second stage. It is merged only when the stage rule still holds: the MLU with
 the merged drain within ``max(threshold / margin, MLU where the merged stage starts)``,
-checked by TE. Stages of other domains in between touch other OCSes and run after the merged
+checked by TE (on the traffic each stage is checked against, :mod:`optimizer.staging.traffic`,
+at its place in the plan: a stage moved earlier by a merge was checked on at least the traffic
+that may flow there). Stages of other domains in between touch other OCSes and run after the merged
 stage, each checked again from its new start (the MLU there may be lower, and the limit with
 it). Merges are made greedily, earliest stage first, as long as they pass; the topology after
 the later stage is unchanged, so the plan ends where it did. Pure: no I/O, the only clock
@@ -17,14 +19,12 @@ the budget's.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
-
-import numpy as np
 
 from optimizer.budget import TimeBudget
 from optimizer.fabric import Fabric
-from optimizer.staging import MluFunction, Stage, StagingPlan, routed_mlu
+from optimizer.staging import MluFunction, Stage, StageChecks, StageRule, StageTraffic, StagingPlan
 from optimizer.topology import Circuit, Topology
 from optimizer.traffic import TrafficMatrix
 
@@ -40,6 +40,8 @@ def merge_stages(
     matrices: Sequence[TrafficMatrix],
     evaluate: MluFunction,
     budget: TimeBudget | None = None,
+    *,
+    traffic: StageTraffic | None = None,
 ) -> StagingPlan:
     """``plan`` (whose stages start from ``current``) with each stage merged into the previous
     stage of its failure domain wherever the merge keeps the stage rule; ``plan`` itself when
@@ -51,16 +53,7 @@ def merge_stages(
     and so the plan's end, is the same."""
     if len(plan.stages) < 2:
         return plan
-    matrices = [m for m in matrices if m.total() > 0]
-    lp_limit = plan.threshold / plan.margin
-    cache: dict[bytes, float] = {}
-
-    def mlu_of(circuits: frozenset[Circuit]) -> float:
-        topo = Topology.from_circuits(fabric, circuits)
-        key = np.asarray(topo.counts).tobytes()
-        if key not in cache:  # infinite where a merged drain strands demand: not merged
-            cache[key] = routed_mlu(evaluate, fabric, topo, matrices)
-        return cache[key]
+    checks = StageChecks(fabric, evaluate, matrices, plan.threshold / plan.margin, traffic)
 
     start = frozenset(current)
     stages = list(plan.stages)
@@ -71,7 +64,7 @@ def merge_stages(
             i += 1
             continue
         before = _replay(start, stages[:i])
-        moved = _merged(before, stages, i, later, lp_limit, mlu_of, budget)
+        moved = _merged(before, stages, i, later, _Checks(fabric, checks), budget)
         if moved is None:
             i += 1
         else:
@@ -94,13 +87,32 @@ def _replay(state: frozenset[Circuit], stages: Iterable[Stage]) -> frozenset[Cir
     return state
 
 
+class _Checks:
+    """The merge's TE checks by circuits: the plan's MLU (infinite where a merged drain strands
+    demand: not merged) and stage ``k``'s rule from a topology."""
+
+    def __init__(self, fabric: Fabric, checks: StageChecks) -> None:
+        self.fabric, self.checks = fabric, checks
+
+    def plan(self, circuits: frozenset[Circuit]) -> float:
+        return self.checks.plan_mlu(Topology.from_circuits(self.fabric, circuits))
+
+    def passes(self, k: int, start: frozenset[Circuit], plan_mlu: float, drained: frozenset[Circuit],
+               ) -> tuple[float, StageRule] | None:
+        """Stage ``k`` from ``start`` (MLU ``plan_mlu`` on the plan's matrices) drained to
+        ``drained``: its drained MLU (:class:`~optimizer.staging.StageRule`) and rule, or None
+        when it breaks the rule."""
+        rule = self.checks.rule(k, Topology.from_circuits(self.fabric, start), plan_mlu)
+        value = rule.begin if drained == start else rule.drained(Topology.from_circuits(self.fabric, drained))
+        return None if value > rule.limit + _TOL else (value, rule)
+
+
 def _merged(
     before: frozenset[Circuit],
     stages: list[Stage],
     i: int,
     j: int,
-    lp_limit: float,
-    mlu_of: Callable[[frozenset[Circuit]], float],
+    check: _Checks,
     budget: TimeBudget | None = None,
 ) -> list[Stage] | None:
     """``stages`` with stage ``j`` merged into stage ``i`` (one domain, ``before`` the topology
@@ -111,22 +123,25 @@ def _merged(
     joined = _apply(_apply(before, first), second)
     removed = tuple(sorted(before - joined))
     added = tuple(sorted(joined - before))
-    drained = first.mlu_start if not removed else mlu_of(before & joined)
-    if drained > max(lp_limit, first.mlu_start) + _TOL:
+    merged = check.passes(i, before, first.mlu_start, before & joined)
+    if merged is None:
         return None
-    after = second.mlu_after if j == i + 1 else mlu_of(joined)
-    out = [Stage(first.domain, removed, added, first.mlu_start, drained, after)]
+    drained, rule = merged
+    after = second.mlu_after if j == i + 1 else check.plan(joined)
+    out = [Stage(first.domain, removed, added, first.mlu_start, drained, after, rule.checked_start)]
     state, mlu_now = joined, after
-    for stage in stages[i + 1 : j]:  # other domains: their circuits are still there to change
+    for k, stage in enumerate(stages[i + 1 : j], start=i + 1):  # other domains: still there to change
         if _spent(budget):
             return None
         cut = state - set(stage.remove)
-        mlu_drained = mlu_now if not stage.remove else mlu_of(cut)
-        if mlu_drained > max(lp_limit, mlu_now) + _TOL:
+        between = check.passes(k, state, mlu_now, cut)
+        if between is None:
             return None
+        mlu_drained, rule = between
         state = cut | set(stage.add)
-        mlu_after = mlu_of(state)
-        out.append(Stage(stage.domain, stage.remove, stage.add, mlu_now, mlu_drained, mlu_after))
+        mlu_after = check.plan(state)
+        out.append(Stage(stage.domain, stage.remove, stage.add, mlu_now, mlu_drained, mlu_after,
+                         rule.checked_start))
         mlu_now = mlu_after
     return stages[:i] + out + stages[j + 1 :]
 

@@ -78,8 +78,12 @@ class MultiStageSearch:
         limit: float,
         mlu_now: float,
         budget: TimeBudget | None = None,
+        *,
+        drain_of: Callable[[np.ndarray], float] | None = None,
     ) -> None:
         self.fabric, self.ranker, self.mlu_of = fabric, ranker, mlu_of
+        #: the drained MLU the stage rule checks against ``limit`` (default ``mlu_of``)
+        self.drain_of = drain_of or mlu_of
         self.limit, self.mlu_now, self.budget = limit, mlu_now, budget
         index = ranker.index
         self.ends: dict[Circuit, tuple[int, int, int, int]] = {}  # north port, south port, blocks
@@ -113,7 +117,7 @@ class MultiStageSearch:
             if self.ranker.drain_floor(key) > self.limit * (1 + _TOL):
                 self._verdicts[key] = False
             else:
-                self._verdicts[key] = self.mlu_of(self._drained_counts(key)) <= self.limit + _TOL
+                self._verdicts[key] = self.drain_of(self._drained_counts(key)) <= self.limit + _TOL
         return self._verdicts[key]
 
     def best(self) -> Move | None:
@@ -170,7 +174,7 @@ class MultiStageSearch:
         gain: float,
     ) -> Move | None:
         drained_counts = self._drained_counts(gone)
-        drained = self.mlu_of(drained_counts)
+        drained = self.drain_of(drained_counts)
         if drained > self.limit + _TOL:
             if len(gone) > 2:  # learn which two fail, to pass over the groups holding them
                 for two in itertools.combinations(gone, 2):

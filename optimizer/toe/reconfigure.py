@@ -28,6 +28,7 @@ from optimizer.staging import (
     DEFAULT_THRESHOLD,
     BlockedTarget,
     MluFunction,
+    StageTraffic,
     StagingBlocked,
     StagingPlan,
     StagingTimedOut,
@@ -159,6 +160,7 @@ def plan_target(
     margin: float = 1.0,
     change_steps: Sequence[float] | None = None,
     parallel_map: ParallelMap | None = None,
+    traffic: StageTraffic | None = None,
 ) -> TargetPlan:
     """Plan the topology for ``matrices`` from today's circuits ``current``, lay it on the OCSes
     and, with a stage limit ``threshold``, find the stages: ``heliostat toe`` and the daemon
@@ -175,7 +177,10 @@ def plan_target(
     reachable step and ``staging.blocked`` says what holds the rest back. When no stage is
     both safe and improving, smaller changes are planned (``change_steps``, fractions of
     today's circuits no larger than the knobs' ``max_change``; default
-    :data:`MAX_CHANGE_STEPS`) before the first error is raised.
+    :data:`MAX_CHANGE_STEPS`) before the first error is raised. ``traffic``
+    (:mod:`optimizer.staging.traffic`) is what each stage's drain is checked against (the
+    traffic flowing while it runs, announced jobs counted only from the stages that may meet
+    them); the topology is planned, and every stage's MLU judged, on ``matrices``.
 
     The knobs' ``time_limit`` (counted on ``clock`` from this call, or the given ``budget``)
     covers the whole plan: the LP of every plan, re-plans included, and the swap search of
@@ -209,7 +214,9 @@ def plan_target(
         try:
             toe, mapping = _plan_and_map(fabric, matrices, circuits, step_knobs, evaluate, mapper, budget)
             planned = planned or (toe, mapping, max_change)
-            proof = hose_proof(fabric, circuits, matrices, toe, threshold, margin)
+            # the hose floor proves nothing when the first stage is checked on lighter traffic
+            lighter = traffic is not None and traffic.window(0) < len(traffic.windows)
+            proof = None if lighter else hose_proof(fabric, circuits, matrices, toe, threshold, margin)
             if proof is not None:  # no smaller change or search can help: say so now
                 first_failure = first_failure or proof
                 break
@@ -225,10 +232,12 @@ def plan_target(
                 partial=True,
                 budget=budget,
                 patience=budget.portion(STAGING_PATIENCE),
+                traffic=traffic,
             )
             if not staging.complete:
                 # a step towards the target: a sequence of safe stages may reach further, on from it
-                swaps = onward_steps(fabric, circuits, staging, matrices, evaluate, threshold, margin, search)
+                swaps = onward_steps(fabric, circuits, staging, matrices, evaluate, threshold, margin, search,
+                                     traffic=traffic)
                 if swaps is not None and swaps.final_mlu < staging.final_mlu * (1 - 1e-6):
                     found = f"{len(swaps.stages)} safe stages found one by one"
                     why = f"{staging.blocked}; {found} reach a lower MLU"
@@ -236,7 +245,8 @@ def plan_target(
                     staging = replace(swaps, blocked=why, remaining=remaining, blocked_by=staging.blocked_by)
             elif _target_no_better(toe, staging, knobs.min_gain):
                 # the rounded target is no better than today's topology: look for safe stages anyway
-                swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, search)
+                swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, search,
+                                       traffic=traffic)
                 if swaps is not None:
                     why = (
                         "the rounded target is no better than today's topology; "
@@ -244,7 +254,7 @@ def plan_target(
                     )
                     remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
                     staging = replace(swaps, blocked=why, remaining=remaining)
-            staging = merge_stages(fabric, circuits, staging, matrices, evaluate, budget)
+            staging = merge_stages(fabric, circuits, staging, matrices, evaluate, budget, traffic=traffic)
             return TargetPlan(toe, mapping, staging, max_change)
         except InfeasibleError as exc:
             # StagingBlocked, StagingTimedOut, or a smaller change limit the mapping cannot meet
@@ -256,7 +266,8 @@ def plan_target(
     if planned is not None and isinstance(first_failure, StagingBlocked | StagingTimedOut):
         swaps = None
         if not proven:
-            swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, search)
+            swaps = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, search,
+                                   traffic=traffic)
         if swaps is not None:
             toe, mapping, max_change = planned
             why = (
@@ -267,7 +278,7 @@ def plan_target(
             remaining = len(swaps.final_circuits ^ frozenset(mapping.circuits))
             blocker = first_failure if isinstance(first_failure, StagingBlocked) else None
             staged = replace(swaps, blocked=why, remaining=remaining, blocked_by=blocker)
-            staged = merge_stages(fabric, circuits, staged, matrices, evaluate, budget)
+            staged = merge_stages(fabric, circuits, staged, matrices, evaluate, budget, traffic=traffic)
             return TargetPlan(toe, mapping, staged, max_change)
         if proven:
             why = "so no plan can lower the MLU at this load"

@@ -35,7 +35,15 @@ import numpy as np
 from optimizer import progress
 from optimizer.budget import TimeBudget
 from optimizer.fabric import Fabric, OcsSides, Side, WiredPort
-from optimizer.staging import MluFunction, Stage, StagingPlan, cut_at_lowest, routed_mlu
+from optimizer.staging import (
+    MluFunction,
+    Stage,
+    StageChecks,
+    StageRule,
+    StageTraffic,
+    StagingPlan,
+    cut_at_lowest,
+)
 from optimizer.toe.hose import block_demand, speed_matrix, spine_capacity
 from optimizer.toe.multi_stage import MAX_CIRCUITS, MultiStageSearch
 from optimizer.toe.swap_rank import Swap, SwapRanker
@@ -73,18 +81,23 @@ def sequence_steps(
     patience: int = PATIENCE,
     max_checks: int = MAX_CHECKS,
     multi: bool = True,
+    traffic: StageTraffic | None = None,
+    offset: int = 0,
 ) -> StagingPlan | None:
     """Safe stages from ``current`` that lower the MLU, cut after the lowest MLU reached; None
     when no sequence found lowers it. With ``multi`` (on fabrics of up to
     :data:`~optimizer.toe.multi_stage.MAX_CIRCUITS` circuits) two searches run, the better
     kept: one of single swaps (first, with :data:`SWAPS_SHARE` of the time left) and one whose
     stages may re-pair several circuits (:mod:`optimizer.toe.multi_stage`): neither is always
-    better, as a large first step lowers the limit of every stage after it."""
+    better, as a large first step lowers the limit of every stage after it. ``traffic``: what
+    each stage's drain is checked against (:mod:`optimizer.staging.traffic`; ``offset`` stages
+    of the plan come before these)."""
     current = tuple(current)
     multi = multi and len(current) <= MAX_CIRCUITS
 
     def search(part: TimeBudget | None, several: bool) -> StagingPlan | None:
-        return _sequence(fabric, current, matrices, evaluate, threshold, margin, part, max_stages=max_stages,
+        checks = StageChecks(fabric, evaluate, matrices, threshold / margin, traffic, offset)
+        return _sequence(fabric, current, checks, threshold, margin, part, max_stages=max_stages,
                          patience=patience, max_checks=max_checks, multi=several)
 
     swaps_budget = budget.portion(SWAPS_SHARE) if budget is not None and multi else budget
@@ -97,8 +110,7 @@ def sequence_steps(
 def _sequence(
     fabric: Fabric,
     current: Iterable[Circuit],
-    matrices: Sequence[TrafficMatrix],
-    evaluate: MluFunction,
+    checks: StageChecks,
     threshold: float,
     margin: float,
     budget: TimeBudget | None,
@@ -109,25 +121,21 @@ def _sequence(
     multi: bool,
 ) -> StagingPlan | None:
     """One search: single swaps, or (``multi``) stages of several circuits too."""
-    matrices = [m for m in matrices if m.total() > 0]
+    matrices = checks.plan
     if not matrices or (budget is not None and budget.expired()):  # not even today's MLU is solved
         return None
     names = fabric.block_names
     index = {b: i for i, b in enumerate(names)}
     speeds = speed_matrix(fabric)
     pair_demand = np.max([np.maximum(tm.gbps, tm.gbps.T) for tm in matrices], axis=0)
-    demand = block_demand(matrices)
+    demands = [block_demand(group) if group else np.zeros(len(names)) for group in checks.groups]
     spine = spine_capacity(fabric)
-    cache: dict[bytes, float] = {}
 
     def counts_of(circuits: Iterable[Circuit]) -> np.ndarray:
         return np.asarray(Topology.from_circuits(fabric, circuits).counts)
 
-    def mlu_of(counts: np.ndarray) -> float:
-        key = counts.tobytes()
-        if key not in cache:  # infinite where a drain strands demand: never a safe stage
-            cache[key] = routed_mlu(evaluate, fabric, Topology(names, counts), matrices)
-        return cache[key]
+    def mlu_of(counts: np.ndarray) -> float:  # infinite where a drain strands demand: never safe
+        return checks.plan_mlu(Topology(names, counts))
 
     state = set(current)
     counts = counts_of(state)
@@ -140,7 +148,12 @@ def _sequence(
     while len(stages) < max_stages and flat <= patience:
         if budget is not None and budget.expired():
             break
-        limit = max(threshold / margin, mlu_now)
+        rule = checks.rule(len(stages), Topology(names, counts), mlu_now)
+        limit = rule.limit
+
+        def drain_of(counts: np.ndarray, rule: StageRule = rule) -> float:
+            return rule.drained(Topology(names, counts))
+
         progress.report("safe sequence", f"stage {len(stages) + 1}, MLU {mlu_now:.4f}")
         adds = _free_adds(fabric, state, pair_demand, counts, speeds, index)
         if adds:
@@ -150,21 +163,25 @@ def _sequence(
             removed: tuple[Circuit, ...] = ()
             drained = mlu_now
         else:
+            # the hose floor of each group the drain is checked on, in the rule's terms
+            demand = np.max([demands[g] * rule.scale(p) for p, g in enumerate(rule.groups)], axis=0)
             ranker = SwapRanker(fabric, counts, pair_demand, speeds, demand, spine)
             step: Step | None
             if multi:  # swaps and larger stages
-                move = MultiStageSearch(fabric, state, ranker, mlu_of, limit, mlu_now, budget).best()
+                move = MultiStageSearch(fabric, state, ranker, mlu_of, limit, mlu_now, budget,
+                                        drain_of=drain_of).best()
                 step = None if move is None else ((move.removed, move.added), move.drained, move.after,
                                                   move.counts)
             else:
-                step = _best_swap(ranker, state, limit, mlu_now, mlu_of, budget, max_checks)
+                step = _best_swap(ranker, state, limit, mlu_now, (mlu_of, drain_of), budget, max_checks)
             if step is None:
                 break
             (removed, added), drained, after, after_counts = step
             adds = tuple(added)
             after_state = (state - set(removed)) | set(adds)
         domain = fabric.ocs_named((removed or adds)[0].ocs).domain
-        stages.append(Stage(domain, tuple(sorted(removed)), tuple(sorted(adds)), mlu_now, drained, after))
+        stages.append(Stage(domain, tuple(sorted(removed)), tuple(sorted(adds)), mlu_now, drained, after,
+                            rule.checked_start if removed else None))
         log.info("sequence stage %d: -%d +%d, MLU %.4f -> drained %.4f -> %.4f",
                  len(stages), len(removed), len(adds), mlu_now, drained, after)
         flat = 0 if after < mlu_now * (1 - _GAIN) else flat + 1
@@ -178,12 +195,14 @@ def _best_swap(
     state: set[Circuit],
     limit: float,
     mlu_now: float,
-    mlu_of: Callable[[np.ndarray], float],
+    mlu: tuple[Callable[[np.ndarray], float], Callable[[np.ndarray], float]],
     budget: TimeBudget | None,
     max_checks: int,
 ) -> tuple[Swap, float, float, np.ndarray] | None:
     """The safe swap that lowers the MLU most or, failing that, keeps it and lowers the transit
-    need most: (swap, drained MLU, MLU after, pair counts after)."""
+    need most: (swap, drained MLU, MLU after, pair counts after). ``mlu``: the MLU on the plan's
+    matrices (after) and the stage rule's drained MLU."""
+    mlu_of, drain_of = mlu
     ranked = ranker.ranked(state, limit)
     best: tuple[tuple[float, float], Swap, float, float, np.ndarray] | None = None
     found_at = 0
@@ -193,7 +212,7 @@ def _best_swap(
         if best is not None and checked >= found_at + ENOUGH_CHECKS:
             break
         drained, after = ranker.counts_after(key)
-        mlu_drained = mlu_of(drained)
+        mlu_drained = drain_of(drained)
         if mlu_drained > limit + _TOL:
             continue
         mlu_after = mlu_of(after)
@@ -272,17 +291,21 @@ def onward_steps(
     threshold: float,
     margin: float,
     budget: TimeBudget,
+    *,
+    traffic: StageTraffic | None = None,
 ) -> StagingPlan | None:
     """The better of two searches of safe stages found one by one: on from the step a partial
     staging reached (its stages first) and from today's ``circuits`` (the staged step can be a
     corner the search does not get out of); None when neither lowers the MLU."""
     found: list[StagingPlan] = []
     if staging.stages and not budget.expired():
-        more = sequence_steps(fabric, staging.final_circuits, matrices, evaluate, threshold, margin, budget)
+        more = sequence_steps(fabric, staging.final_circuits, matrices, evaluate, threshold, margin, budget,
+                              traffic=traffic, offset=len(staging.stages))
         if more is not None:
             found.append(replace(more, stages=staging.stages + more.stages, start_mlu=staging.start_mlu))
     if not budget.expired():
-        fresh = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget)
+        fresh = sequence_steps(fabric, circuits, matrices, evaluate, threshold, margin, budget,
+                               traffic=traffic)
         if fresh is not None:
             found.append(fresh)
     return min(found, key=lambda p: (p.final_mlu, len(p.stages)), default=None)

@@ -8,7 +8,8 @@ import pytest
 
 from optimizer.fabric import Block, Ocs, build_fabric
 from optimizer.jobs import job_traffic, parse_job
-from optimizer.jobs.intents import AnnouncedJob, JobPhase, planned_jobs, planning_demand
+from optimizer.jobs.intents import AnnouncedJob, JobPhase, planned_jobs, planning_demand, stage_traffic
+from optimizer.staging import StageTiming
 from optimizer.traffic import TrafficMatrix
 
 BLOCKS = ("b1", "b2", "b3")
@@ -141,3 +142,27 @@ def test_a_job_files_average_traffic_is_what_a_due_job_adds() -> None:
     assert cell(demand, 0, 1) == pytest.approx(expected)
     assert cell(demand, 1, 0) == pytest.approx(expected)
     assert cell(demand, 0, 2) == 0.0
+
+
+def test_the_stages_before_each_due_job_starts_are_checked_without_it() -> None:
+    """Timing 60 s for the plan, 270 s a stage: a job due in 700 s can meet stage 2 on (ends by
+    60 + 3 * 270 = 870), not stages 0 and 1 (by 600); one due in 400 s can meet stage 1."""
+    running = AnnouncedJob("run", matrix({(0, 1): 12.0, (0, 2): 3.0}), start=0.0)
+    first = AnnouncedJob("first", matrix({(1, 2): 5.0}), start=1400.0)
+    second = AnnouncedJob("second", matrix({(0, 2): 7.0}), start=1700.0)
+    later = AnnouncedJob("later", matrix({(2, 0): 100.0}), start=5000.0)  # announced, not due
+    jobs = [second, later, running, first]
+    traffic = stage_traffic(MEASURED, jobs, 1000.0, LEAD, StageTiming(60.0, 270.0))
+    assert traffic is not None
+    (until_first, (before_first,)), (until_second, (before_second,)) = traffic.windows
+    assert (until_first, until_second) == (1, 2)
+    # before the first due job: max(measured, running) per pair, no due job
+    assert cell(before_first, 0, 1) == 12.0 and cell(before_first, 1, 0) == 10.0
+    assert cell(before_first, 0, 2) == 3.0 and cell(before_first, 1, 2) == 4.0
+    # before the second: the first too
+    assert cell(before_second, 1, 2) == 4.0 + 5.0 and cell(before_second, 0, 2) == 3.0
+    # the stages after both windows are checked on the planning demand, which has both
+    planned = planning_demand(MEASURED, jobs, 1000.0, LEAD)
+    assert cell(planned, 0, 2) == 3.0 + 7.0 and cell(planned, 1, 2) == 9.0
+    assert cell(planned, 2, 0) == 0.0  # the job beyond the lead time counts nowhere
+    assert stage_traffic(MEASURED, [running, later], 1000.0, LEAD, StageTiming(60.0, 270.0)) is None
