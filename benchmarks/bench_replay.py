@@ -57,9 +57,10 @@ POLICIES: dict[str, TePolicy] = {
     "jupiter (peak of 12, S=0.5)": TePolicy(TeMethod.MIN_MLU, Predictor.PEAK, 12, 0.5),
     "last snapshot, no hedge": TePolicy(TeMethod.MIN_MLU, Predictor.LAST, 1, None),
     "last snapshot, S=0.5": TePolicy(TeMethod.MIN_MLU, Predictor.LAST, 1, 0.5),
-    "scenarios (48, S=0.5, bursts 0.1)": TePolicy(TeMethod.SCENARIOS, Predictor.LAST, 48, 0.5),
-    "scenarios (12), the old default": TePolicy(window=12, burst=0.0),
-    "default: scenarios (96, bursts 0.1)": TePolicy(),
+    "scenarios (48, S=0.5, bursts 0.1)": TePolicy(TeMethod.SCENARIOS, Predictor.LAST, 48, 0.5, tail=0.0),
+    "scenarios (12), an old default": TePolicy(window=12, burst=0.0, tail=0.0),
+    "scenarios (96, bursts 0.1), no tail": TePolicy(tail=0.0),
+    "default: scenarios (96, bursts 0.1, tail 0.1)": TePolicy(),
 }
 
 
@@ -220,6 +221,8 @@ TITLES = {
     "toe": "### 2. ToE over a trace (default TE policy)",
     "scale": "### 3. One TE decision at 8 and 64 blocks (fabric-8 / fabric-64, fresh process)",
     "tail": "### 4. Tail sweep: TE policies for pod_a's p99 (`python -m benchmarks.replay.tail_sweep`)",
+    "bound": "### 5. What the scenario family can reach: clairvoyant bounds "
+    "(`python -m benchmarks.replay.bound`)",
 }
 
 #: What the tables mean; kept with the code that writes them.
@@ -339,8 +342,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write_sections(parts: dict[str, list[str]]) -> None:
-    """RESULTS_replay.md from its sections (``tail`` is written by ``benchmarks.replay.tail_sweep``)."""
-    text = "\n".join(line for key in ("head", "te", "toe", "scale", "tail") for line in parts.get(key, []))
+    """RESULTS_replay.md from its sections (``tail`` is written by ``benchmarks.replay.tail_sweep``,
+    ``bound`` by ``benchmarks.replay.bound``)."""
+    order = ("head", "te", "toe", "scale", "tail", "bound")
+    text = "\n".join(line for key in order for line in parts.get(key, []))
     (HERE / "RESULTS_replay.md").write_text(text.rstrip() + "\n", encoding="utf-8")
     log.info("wrote %s", HERE / "RESULTS_replay.md")
 

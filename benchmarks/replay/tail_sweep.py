@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -38,44 +41,20 @@ from optimizer.te import TePolicy, scenarios
 log = logging.getLogger(__name__)
 
 
+#: The burst scenarios of the library before it chose per window: any pair raised by the
+#: largest jump any pair made (the candidates below were measured with these); each pair by
+#: its own largest jump (``own bursts``); and the library's choice between the two by
+#: :func:`~optimizer.te.scenarios.halves_agree` (``agreeing bursts``).
+ANY_BURSTS = partial(scenarios.with_bursts, agree=math.inf)
+OWN_BURSTS = partial(scenarios.with_bursts, agree=-math.inf)
+AGREEING_BURSTS = partial(scenarios.with_bursts, agree=scenarios.AGREE)
+
+
 @dataclass(frozen=True)
 class Candidate:
     policy: TePolicy
     tail_mass: float = 0.1  # the worst share of the scenarios a tail term averages
-    own_jumps: bool = False  # each pair's burst its own largest jump (an experiment: own_bursts)
-
-
-def own_bursts(
-    operator: scenarios.PathOperator,
-    demands: np.ndarray,
-    scale: np.ndarray,
-    shares: np.ndarray | None,
-    burst: float,
-    room: int | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`optimizer.te.scenarios.with_bursts` with each pair raised by its own largest jump
-    in the window, not the burstiest pair's (on pod_b a pair's largest jump in one 96-matrix
-    window and in the next correlate at 0.75; on pod_a at 0.07)."""
-    totals = demands.sum(axis=1, keepdims=True)
-    fractions = demands / np.where(totals > 0, totals, 1.0)
-    jumps = np.maximum((fractions - fractions.mean(axis=0)).max(axis=0), 0.0)
-    mean = demands.mean(axis=0)
-    pairs = np.flatnonzero((mean > 0) & (jumps > 0))
-    if room is not None and len(pairs) > room:
-        pairs = np.sort(pairs[np.argsort(-mean[pairs], kind="stable")[:room]])
-    window = np.full(len(demands), 1.0 / len(demands)) if shares is None else shares
-    if not len(pairs):
-        return demands, scale, window
-    bursts = np.repeat(mean[None, :], len(pairs), axis=0)
-    bursts[np.arange(len(pairs)), pairs] += jumps[pairs] * float(mean.sum())
-    paths = operator.paths
-    burst_scale = scenarios.hose_bounds(operator.graph, bursts, paths.src, paths.dst)
-    burst_scale = np.where(burst_scale > 0, burst_scale, 1.0)
-    all_shares = np.concatenate([(1.0 - burst) * window, np.full(len(pairs), burst / len(pairs))])
-    return np.vstack([demands, bursts]), np.concatenate([scale, burst_scale]), all_shares
-
-
-WITH_BURSTS = scenarios.with_bursts
+    bursts: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] = ANY_BURSTS
 
 
 #: The scenario method over 96 matrices, bursts 0.1 (the default before the tail term) and
@@ -98,8 +77,12 @@ CANDIDATES: dict[str, Candidate] = {
     "tail 0.2": Candidate(replace(BASE, tail=0.2)),
     "tail 0.3": Candidate(replace(BASE, tail=0.3)),
     "tail 0.5": Candidate(replace(BASE, tail=0.5)),
-    "own bursts": Candidate(BASE, own_jumps=True),
-    "own bursts 0.2": Candidate(replace(BASE, burst=0.2), own_jumps=True),
+    "own bursts": Candidate(BASE, bursts=OWN_BURSTS),
+    "own bursts 0.2": Candidate(replace(BASE, burst=0.2), bursts=OWN_BURSTS),
+    "192, tail 0.1, mass 0.05": Candidate(replace(BASE, window=192, tail=0.1), 0.05),
+    "tail 0.15, mass 0.05": Candidate(replace(BASE, tail=0.15), 0.05),
+    "agreeing bursts": Candidate(BASE, bursts=AGREEING_BURSTS),
+    "tail 0.1, mass 0.05, agreeing bursts": Candidate(replace(BASE, tail=0.1), 0.05, bursts=AGREEING_BURSTS),
 }
 
 
@@ -143,7 +126,7 @@ NOTES = [
 def run(pod: str, number: int, name: str, out: Path) -> dict[str, float | None]:
     candidate = CANDIDATES[name]
     scenarios.TAIL_MASS = candidate.tail_mass
-    scenarios.with_bursts = own_bursts if candidate.own_jumps else WITH_BURSTS
+    scenarios.with_bursts = candidate.bursts
     started = time.perf_counter()
     ratios = replay(pod, series_of(pod, number), candidate.policy, toe=False).ratios()
     seconds = time.perf_counter() - started

@@ -1,0 +1,261 @@
+"""What the scenario family can reach (``python -m benchmarks.replay.bound``): issue 29 item 1.
+
+The scenario method routes the next interval by the routing that minimises the mean ratio
+(MLU over the matrix's own optimum) over the last ``window`` matrices: an estimate of the
+traffic's distribution. Its best case is a clairvoyant one, the routing optimal for the
+*next* window's own matrices, applied to them: any method that predicts the distribution
+(not each snapshot) does no better on average. This script measures it, by exact LPs
+(scipy's HiGHS) on the fractional routing:
+
+- ``clairvoyant W``: the snapshots cut into blocks of W; each block routed by the routing
+  that minimises its own mean ratio (W = the whole series: one fixed routing in hindsight);
+- ``clairvoyant W, tail T``: the same with T of the objective on the CVaR of the block's
+  worst 5% of ratios (the best p99 a known distribution allows at that mean);
+- ``causal W, every S``: the routing minimising the mean ratio of the last W snapshots,
+  recomputed every S snapshots (the scenario method's objective solved exactly, no bursts);
+
+each scored on every snapshot from the W-th on (the first W have no past), and how
+predictable one snapshot is from the one before: the lag-1 autocorrelation of each pair's
+share of the matrix, of the optimal MLU, and of the ratio under a fixed routing.
+
+Fractional routing, no WCMP rounding: the replay's integer weights add a little to these
+(``benchmarks/RESULTS_replay.md`` section 1 is scored on them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchmarks.bench_replay import (
+    FILES,
+    TITLES,
+    UNIT_GBPS,
+    fabric_file,
+    read_sections,
+    series_of,
+    write_sections,
+)
+from benchmarks.machine import machine_summary
+from controller.replay.report import ratio_summary
+from optimizer.config import load_fabric
+from optimizer.te.paths import all_pairs, build_link_graph, candidate_paths
+from optimizer.te.scenarios import PathOperator
+from optimizer.topology import mesh_topology
+
+log = logging.getLogger(__name__)
+
+TAIL_MASS = 0.05  # the CVaR's share of the scenarios, as the scenario method's te.tail
+
+
+@dataclass
+class Trace:
+    """One series as arrays: the demand of every pair per snapshot and each snapshot's optimum."""
+
+    operator: PathOperator
+    demands: np.ndarray  # (T, P) Gbit/s
+    optimum: np.ndarray  # (T,) min MLU of each snapshot on the mesh
+
+    def ratios(self, fractions: np.ndarray, rows: slice | np.ndarray) -> np.ndarray:
+        mlu = self.operator.utilisation(fractions, self.demands[rows]).max(axis=1)
+        ratios: np.ndarray = mlu / self.optimum[rows]
+        return ratios
+
+
+def trace_of(pod: str, number: int) -> Trace:
+    fabric = load_fabric(fabric_file(pod))
+    graph = build_link_graph(fabric, mesh_topology(fabric))
+    src, dst = all_pairs(fabric.n_blocks)
+    operator = PathOperator(graph, candidate_paths(graph, src, dst))
+    gbps = series_of(pod, number).gbps
+    demands = gbps[:, src, dst]
+    demands = demands[demands.sum(axis=1) > 0]
+    one = np.ones(1)
+    optimum = np.array([routing_lp(operator, demands[k : k + 1], one)[1] for k in range(len(demands))])
+    return Trace(operator, demands, optimum)
+
+
+def routing_lp(
+    operator: PathOperator, demands: np.ndarray, scale: np.ndarray, tail: float = 0.0
+) -> tuple[np.ndarray, float]:
+    """The routing (P, N) minimising ``(1 - tail) mean_k r_k + tail CVaR(r)``, r_k the max
+    link utilisation of matrix k over ``scale[k]``, and that objective (exact LP, HiGHS)."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    valid = operator.paths.valid
+    pairs, vias = valid.shape
+    columns = np.flatnonzero(valid.ravel())
+    m, count = len(columns), len(demands)
+    per_link = sp.diags(operator.inv_capacity) @ operator.A[:, columns]  # (L, m)
+    pair_of = columns // vias
+    blocks = [per_link @ sp.diags(demands[k, pair_of] / scale[k]) for k in range(count)]
+    links = per_link.shape[0]
+    load = sp.vstack(blocks)  # (K L, m) utilisation over scale of every link under every matrix
+    pick = sp.kron(sp.identity(count), np.ones((links, 1)))  # r_k against each of its links
+    weights = np.full(count, 1.0 / count)
+    if tail > 0.0:  # r_k - t - z_k <= 0, z >= 0: CVaR = t + sum_k w_k z_k / mass
+        a_ub = sp.vstack(
+            [
+                sp.hstack([load, -pick, sp.csr_matrix((count * links, 1 + count))]),
+                sp.hstack(
+                    [sp.csr_matrix((count, m)), sp.identity(count), -np.ones((count, 1)), -sp.identity(count)]
+                ),
+            ]
+        )
+        cost = np.concatenate([np.zeros(m), (1.0 - tail) * weights, [tail], tail * weights / TAIL_MASS])
+        bounds: list[tuple[float | None, float | None]] = [(0.0, 1.0)] * m + [(0.0, None)] * count
+        bounds += [(None, None)] + [(0.0, None)] * count
+        extra = 1 + count
+    else:
+        a_ub = sp.hstack([load, -pick])
+        cost = np.concatenate([np.zeros(m), weights])
+        bounds = [(0.0, 1.0)] * m + [(0.0, None)] * count
+        extra = 0
+    a_eq = sp.hstack(
+        [
+            sp.csr_matrix((np.ones(m), (pair_of, np.arange(m))), shape=(pairs, m)),
+            sp.csr_matrix((pairs, count + extra)),
+        ]
+    )
+    result = linprog(
+        cost,
+        A_ub=a_ub.tocsr(),
+        b_ub=np.zeros(a_ub.shape[0]),
+        A_eq=a_eq.tocsr(),
+        b_eq=np.ones(pairs),
+        bounds=bounds,
+        method="highs",
+    )
+    if result.status != 0:
+        raise RuntimeError(f"routing LP failed: {result.message}")
+    fractions = np.zeros(valid.size)
+    fractions[columns] = result.x[:m]
+    return fractions.reshape(valid.shape), float(result.fun)
+
+
+def clairvoyant(trace: Trace, window: int, start: int, tail: float = 0.0) -> np.ndarray:
+    """Ratios from snapshot ``start`` on, each block of ``window`` routed by its own best routing."""
+    out = []
+    for lo in range(start, len(trace.demands), window):
+        rows = slice(lo, min(lo + window, len(trace.demands)))
+        fractions, _ = routing_lp(trace.operator, trace.demands[rows], trace.optimum[rows], tail)
+        out.append(trace.ratios(fractions, rows))
+    return np.concatenate(out)
+
+
+def causal(trace: Trace, window: int, every: int, start: int) -> np.ndarray:
+    """Ratios from ``start`` (>= window) on, routed by the best routing of the last ``window``
+    snapshots, recomputed every ``every`` snapshots."""
+    out = []
+    for lo in range(start, len(trace.demands), every):
+        past = slice(lo - window, lo)
+        fractions, _ = routing_lp(trace.operator, trace.demands[past], trace.optimum[past])
+        out.append(trace.ratios(fractions, slice(lo, min(lo + every, len(trace.demands)))))
+    return np.concatenate(out)
+
+
+def lag1(values: np.ndarray) -> float:
+    """Lag-1 autocorrelation of a series (nan when it is constant)."""
+    x = values - values.mean()
+    denominator = float(x @ x)
+    return float(x[1:] @ x[:-1]) / denominator if denominator > 0 else float("nan")
+
+
+def predictability(trace: Trace, fixed: np.ndarray) -> dict[str, float]:
+    shares = trace.demands / trace.demands.sum(axis=1, keepdims=True)
+    per_pair = np.array([lag1(shares[:, p]) for p in range(shares.shape[1])])
+    ratios = trace.ratios(fixed, slice(0, len(trace.demands)))
+    worst = ratios >= np.percentile(ratios, 99)
+    return {
+        "share_rho_median": float(np.nanmedian(per_pair)),
+        "share_rho_max": float(np.nanmax(np.abs(per_pair))),
+        "optimum_rho": lag1(trace.optimum),
+        "ratio_rho": lag1(ratios),
+        "p99_after_p99": float(worst[1:][worst[:-1]].mean()),
+    }
+
+
+WINDOW = 96
+#: (label, kind, window, tail or every)
+RUNS: tuple[tuple[str, str, int, float], ...] = (
+    ("clairvoyant, whole series", "clairvoyant", 0, 0.0),
+    ("clairvoyant 96", "clairvoyant", 96, 0.0),
+    ("clairvoyant 96, tail 0.1", "clairvoyant", 96, 0.1),
+    ("clairvoyant 96, tail 0.3", "clairvoyant", 96, 0.3),
+    ("clairvoyant 24", "clairvoyant", 24, 0.0),
+    ("clairvoyant 12", "clairvoyant", 12, 0.0),
+    ("clairvoyant 4", "clairvoyant", 4, 0.0),
+    ("causal 96, every 4", "causal", 96, 4),
+    ("causal 24, every 4", "causal", 24, 4),
+)
+
+
+def measure(pod: str, number: int) -> tuple[list[str], dict[str, float]]:
+    started = time.perf_counter()
+    trace = trace_of(pod, number)
+    rows = []
+    for label, kind, window, extra in RUNS:
+        if kind == "clairvoyant":
+            ratios = clairvoyant(trace, window or len(trace.demands) - WINDOW, WINDOW, extra)
+        else:
+            ratios = causal(trace, window, int(extra), WINDOW)
+        s = ratio_summary(ratios)
+        cells = " | ".join(f"{s[k]:.3f}" for k in ("mean", "p50", "p90", "p99", "max"))
+        rows.append(f"| {pod} | {number} | {label} | {len(ratios)} | {cells} |")
+        print(rows[-1], flush=True)
+    fixed, _ = routing_lp(trace.operator, trace.demands[WINDOW:], trace.optimum[WINDOW:])
+    figures = predictability(trace, fixed)
+    log.info("%s/%d measured in %.0f s", pod, number, time.perf_counter() - started)
+    return rows, figures
+
+
+
+NOTES: list[str] = []
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", nargs="+", default=["pod_a:1", "pod_a:3", "pod_b:1"], help="pod:series")
+    parser.add_argument("--write", action="store_true", help="write section 5 of RESULTS_replay.md")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    header = [
+        "| fabric | series | routing | snapshots | mean | p50 | p90 | p99 | max |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    print(*header, sep="\n")
+    rows: list[str] = []
+    predict = [
+        "| fabric | series | pair share, lag-1 rho (median over pairs) | largest pair abs(rho) | "
+        "optimal MLU, lag-1 rho | ratio under the fixed routing, lag-1 rho | p99 snapshot after a p99 one |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for run in args.runs:
+        pod, number = run.split(":")
+        if pod not in UNIT_GBPS or int(number) not in FILES:
+            parser.error(f"--runs: {run!r} is not pod:series, pod in {tuple(UNIT_GBPS)}, series in {FILES}")
+        found, f = measure(pod, int(number))
+        rows += found
+        predict.append(
+            f"| {pod} | {number} | {f['share_rho_median']:.3f} | {f['share_rho_max']:.3f} | "
+            f"{f['optimum_rho']:.3f} | {f['ratio_rho']:.3f} | {f['p99_after_p99']:.2f} |"
+        )
+        print(predict[-1], flush=True)
+    if args.write:
+        parts = read_sections()
+        head = [TITLES["bound"], "", f"Run on {machine_summary()}.", ""]
+        parts["bound"] = [*head, *header, *rows, "", *predict, "", *NOTES]
+        write_sections(parts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
