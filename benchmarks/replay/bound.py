@@ -29,6 +29,7 @@ import logging
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -216,7 +217,39 @@ def measure(pod: str, number: int) -> tuple[list[str], dict[str, float]]:
 
 
 
+#: The routing rows, then the predictability row (a pod and series each).
+HEADER = [
+    "| fabric | series | routing | snapshots | mean | p50 | p90 | p99 | max |",
+    "|---|---|---|---:|---:|---:|---:|---:|---:|",
+]
+PREDICT_HEADER = [
+    "| fabric | series | pair share, lag-1 rho (median over pairs) | largest pair abs(rho) | "
+    "optimal MLU, lag-1 rho | ratio under the fixed routing, lag-1 rho | p99 snapshot after a p99 one |",
+    "|---|---|---:|---:|---:|---:|---:|",
+]
+
 NOTES: list[str] = []
+
+
+def _saved(out: Path, pod: str, number: int) -> Path:
+    return out / f"bound-{pod}-{number}.md"
+
+
+def write(out: Path, runs: list[tuple[str, int]]) -> None:
+    """Section 5 of ``RESULTS_replay.md`` from the runs saved under ``out``."""
+    rows: list[str] = []
+    predict: list[str] = []
+    for pod, number in runs:
+        path = _saved(out, pod, number)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: {pod} series {number} not measured (run it without --write)")
+        lines = path.read_text(encoding="utf-8").splitlines()
+        rows += lines[:-1]
+        predict.append(lines[-1])
+    parts = read_sections()
+    head = [TITLES["bound"], "", f"Run on {machine_summary()}.", ""]
+    parts["bound"] = [*head, *HEADER, *rows, "", *PREDICT_HEADER, *predict, "", *NOTES]
+    write_sections(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,36 +257,31 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--runs", nargs="+", default=["pod_a:1", "pod_a:3", "pod_b:1"], help="pod:series")
-    parser.add_argument("--write", action="store_true", help="write section 5 of RESULTS_replay.md")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/tail_bound"), help="where the runs' rows go")
+    parser.add_argument(
+        "--write", action="store_true", help="write section 5 of RESULTS_replay.md from the runs saved"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    header = [
-        "| fabric | series | routing | snapshots | mean | p50 | p90 | p99 | max |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    print(*header, sep="\n")
-    rows: list[str] = []
-    predict = [
-        "| fabric | series | pair share, lag-1 rho (median over pairs) | largest pair abs(rho) | "
-        "optimal MLU, lag-1 rho | ratio under the fixed routing, lag-1 rho | p99 snapshot after a p99 one |",
-        "|---|---|---:|---:|---:|---:|---:|",
-    ]
+    runs = []
     for run in args.runs:
-        pod, number = run.split(":")
-        if pod not in UNIT_GBPS or int(number) not in FILES:
+        pod, _, number = run.partition(":")
+        if pod not in UNIT_GBPS or not number.isdigit() or int(number) not in FILES:
             parser.error(f"--runs: {run!r} is not pod:series, pod in {tuple(UNIT_GBPS)}, series in {FILES}")
-        found, f = measure(pod, int(number))
-        rows += found
-        predict.append(
+        runs.append((pod, int(number)))
+    if args.write:
+        write(args.out, runs)
+        return 0
+    print(*HEADER, sep="\n")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for pod, number in runs:
+        found, f = measure(pod, number)
+        predict = (
             f"| {pod} | {number} | {f['share_rho_median']:.3f} | {f['share_rho_max']:.3f} | "
             f"{f['optimum_rho']:.3f} | {f['ratio_rho']:.3f} | {f['p99_after_p99']:.2f} |"
         )
-        print(predict[-1], flush=True)
-    if args.write:
-        parts = read_sections()
-        head = [TITLES["bound"], "", f"Run on {machine_summary()}.", ""]
-        parts["bound"] = [*head, *header, *rows, "", *predict, "", *NOTES]
-        write_sections(parts)
+        print(predict, flush=True)
+        _saved(args.out, pod, number).write_text("\n".join([*found, predict]) + "\n", encoding="utf-8")
     return 0
 
 

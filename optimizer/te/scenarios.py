@@ -350,8 +350,10 @@ def halves_agree(demands: np.ndarray) -> float:
     first, second = (fractions[:half] - mean).max(axis=0), (fractions[half:] - mean).max(axis=0)
     if first.std() == 0 or second.std() == 0:
         return 0.0
-    r = min(float(np.corrcoef(first, second)[0, 1]), 1.0 - 1e-12)
-    return r * float(np.sqrt(pairs - 2)) / float(np.sqrt(1.0 - r * r))
+    r = float(np.corrcoef(first, second)[0, 1])
+    if not np.isfinite(r):
+        return 0.0
+    return r * float(np.sqrt(pairs - 2)) / float(np.sqrt(max(1.0 - r * r, 1e-12)))
 
 
 def with_bursts(

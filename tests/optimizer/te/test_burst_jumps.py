@@ -71,3 +71,10 @@ def test_jumps_that_move_between_pairs_give_every_pair_the_largest(fabric8) -> N
     own, _, _ = with_bursts(_operator(fabric8), demands, np.ones(len(demands)), None, 0.2, agree=-np.inf)
     assert np.diag(own[len(demands) :] - mean).max() == pytest.approx(largest * mean.sum())
     assert np.diag(own[len(demands) :] - mean).min() < 0.5 * largest * mean.sum()
+
+
+def test_halves_that_mirror_each_other_exactly_give_a_finite_answer() -> None:
+    # two regimes, each the reverse of the other: the halves' jumps correlate at exactly -1
+    low, high = np.array([1.0, 2.0, 3.0, 4.0, 5.0]), np.array([5.0, 4.0, 3.0, 2.0, 1.0])
+    demands = np.array([low] * 4 + [high] * 4)
+    assert np.isfinite(halves_agree(demands)) and halves_agree(demands) < AGREE
