@@ -53,23 +53,24 @@ class TePolicy:
     scenario method over the last 96 measurements (48 minutes at 30 s), ``burst = 0.1``,
     ``tail = 0.1``, no hedge.
 
-    Why: each pair's share of the matrix is uncorrelated with its past, so the best routing
-    is the best one for the traffic's distribution: 96 matrices estimate it better than 12
-    (pod_a series 1 mean 1.145 -> 1.135, pod_b 1.050 -> 1.042). No method that estimates the
+    Why: each pair's share of the matrix is uncorrelated with its past, so the best routing is
+    the best one for the traffic's distribution: 96 matrices estimate it better than 12 (pod_a
+    series 1 mean 1.145 -> 1.135, pod_b 1.050 -> 1.042). No method that estimates the
     distribution gets pod_a's mean much lower: the routing optimal for the next 96 matrices,
     known in advance, scores 1.110-1.111 (section 5). The tail comes from one pair jumping to
-    4-5 times its usual share, in single snapshots: only routing spread before the burst
-    helps. The burst scenarios (each pair raised by a jump, a tenth of the objective,
+    4-5 times its usual share, in single snapshots: only routing spread before the burst helps.
+    The burst scenarios (each pair raised by a jump, a tenth of the objective,
     :func:`optimizer.te.scenarios.with_bursts`) and ``tail = 0.1`` (a tenth on the CVaR of the
-    worst 5% of the scenarios) take pod_a's pooled p99 from 1.670 to about 1.53, below the
+    worst 5% of the scenarios) take pod_a's pooled p99 from 1.670 to 1.528, below the
     Jupiter-style routing's 1.539, for a mean of 1.150 instead of 1.131: issue 29 asks for a
     controller no worse than its peers in the bursts. Each pair's own jump where the window's
     halves agree on which pairs jump (pod_b's), the burstiest pair's where any pair may burst
-    (pod_a's). Rejected on the same data: a hedge (S = 0.5: the same p99 for 0.005 more mean),
-    more burst weight, an entropic risk over the window, a hedge per pair from its
-    variability, a window of 192 (the same p99 out of sample), ``tail = 0.15`` (p99 -0.01 for
-    +0.008 of mean); ``tail = 0`` is the operator's choice when the mean matters more than the
-    bursts (pod_a 1.131 / 1.670; ``benchmarks/replay/tail_sweep.py``, section 4).
+    (pod_a's): pod_b 1.041 / 1.262 -> 1.039 / 1.256. Rejected on the same data: a hedge
+    (S = 0.5: the same p99 for 0.005 more mean), more burst weight, an entropic risk over the
+    window, a hedge per pair from its variability, a window of 192 (the same p99 out of
+    sample), ``tail = 0.15`` (p99 -0.01 for +0.008 of mean); ``tail = 0`` is the operator's
+    choice when the mean matters more than the bursts (pod_a 1.131 / 1.670;
+    ``benchmarks/replay/tail_sweep.py``, section 4).
     On fabrics of more than 8 blocks the solver reads fewer matrices (about 12 at 64
     blocks; :data:`optimizer.te.scenarios.MAX_SCENARIO_ENTRIES`)."""
 
