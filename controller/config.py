@@ -30,7 +30,7 @@ The accepted form (every section but the three paths is optional; times in secon
       method: scenarios                # scenarios (the recent matrices together) or min_mlu
       window: 96                       # measurements of history the method reads
       burst: 0.1                       # scenarios: share of the objective on per-pair bursts
-      tail: 0.0                        # scenarios: share of the objective on the worst 5%
+      tail: 0.1                        # scenarios: share of the objective on the worst 5%
       hedge: null                      # S in (0, 1], or null (no cap)
       predictor: last                  # min_mlu only: last or peak (per-pair peak of the window)
       table_size: 128

@@ -74,6 +74,11 @@ HELD_FIT = 1.05
 #: (pod_a series 1, tail 0.1: p99 1.525 at 0.05, 1.576 at 0.1, 1.539 at 0.02, for a mean of
 #: 1.154, 1.149, 1.155: benchmarks/replay/tail_sweep.py).
 TAIL_MASS = 0.05
+#: How surely (:func:`halves_agree`, a t-statistic) the window's first half must predict its
+#: second half's jumps for the burst scenarios to raise each pair by its own jump, not the
+#: burstiest pair's: the jumps persist. 96-matrix windows of pod_b (56 pairs, r about 0.73)
+#: reach it 96-100% of the time; pod_a's (12 pairs: any pair may burst) 0-1.5%.
+AGREE = 5.0
 WARM_STEPS = 10  # per decision, from the routing in force: more does not route the next matrix better
 
 
@@ -331,6 +336,26 @@ def solve_scenarios(
     return ScenarioResult(best, best_value, iterations, step)
 
 
+def halves_agree(demands: np.ndarray) -> float:
+    """How surely the first half of the window ``demands`` (K, P) predicts its second half's
+    jumps: the correlation r, across the n pairs, of each pair's largest share of a matrix
+    above its window mean in either half, as its t-statistic ``r sqrt(n - 2) / sqrt(1 - r^2)``
+    (0 with fewer than 8 matrices, 4 pairs or no spread; a few pairs make r noisy)."""
+    totals = demands.sum(axis=1, keepdims=True)
+    fractions = demands / np.where(totals > 0, totals, 1.0)
+    half, pairs = len(fractions) // 2, fractions.shape[1]
+    if half < 4 or pairs < 4:
+        return 0.0
+    mean = fractions.mean(axis=0)
+    first, second = (fractions[:half] - mean).max(axis=0), (fractions[half:] - mean).max(axis=0)
+    if first.std() == 0 or second.std() == 0:
+        return 0.0
+    r = float(np.corrcoef(first, second)[0, 1])
+    if not np.isfinite(r):
+        return 0.0
+    return r * float(np.sqrt(pairs - 2)) / float(np.sqrt(max(1.0 - r * r, 1e-12)))
+
+
 def with_bursts(
     operator: PathOperator,
     demands: np.ndarray,
@@ -338,23 +363,29 @@ def with_bursts(
     shares: np.ndarray | None,
     burst: float,
     room: int | None = None,
+    agree: float = AGREE,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The window plus one burst scenario per pair with demand: the window's mean matrix with
-    that pair raised by the largest jump any pair made in the window (its share of a matrix
-    over its mean share: any pair may burst as the burstiest one did). The bursts share
-    ``burst`` of the objective, the window the rest (in its own proportions). With ``room``,
-    only that many bursts, of the pairs with the most demand (none fit at 64 blocks)."""
+    that pair's share raised by a jump (a share of a matrix over the pair's mean share). When
+    the window's halves agree on which pairs jump (:func:`halves_agree` at least ``agree``:
+    the jumps persist, as on pod_b), each pair's own largest jump in the window; else the
+    largest jump any pair made (any pair may burst as the burstiest one did, as on pod_a).
+    The bursts share ``burst`` of the objective, the window the rest (in its own
+    proportions). With ``room``, only that many bursts, of the pairs with the most demand
+    (none fit at 64 blocks)."""
     totals = demands.sum(axis=1, keepdims=True)
     fractions = demands / np.where(totals > 0, totals, 1.0)
-    jump = float((fractions - fractions.mean(axis=0)).max())
+    above = fractions - fractions.mean(axis=0)
+    own = np.maximum(above.max(axis=0), 0.0)
+    jumps = own if halves_agree(demands) >= agree else np.full(len(own), max(float(above.max()), 0.0))
     mean = demands.mean(axis=0)
-    pairs = np.flatnonzero(mean > 0)
+    pairs = np.flatnonzero((mean > 0) & (jumps > 0))
     if room is not None and len(pairs) > room:
         pairs = np.sort(pairs[np.argsort(-mean[pairs], kind="stable")[:room]])
-    if not len(pairs) or jump <= 0:
+    if not len(pairs):
         return demands, scale, shares if shares is not None else np.full(len(demands), 1.0 / len(demands))
     bursts = np.repeat(mean[None, :], len(pairs), axis=0)
-    bursts[np.arange(len(pairs)), pairs] += jump * float(mean.sum())
+    bursts[np.arange(len(pairs)), pairs] += jumps[pairs] * float(mean.sum())
     paths = operator.paths
     burst_scale = hose_bounds(operator.graph, bursts, paths.src, paths.dst)
     burst_scale = np.where(burst_scale > 0, burst_scale, 1.0)
